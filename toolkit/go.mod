@@ -1,0 +1,3 @@
+module github.com/toolplane/toolplane/toolkit
+
+go 1.26

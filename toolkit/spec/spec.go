@@ -1,0 +1,103 @@
+package spec
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// SchemaVersion is the value of schemaVersion in the spec document and the
+// tool table.
+const SchemaVersion = "toolplane.io/v1alpha1"
+
+// Default endpoint paths served by a toolkit workload.
+const (
+	// DefaultPath is where the spec document is served.
+	DefaultPath = "/.well-known/toolplane/tools"
+	// InvokePrefix is followed by a tool's name: POST /tools/{name}.
+	InvokePrefix = "/tools/"
+	// MCPPath is the MCP Streamable HTTP endpoint.
+	MCPPath = "/mcp"
+)
+
+// Keys of toolplane's metadata in a tool's _meta object.
+const (
+	MetaVersion  = "toolplane.io/version"
+	MetaCategory = "toolplane.io/category"
+	MetaTags     = "toolplane.io/tags"
+	MetaScopes   = "toolplane.io/scopes"
+)
+
+// Document is the spec document served at [DefaultPath].
+type Document struct {
+	// SchemaVersion is always [SchemaVersion].
+	SchemaVersion string `json:"schemaVersion"`
+	// Revision is [Revision] of Tools. It is also the document's ETag.
+	Revision string `json:"revision"`
+	// Server names the workload.
+	Server Server `json:"server"`
+	// Tools are sorted by name.
+	Tools []Tool `json:"tools"`
+}
+
+// Server identifies the workload that serves a spec document.
+type Server struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// Tool is one tool as MCP describes it: each Tool is a valid MCP Tool object.
+// Schemas are kept as raw JSON so that they pass through the operator byte for
+// byte.
+type Tool struct {
+	Name         string          `json:"name"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	Meta         map[string]any  `json:"_meta,omitempty"`
+}
+
+// Annotations are MCP's tool annotations. They are hints to a client, not
+// guarantees. A nil pointer means the hint is not given, and MCP's default
+// applies (destructive and open-world default to true, the others to false).
+type Annotations struct {
+	Title           string `json:"title,omitempty"`
+	ReadOnlyHint    *bool  `json:"readOnlyHint,omitempty"`
+	DestructiveHint *bool  `json:"destructiveHint,omitempty"`
+	IdempotentHint  *bool  `json:"idempotentHint,omitempty"`
+	OpenWorldHint   *bool  `json:"openWorldHint,omitempty"`
+}
+
+// SortTools sorts tools by name, in place.
+func SortTools(tools []Tool) {
+	slices.SortFunc(tools, func(a, b Tool) int { return strings.Compare(a.Name, b.Name) })
+}
+
+// Revision returns "sha256:<hex>" over the canonical JSON of tools, which
+// must already be sorted by name. It changes if and only if the list changes.
+func Revision(tools []Tool) string {
+	if tools == nil {
+		tools = []Tool{}
+	}
+	return hashJSON(tools)
+}
+
+func hashJSON(v any) string {
+	// encoding/json sorts map keys and compacts raw messages, so equal values
+	// hash equally whatever whitespace their schemas arrived with.
+	b, err := json.Marshal(v)
+	if err != nil {
+		// Only a value that cannot be encoded at all gets here (a NaN in
+		// _meta, say); hash its error text so the result is still stable.
+		b = []byte(err.Error())
+	}
+	sum := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// ETag returns the HTTP entity tag for a revision: the revision in quotes.
+func ETag(revision string) string { return `"` + revision + `"` }

@@ -1,0 +1,57 @@
+package spec
+
+import "encoding/json"
+
+// Table is the tool table: every published tool in the cluster, as the
+// operator writes it to the tool-table ConfigMap and agents read it.
+type Table struct {
+	// SchemaVersion is always [SchemaVersion].
+	SchemaVersion string `json:"schemaVersion"`
+	// Revision is "sha256:<hex>" over Tools.
+	Revision string `json:"revision"`
+	// Tools are sorted by published name; each name appears once.
+	Tools []TableTool `json:"tools"`
+}
+
+// TableTool is one published tool.
+type TableTool struct {
+	// Name is the published name: the ToolSet's prefix plus SourceName.
+	Name string `json:"name"`
+	// SourceName is the name the workload serves the tool under.
+	SourceName   string          `json:"sourceName"`
+	Title        string          `json:"title,omitempty"`
+	Description  string          `json:"description,omitempty"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  *Annotations    `json:"annotations,omitempty"`
+	Meta         map[string]any  `json:"_meta,omitempty"`
+	ToolSet      ObjectReference `json:"toolSet"`
+	// Endpoints is nil when the ToolSet names no Service to reach it by.
+	Endpoints *Endpoints `json:"endpoints,omitempty"`
+}
+
+// ObjectReference names a namespaced object.
+type ObjectReference struct {
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// String returns "namespace/name".
+func (r ObjectReference) String() string { return r.Namespace + "/" + r.Name }
+
+// Endpoints are the URLs at which agents call a tool.
+type Endpoints struct {
+	// Invoke is the tool's plain HTTP endpoint: POST the arguments object.
+	Invoke string `json:"invoke"`
+	// MCP is the workload's MCP Streamable HTTP endpoint.
+	MCP string `json:"mcp"`
+}
+
+// TableRevision returns "sha256:<hex>" over tools, which must be sorted by
+// name.
+func TableRevision(tools []TableTool) string {
+	if tools == nil {
+		tools = []TableTool{}
+	}
+	return hashJSON(tools)
+}
