@@ -5,4 +5,10 @@
 // Both the toolkit server and the operator use these types, so each format
 // is defined exactly once. Encoding is deterministic: the same tools always
 // give the same bytes and the same revision.
+//
+// [EncodeTable] and [DecodeTable] map a tool table to and from the payloads
+// of the ConfigMaps it is published in: one plain ConfigMap for a small
+// table, and gzipped chunks in several ConfigMaps, each within
+// [MaxTablePartBytes], for a large one. See [TableKey] for the layout and for
+// how an agent mounts it.
 package spec

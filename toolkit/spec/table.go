@@ -1,6 +1,10 @@
 package spec
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+)
 
 // Table is the tool table: every published tool in the cluster, as the
 // operator writes it to the tool-table ConfigMap and agents read it.
@@ -54,4 +58,9 @@ func TableRevision(tools []TableTool) string {
 		tools = []TableTool{}
 	}
 	return hashJSON(tools)
+}
+
+// SortTableTools sorts tools by name, in place.
+func SortTableTools(tools []TableTool) {
+	slices.SortFunc(tools, func(a, b TableTool) int { return strings.Compare(a.Name, b.Name) })
 }
