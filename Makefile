@@ -1,0 +1,106 @@
+# toolplane: the operator (root module) and the toolkit library (./toolkit).
+
+# Every tool is pinned and built into bin/ from the Go module proxy.
+LOCALBIN ?= $(shell pwd)/bin
+K8S_VERSION ?= 1.37.2
+CONTROLLER_TOOLS_VERSION ?= v0.23.0
+GOLANGCI_LINT_VERSION ?= v2.15.0
+HELM_VERSION ?= v3.22.0
+
+CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
+GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
+HELM ?= $(LOCALBIN)/helm
+ENVTEST_ASSETS ?= $(LOCALBIN)/k8s/$(K8S_VERSION)
+
+# Go modules of the repository that hold the project's code.
+MODULES := . toolkit
+GO_TEST_FLAGS ?= -race -timeout 30m
+# How long `make test` runs each fuzz target (`make fuzz` runs longer).
+FUZZ_TIME_SHORT ?= 5s
+FUZZ_TIME ?= 2m
+
+SHELL = /usr/bin/env bash -o pipefail
+.SHELLFLAGS = -ec
+
+.PHONY: all
+all: build
+
+##@ General
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*##"; printf "\nUsage:\n  make \033[36m<target>\033[0m\n"} /^[a-zA-Z_0-9-]+:.*?##/ { printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2 } /^##@/ { printf "\n\033[1m%s\033[0m\n", substr($$0, 5) } ' $(MAKEFILE_LIST)
+
+##@ Run it
+
+.PHONY: demo
+demo: build envtest ## Run the whole system on an embedded control plane and print the tool table (DEMO_FLAGS=--wait keeps it up).
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./hack/demo --bin $(LOCALBIN) $(DEMO_FLAGS)
+
+.PHONY: test
+test: manifests generate envtest ## Run every test: unit, envtest (real kube-apiserver and etcd), and brief fuzzing.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test $(GO_TEST_FLAGS) ./...
+	cd toolkit && go test $(GO_TEST_FLAGS) ./...
+
+.PHONY: run
+run: manifests generate ## Run the manager against the cluster in the current kubeconfig.
+	go run ./cmd/manager --table-namespace $${TABLE_NAMESPACE:-toolplane-system}
+
+##@ Development
+
+.PHONY: manifests
+manifests: controller-gen ## Generate the CRD and RBAC manifests from the API types and markers.
+	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
+
+.PHONY: generate
+generate: controller-gen ## Generate the DeepCopy methods of the API types.
+	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
+
+.PHONY: fmt
+fmt: ## Run gofmt on every module.
+	@for m in $(MODULES); do (cd $$m && go fmt ./...); done
+
+.PHONY: vet
+vet: ## Run go vet on every module.
+	@for m in $(MODULES); do (cd $$m && go vet ./...); done
+
+.PHONY: lint
+lint: golangci-lint ## Run golangci-lint on every module.
+	@for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run ./...); done
+
+.PHONY: verify
+verify: manifests generate fmt ## Regenerate and tidy everything, then fail if the tree changed.
+	@for m in $(MODULES); do (cd $$m && go mod tidy); done
+	@if [ -n "$$(git status --porcelain)" ]; then \
+		echo "The tree is dirty after regenerating; commit the result:"; git status --porcelain; git --no-pager diff --stat; exit 1; fi
+
+##@ Build
+
+.PHONY: build
+build: manifests generate ## Build the manager and example-tools binaries into bin/.
+	go build -o $(LOCALBIN)/manager ./cmd/manager
+
+##@ Dependencies
+
+$(LOCALBIN):
+	mkdir -p $(LOCALBIN)
+
+.PHONY: envtest
+envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## Build the test control plane (kube-apiserver, etcd) from the Go module proxy.
+$(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd: | $(LOCALBIN)
+	K8S_VERSION=$(K8S_VERSION) hack/controlplane/build.sh $(ENVTEST_ASSETS)
+
+.PHONY: controller-gen
+controller-gen: $(CONTROLLER_GEN) ## Build controller-gen into bin/.
+$(CONTROLLER_GEN): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_TOOLS_VERSION)
+
+.PHONY: golangci-lint
+golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint into bin/.
+$(GOLANGCI_LINT): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+.PHONY: helm
+helm: $(HELM) ## Build helm into bin/.
+$(HELM): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)

@@ -1,0 +1,49 @@
+package v1alpha1
+
+// Condition types of a ToolSet.
+const (
+	// ConditionReady summarises the ToolSet: True when its tools are scraped
+	// and published.
+	ConditionReady = "Ready"
+	// ConditionDegraded is True when part of the ToolSet could not be
+	// published: invalid tools, failing Pods, replicas that disagree.
+	ConditionDegraded = "Degraded"
+	// ConditionStale is True while the last good tools are held through a
+	// scrape outage.
+	ConditionStale = "Stale"
+	// ConditionConflicted is True when another ToolSet owns some of the
+	// names this one exposes.
+	ConditionConflicted = "Conflicted"
+)
+
+// Condition reasons of a ToolSet.
+const (
+	// ReasonPublished: every selected Pod was scraped and the tools are published.
+	ReasonPublished = "Published"
+	// ReasonNoPods: the selector matches no Running and Ready Pod.
+	ReasonNoPods = "NoPods"
+	// ReasonScrapeFailed: no selected Pod could be scraped.
+	ReasonScrapeFailed = "ScrapeFailed"
+	// ReasonPartialScrape: some selected Pods could not be scraped.
+	ReasonPartialScrape = "PartialScrape"
+	// ReasonInvalidTools: some tools break a rule or a limit.
+	ReasonInvalidTools = "InvalidTools"
+	// ReasonRolloutSkew: ready replicas serve different tool lists.
+	ReasonRolloutSkew = "RolloutSkew"
+	// ReasonToolsStale: the last good tools are held through a scrape outage.
+	ReasonToolsStale = "ToolsStale"
+	// ReasonToolsDropped: the grace period ended and the held tools were dropped.
+	ReasonToolsDropped = "ToolsDropped"
+	// ReasonNameConflict: another ToolSet owns some of the names.
+	ReasonNameConflict = "NameConflict"
+	// ReasonNoConflict: this ToolSet owns every name it exposes.
+	ReasonNoConflict = "NoConflict"
+	// ReasonNoService: spec.service is not set, so the published tools have
+	// no endpoint for agents.
+	ReasonNoService = "NoService"
+	// ReasonInvalidSpec: the spec cannot be acted on, such as a missing Secret
+	// or an unusable selector.
+	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonHealthy: nothing is degraded or stale.
+	ReasonHealthy = "Healthy"
+)

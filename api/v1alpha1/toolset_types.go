@@ -1,0 +1,310 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// ToolSetSpec says which Pods serve tools and how the operator reads them.
+// +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !has(self.interval) || duration(self.timeout) <= duration(self.interval)",message="timeout must not exceed interval"
+// +kubebuilder:validation:XValidation:rule="!has(self.tls) || self.scheme == 'https'",message="tls requires scheme https"
+type ToolSetSpec struct {
+	// selector selects the Pods that serve tools. Only Pods in the ToolSet's
+	// own namespace are ever selected, and only those that are Running and
+	// Ready are scraped. An empty selector ({}) selects every Pod in the
+	// namespace; a selector that is left out is rejected.
+	// +required
+	Selector metav1.LabelSelector `json:"selector"`
+
+	// port is the container port that serves the spec endpoint, by name (as
+	// declared in the Pod's containers[].ports[].name) or by number.
+	// +required
+	// +kubebuilder:validation:XIntOrString
+	Port intstr.IntOrString `json:"port"`
+
+	// path is the HTTP path of the spec endpoint on each Pod.
+	// +optional
+	// +kubebuilder:default="/.well-known/toolplane/tools"
+	// +kubebuilder:validation:MaxLength=1024
+	// +kubebuilder:validation:Pattern=`^/[^?#\s]*$`
+	Path string `json:"path,omitempty"`
+
+	// scheme is the URL scheme used to scrape: http or https.
+	// +optional
+	// +kubebuilder:default=http
+	// +kubebuilder:validation:Enum=http;https
+	Scheme string `json:"scheme,omitempty"`
+
+	// interval is how often every selected Pod is scraped. Pods that become
+	// ready or change are scraped at once, whatever the interval. At least 5s.
+	// +optional
+	// +kubebuilder:default="30s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) >= duration('5s')",message="interval must be at least 5s"
+	Interval *metav1.Duration `json:"interval,omitempty"`
+
+	// timeout bounds one scrape of one Pod, connection and body included. It
+	// must not exceed interval.
+	// +optional
+	// +kubebuilder:default="5s"
+	// +kubebuilder:validation:Type=string
+	// +kubebuilder:validation:XValidation:rule="duration(self) > duration('0s')",message="timeout must be positive"
+	Timeout *metav1.Duration `json:"timeout,omitempty"`
+
+	// tls configures how https scrapes verify the Pod's certificate. Only
+	// allowed with scheme https.
+	// +optional
+	TLS *TLSConfig `json:"tls,omitempty"`
+
+	// authorization sends a bearer token with every scrape. The token is read
+	// from a Secret in the ToolSet's namespace and never written to status,
+	// events or logs.
+	// +optional
+	Authorization *Authorization `json:"authorization,omitempty"`
+
+	// service is the Service through which agents reach the tools. Its DNS
+	// name and port make up the invoke and MCP endpoints published in the tool
+	// table. Without it the tools are still published, but with no endpoint,
+	// and the ToolSet's status says so.
+	// +optional
+	Service *ServiceReference `json:"service,omitempty"`
+
+	// prefix is prepended to the name of every tool of this ToolSet in the
+	// tool table, for example "crm_". The prefixed name must still be a valid
+	// tool name.
+	// +optional
+	// +kubebuilder:validation:MaxLength=64
+	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]*$`
+	Prefix string `json:"prefix,omitempty"`
+
+	// include lists glob patterns (path.Match syntax, such as "query_*") of
+	// the tool names, before the prefix, to publish. Empty means all.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=128
+	Include []string `json:"include,omitempty"`
+
+	// exclude lists glob patterns of tool names, before the prefix, not to
+	// publish. It wins over include.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:MaxLength=128
+	Exclude []string `json:"exclude,omitempty"`
+
+	// limits bound what one ToolSet may publish.
+	// +optional
+	// +kubebuilder:default={}
+	Limits Limits `json:"limits,omitempty"`
+}
+
+// TLSConfig configures the verification of a Pod's serving certificate.
+// +kubebuilder:validation:XValidation:rule="!(has(self.ca) && has(self.insecureSkipVerify) && self.insecureSkipVerify)",message="ca and insecureSkipVerify are mutually exclusive"
+type TLSConfig struct {
+	// ca is the PEM bundle of certificate authorities to trust, from a Secret
+	// or ConfigMap in the ToolSet's namespace. Without it the system roots are
+	// used.
+	// +optional
+	CA *CASource `json:"ca,omitempty"`
+
+	// serverName is the name to verify the certificate against. It defaults
+	// to the Pod's IP address.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	ServerName string `json:"serverName,omitempty"`
+
+	// insecureSkipVerify disables certificate verification. Use it only for
+	// testing.
+	// +optional
+	InsecureSkipVerify bool `json:"insecureSkipVerify,omitempty"`
+}
+
+// CASource names one key of a Secret or a ConfigMap. Exactly one is set.
+// +kubebuilder:validation:XValidation:rule="has(self.secret) != has(self.configMap)",message="exactly one of secret and configMap must be set"
+type CASource struct {
+	// secret is a key of a Secret in the ToolSet's namespace.
+	// +optional
+	Secret *KeyReference `json:"secret,omitempty"`
+	// configMap is a key of a ConfigMap in the ToolSet's namespace.
+	// +optional
+	ConfigMap *KeyReference `json:"configMap,omitempty"`
+}
+
+// KeyReference names one key of an object in the ToolSet's namespace.
+type KeyReference struct {
+	// name is the name of the object.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Name string `json:"name"`
+	// key is the key within the object's data.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	Key string `json:"key"`
+}
+
+// Authorization configures the credentials sent with every scrape.
+type Authorization struct {
+	// bearerToken is a Secret key, in the ToolSet's namespace, whose value is
+	// sent as "Authorization: Bearer <token>".
+	// +required
+	BearerToken KeyReference `json:"bearerToken"`
+}
+
+// ServiceReference names a Service in the ToolSet's namespace.
+type ServiceReference struct {
+	// name is the name of the Service.
+	// +required
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// port is the Service port that serves the tools.
+	// +required
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=65535
+	Port int32 `json:"port"`
+}
+
+// Limits bound what one ToolSet may publish. Tools beyond a limit are
+// marked Invalid with the reason; the rest are still published.
+type Limits struct {
+	// maxTools is the largest number of tools one Pod may serve. A spec
+	// document with more is rejected whole.
+	// +optional
+	// +kubebuilder:default=256
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=10000
+	MaxTools int32 `json:"maxTools,omitempty"`
+
+	// maxSchemaBytes is the largest size, in bytes, of one tool's input or
+	// output schema.
+	// +optional
+	// +kubebuilder:default=65536
+	// +kubebuilder:validation:Minimum=256
+	// +kubebuilder:validation:Maximum=1048576
+	MaxSchemaBytes int32 `json:"maxSchemaBytes,omitempty"`
+}
+
+// ToolSetStatus is what the operator last observed of a ToolSet.
+type ToolSetStatus struct {
+	// observedGeneration is the generation of the spec that this status
+	// describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// conditions summarise the ToolSet. Ready is the summary; Degraded,
+	// Stale and Conflicted give detail.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	// +patchStrategy=merge
+	// +patchMergeKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty" patchStrategy:"merge" patchMergeKey:"type"`
+
+	// pods counts the selected Pods and how their last scrape went.
+	// +optional
+	Pods PodCounts `json:"pods,omitempty"`
+
+	// revision is the revision of the tool list the selected Pods serve,
+	// from their spec documents.
+	// +optional
+	Revision string `json:"revision,omitempty"`
+
+	// publishedTools is the number of tools in state Published.
+	// +optional
+	PublishedTools int32 `json:"publishedTools,omitempty"`
+
+	// conflictedTools is the number of tools in state Conflicted.
+	// +optional
+	ConflictedTools int32 `json:"conflictedTools,omitempty"`
+
+	// tools is every tool the selected Pods serve, and what became of it.
+	// +optional
+	// +listType=atomic
+	Tools []ToolStatus `json:"tools,omitempty"`
+}
+
+// PodCounts counts Pods.
+type PodCounts struct {
+	// selected is the number of Running and Ready Pods the selector matches.
+	Selected int32 `json:"selected"`
+	// scraped is the number of those whose last scrape succeeded.
+	Scraped int32 `json:"scraped"`
+	// failed is the number of those whose last scrape failed.
+	Failed int32 `json:"failed"`
+}
+
+// ToolState is what became of one tool.
+// +kubebuilder:validation:Enum=Published;Conflicted;Invalid;Filtered;Stale
+type ToolState string
+
+// The states of a tool.
+const (
+	// ToolPublished: the tool is in the tool table under its name.
+	ToolPublished ToolState = "Published"
+	// ToolConflicted: another ToolSet owns the name; owner names it.
+	ToolConflicted ToolState = "Conflicted"
+	// ToolInvalid: the tool breaks a rule or a limit; reason says which.
+	ToolInvalid ToolState = "Invalid"
+	// ToolFiltered: include or exclude leaves the tool out.
+	ToolFiltered ToolState = "Filtered"
+	// ToolStale: the Pods cannot be scraped; the last good tool is still
+	// published until the grace period ends.
+	ToolStale ToolState = "Stale"
+)
+
+// ToolStatus is what became of one tool.
+type ToolStatus struct {
+	// name is the published name: prefix plus sourceName.
+	Name string `json:"name"`
+	// sourceName is the name the Pods serve the tool under.
+	// +optional
+	SourceName string `json:"sourceName,omitempty"`
+	// state is what became of the tool.
+	State ToolState `json:"state"`
+	// reason explains a state other than Published.
+	// +optional
+	Reason string `json:"reason,omitempty"`
+	// owner is the namespace/name of the ToolSet that owns the name, when
+	// state is Conflicted.
+	// +optional
+	Owner string `json:"owner,omitempty"`
+}
+
+// ToolSet points the operator at Pods that serve tools. The operator scrapes
+// their spec endpoints, keeps every tool name unique across the cluster, and
+// publishes the tools in the cluster's tool table.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=ts,categories={all,toolplane}
+// +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.publishedTools`
+// +kubebuilder:printcolumn:name="Conflicts",type=integer,JSONPath=`.status.conflictedTools`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Reason",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`,priority=1
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ToolSet struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	// spec says which Pods serve tools and how to read them.
+	// +required
+	Spec ToolSetSpec `json:"spec"`
+
+	// status is what the operator last observed.
+	// +optional
+	Status ToolSetStatus `json:"status,omitempty"`
+}
+
+// ToolSetList is a list of ToolSets.
+// +kubebuilder:object:root=true
+type ToolSetList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ToolSet `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ToolSet{}, &ToolSetList{})
+}

@@ -1,0 +1,42 @@
+package controllers
+
+import (
+	"context"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// Offer is what one ToolSet exposes for publication: its tools after
+// scraping, validation, filtering and prefixing.
+type Offer struct {
+	// ToolSet is the ToolSet that offers the tools.
+	ToolSet types.NamespacedName
+	// Created orders claimants: when a name is free, the earliest-created
+	// claimant takes it, ties broken by namespace/name.
+	Created metav1.Time
+	// Tools are the valid tools the ToolSet exposes now, under their
+	// published names and sorted by name. Tools held through a scrape outage
+	// (Stale) are included until their grace period ends.
+	Tools []spec.TableTool
+}
+
+// Publisher keeps every published tool name owned by exactly one ToolSet in
+// the cluster and publishes the tool table. The ToolSet reconciler offers
+// each ToolSet's tools to it after every scrape.
+type Publisher interface {
+	// Offer records what a ToolSet exposes now and returns the owner of
+	// every offered name. A name owned by another ToolSet is Conflicted for
+	// this one. Offering no tools releases every name the ToolSet held.
+	Offer(ctx context.Context, offer Offer) (owners map[string]types.NamespacedName, err error)
+	// Withdraw releases every name held by a ToolSet that is gone.
+	Withdraw(ctx context.Context, toolSet types.NamespacedName) error
+	// Changed delivers the ToolSets whose ownership changed through another
+	// ToolSet's offer or withdrawal, so that their status is brought up to
+	// date.
+	Changed() <-chan event.TypedGenericEvent[*v1alpha1.ToolSet]
+}
