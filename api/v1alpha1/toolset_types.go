@@ -304,7 +304,3 @@ type ToolSetList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ToolSet `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ToolSet{}, &ToolSetList{})
-}

@@ -177,7 +177,7 @@ func waitReady(ctx context.Context, url string, exited <-chan error) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case err := <-exited:
-			return fmt.Errorf("the manager exited early: %v", err)
+			return fmt.Errorf("the manager exited early: %w", err)
 		case <-tick.C:
 		}
 	}
