@@ -1,3 +1,13 @@
 module github.com/toolplane/toolplane/toolkit
 
 go 1.26
+
+require (
+	github.com/fsnotify/fsnotify v1.10.1
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
+)
+
+require (
+	golang.org/x/sys v0.13.0 // indirect
+	golang.org/x/text v0.14.0 // indirect
+)

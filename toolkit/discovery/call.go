@@ -1,0 +1,168 @@
+package discovery
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// maxErrorBodyBytes bounds how much of a non-200 reply is read: error bodies
+// are short, whatever MaxResponseBytes allows.
+const maxErrorBodyBytes = 64 << 10
+
+// HTTPError is a non-200 reply of a tool's invoke endpoint. Argument and
+// execution errors are not HTTPErrors: the workload answers those with 200
+// and a CallResult whose IsError is set.
+type HTTPError struct {
+	// Tool is the published name of the tool called.
+	Tool string
+	// StatusCode is the HTTP status of the reply.
+	StatusCode int
+	// Detail is the reply's JSON error body. A reply without one (from a
+	// proxy, say) gets the code "http_<status>" and, as message, the start
+	// of its body.
+	Detail spec.ErrorDetail
+}
+
+func (e *HTTPError) Error() string {
+	return fmt.Sprintf("discovery: tool %s: %d %s: %s", e.Tool, e.StatusCode, e.Detail.Code, e.Detail.Message)
+}
+
+// Is makes a 404, 400 or 413 match [ErrToolNotFound], [ErrBadRequest] or
+// [ErrRequestTooLarge].
+func (e *HTTPError) Is(target error) bool {
+	switch e.StatusCode {
+	case http.StatusNotFound:
+		return target == ErrToolNotFound
+	case http.StatusBadRequest:
+		return target == ErrBadRequest
+	case http.StatusRequestEntityTooLarge:
+		return target == ErrRequestTooLarge
+	}
+	return false
+}
+
+// Call calls the tool name (a published name, or the function name a model
+// was given for it) through its invoke endpoint, and returns the workload's
+// result. A tool that ran and failed, or refused its arguments, is not an
+// error: the result has IsError set and says why, for the model to correct
+// itself.
+//
+// args is the arguments object: a json.RawMessage, []byte or string holding
+// JSON (as a model's tool call carries it), or any value that encodes to a
+// JSON object; nil means no arguments. A null given for an optional property
+// that the schema does not declare nullable is dropped, because models in
+// OpenAI's strict mode send null for what they would leave out.
+//
+// The call is bounded by Timeout and the reply by MaxResponseBytes. A non-200
+// reply is an [*HTTPError].
+func (c *Client) Call(ctx context.Context, name string, args any) (*spec.CallResult, error) {
+	s := c.snap()
+	i, ok := s.lookup(name)
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name)
+	}
+	tool := &s.table.Tools[i]
+	if tool.Endpoints == nil || tool.Endpoints.Invoke == "" {
+		return nil, fmt.Errorf("%w: %s (ToolSet %s)", ErrNoEndpoint, tool.Name, tool.ToolSet)
+	}
+	body, err := encodeArgs(args)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: tool %s: encoding arguments: %w", tool.Name, err)
+	}
+	body = dropOptionalNulls(body, tool.InputSchema)
+
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tool.Endpoints.Invoke, bytes.NewReader(body))
+	if err != nil {
+		return nil, fmt.Errorf("discovery: tool %s: %w", tool.Name, err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	hc := c.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("discovery: calling tool %s: %w", tool.Name, err)
+	}
+	defer resp.Body.Close()
+
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
+		return nil, httpError(tool.Name, resp.StatusCode, b)
+	}
+	limit := c.MaxResponseBytes
+	if limit <= 0 {
+		limit = DefaultMaxResponseBytes
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return nil, fmt.Errorf("discovery: reading reply of tool %s: %w", tool.Name, err)
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("%w: tool %s replied with more than %d bytes", ErrResponseTooLarge, tool.Name, limit)
+	}
+	var res spec.CallResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, fmt.Errorf("discovery: decoding reply of tool %s: %w", tool.Name, err)
+	}
+	return &res, nil
+}
+
+func encodeArgs(args any) ([]byte, error) {
+	var b []byte
+	switch a := args.(type) {
+	case nil:
+		return []byte("{}"), nil
+	case json.RawMessage:
+		b = a
+	case []byte:
+		b = a
+	case string:
+		b = []byte(a)
+	default:
+		var err error
+		if b, err = json.Marshal(a); err != nil {
+			return nil, err
+		}
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		return []byte("{}"), nil
+	}
+	// Sloppy JSON from a model goes to the workload as it is: its binder
+	// repairs what can be repaired, and says what cannot.
+	return b, nil
+}
+
+func httpError(tool string, status int, body []byte) *HTTPError {
+	e := &HTTPError{Tool: tool, StatusCode: status}
+	var er spec.ErrorResponse
+	if err := json.Unmarshal(body, &er); err == nil && er.Error.Code != "" {
+		e.Detail = er.Error
+		return e
+	}
+	e.Detail.Code = "http_" + strconv.Itoa(status)
+	msg := string(body)
+	if len(msg) > 200 {
+		msg = strings.ToValidUTF8(msg[:200], "") + "…"
+	}
+	if msg == "" {
+		msg = http.StatusText(status)
+	}
+	e.Detail.Message = msg
+	return e
+}

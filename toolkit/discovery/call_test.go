@@ -1,0 +1,195 @@
+package discovery_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolplane/toolplane/toolkit/discovery"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// invokeServer speaks the invoke contract of DESIGN.md §2 for a few fixed
+// tools, and records the last arguments it received.
+func invokeServer(t *testing.T) (*httptest.Server, chan []byte) {
+	t.Helper()
+	got := make(chan []byte, 1)
+	reply := func(w http.ResponseWriter, status int, v any) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(v)
+	}
+	errBody := func(code, msg string) spec.ErrorResponse {
+		return spec.ErrorResponse{Error: spec.ErrorDetail{Code: code, Message: msg}}
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /tools/{name}", func(w http.ResponseWriter, r *http.Request) {
+		if ct := r.Header.Get("Content-Type"); ct != "application/json" {
+			reply(w, http.StatusBadRequest, errBody("bad_request", "content type "+ct))
+			return
+		}
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, 1<<10))
+		if err != nil {
+			reply(w, http.StatusRequestEntityTooLarge, errBody("body_too_large", "the body is over 1024 bytes"))
+			return
+		}
+		var args map[string]any
+		if err := json.Unmarshal(body, &args); err != nil {
+			reply(w, http.StatusBadRequest, errBody("bad_request", "the body is not a JSON object"))
+			return
+		}
+		select {
+		case got <- body:
+		default:
+		}
+		switch r.PathValue("name") {
+		case "query_customer":
+			reply(w, http.StatusOK, spec.CallResult{
+				Content:           []spec.Content{{Type: "text", Text: `{"id":"42","name":"Ada"}`}},
+				StructuredContent: json.RawMessage(`{"id":"42","name":"Ada"}`),
+			})
+		case "fail":
+			reply(w, http.StatusOK, spec.CallResult{Content: []spec.Content{{Type: "text", Text: "customer 42 not found"}}, IsError: true})
+		case "get.invoice":
+			reply(w, http.StatusOK, spec.CallResult{Content: []spec.Content{{Type: "text", Text: "invoice"}}})
+		case "huge":
+			reply(w, http.StatusOK, spec.CallResult{Content: []spec.Content{{Type: "text", Text: strings.Repeat("x", 4096)}}})
+		case "slow":
+			<-r.Context().Done()
+		case "proxy":
+			w.WriteHeader(http.StatusBadGateway)
+			io.WriteString(w, "upstream connect error")
+		default:
+			reply(w, http.StatusNotFound, errBody("tool_not_found", "no tool "+r.PathValue("name")))
+		}
+	})
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	return srv, got
+}
+
+func tableFor(srv *httptest.Server, names ...string) *spec.Table {
+	schema := json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"},"limit":{"type":"integer"},"note":{"type":["string","null"]}},"required":["id"]}`)
+	var tools []spec.TableTool
+	for _, n := range names {
+		published := "crm_" + n
+		if n == "get.invoice" {
+			published = "billing.get.invoice"
+		}
+		tools = append(tools, spec.TableTool{
+			Name: published, SourceName: n, InputSchema: schema,
+			ToolSet:   spec.ObjectReference{Namespace: "crm", Name: "crm-tools"},
+			Endpoints: &spec.Endpoints{Invoke: srv.URL + spec.InvokePrefix + n, MCP: srv.URL + spec.MCPPath},
+		})
+	}
+	tools = append(tools, spec.TableTool{Name: "crm_unreachable", SourceName: "unreachable", InputSchema: schema})
+	spec.SortTableTools(tools)
+	return &spec.Table{SchemaVersion: spec.SchemaVersion, Revision: spec.TableRevision(tools), Tools: tools}
+}
+
+func TestCall(t *testing.T) {
+	srv, got := invokeServer(t)
+	c := &discovery.Client{MaxResponseBytes: 2048, Timeout: 5 * time.Second}
+	if err := c.SetTable(tableFor(srv, "query_customer", "fail", "get.invoice", "huge", "slow", "proxy", "gone")); err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+
+	t.Run("result", func(t *testing.T) {
+		res, err := c.Call(ctx, "crm_query_customer", map[string]any{"id": "42"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError || res.Text() != `{"id":"42","name":"Ada"}` || string(res.StructuredContent) != `{"id":"42","name":"Ada"}` {
+			t.Fatalf("result = %+v", res)
+		}
+		if b := <-got; string(b) != `{"id":"42"}` {
+			t.Fatalf("server received %s", b)
+		}
+	})
+	t.Run("tool error is a result", func(t *testing.T) {
+		res, err := c.Call(ctx, "crm_fail", `{"id":"42"}`)
+		if err != nil || !res.IsError || res.Text() != "customer 42 not found" {
+			t.Fatalf("Call = %+v, %v; want an isError result", res, err)
+		}
+		<-got
+	})
+	t.Run("optional nulls are dropped", func(t *testing.T) {
+		// What a strict-mode model sends: every property, null for those it
+		// would leave out. note is nullable in the schema, so it stays.
+		_, err := c.Call(ctx, "crm_query_customer", json.RawMessage(`{"id":"42","limit":null,"note":null}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b := <-got; string(b) != `{"id":"42","note":null}` {
+			t.Fatalf("server received %s, want limit dropped and note kept", b)
+		}
+	})
+	t.Run("mapped name", func(t *testing.T) {
+		fn := discovery.MappedName("billing.get.invoice")
+		if !discovery.IsPortableName(fn) || fn == "billing.get.invoice" {
+			t.Fatalf("MappedName = %q", fn)
+		}
+		res, err := c.Call(ctx, fn, nil)
+		if err != nil || res.Text() != "invoice" {
+			t.Fatalf("Call(%s) = %+v, %v", fn, res, err)
+		}
+		if b := <-got; string(b) != `{}` {
+			t.Fatalf("nil arguments sent as %s, want {}", b)
+		}
+	})
+	t.Run("not in table", func(t *testing.T) {
+		if _, err := c.Call(ctx, "nope", nil); !errors.Is(err, discovery.ErrToolNotFound) {
+			t.Fatalf("err = %v, want ErrToolNotFound", err)
+		}
+	})
+	t.Run("no endpoint", func(t *testing.T) {
+		if _, err := c.Call(ctx, "crm_unreachable", nil); !errors.Is(err, discovery.ErrNoEndpoint) {
+			t.Fatalf("err = %v, want ErrNoEndpoint", err)
+		}
+	})
+	for name, tc := range map[string]struct {
+		tool   string
+		args   any
+		status int
+		code   string
+		is     error
+	}{
+		"404": {"crm_gone", nil, 404, "tool_not_found", discovery.ErrToolNotFound},
+		"400": {"crm_query_customer", "[1,2]", 400, "bad_request", discovery.ErrBadRequest},
+		"413": {"crm_query_customer", map[string]string{"id": strings.Repeat("x", 2048)}, 413, "body_too_large", discovery.ErrRequestTooLarge},
+		"502": {"crm_proxy", nil, 502, "http_502", nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := c.Call(ctx, tc.tool, tc.args)
+			var he *discovery.HTTPError
+			if !errors.As(err, &he) || he.StatusCode != tc.status || he.Detail.Code != tc.code {
+				t.Fatalf("err = %v, want an HTTPError %d %s", err, tc.status, tc.code)
+			}
+			if tc.is != nil && !errors.Is(err, tc.is) {
+				t.Fatalf("err = %v does not match %v", err, tc.is)
+			}
+			if tc.status == 502 && he.Detail.Message != "upstream connect error" {
+				t.Fatalf("message = %q, want the body's text", he.Detail.Message)
+			}
+		})
+	}
+	t.Run("response bound", func(t *testing.T) {
+		if _, err := c.Call(ctx, "crm_huge", nil); !errors.Is(err, discovery.ErrResponseTooLarge) {
+			t.Fatalf("err = %v, want ErrResponseTooLarge", err)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		short := &discovery.Client{Timeout: 50 * time.Millisecond}
+		short.SetTable(c.Table())
+		if _, err := short.Call(ctx, "crm_slow", nil); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v, want DeadlineExceeded", err)
+		}
+	})
+}

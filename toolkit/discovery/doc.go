@@ -1,0 +1,31 @@
+// Package discovery is the agent's side of toolplane: it reads the cluster's
+// tool table, offers its tools to a model, and calls them.
+//
+// The operator publishes the table as ConfigMap toolplane-tools (split over
+// toolplane-tools-1, -2, … when large; see spec.TableKey). An agent mounts it
+// as a directory, with a projected volume that lists the optional parts:
+//
+//	volumes:
+//	- name: tools
+//	  projected:
+//	    sources:
+//	    - configMap: {name: toolplane-tools}
+//	    - configMap: {name: toolplane-tools-1, optional: true}
+//	    - configMap: {name: toolplane-tools-2, optional: true}
+//	containers:
+//	- volumeMounts:
+//	  - {name: tools, mountPath: /etc/toolplane/tools, readOnly: true}
+//
+// and follows it with [Client.WatchDir]: kubelet swaps a new version of the
+// volume in atomically, and the client reloads on the swap, keeping its last
+// good table when an update is torn or unreadable. [Client.LoadBytes] and
+// [Client.SetTable] take a table from anywhere else.
+//
+// [Client.OpenAITools] and [Client.AnthropicTools] describe the tools to a
+// model, in OpenAI's strict mode if asked ([StrictSchema]). Tool names that
+// those APIs do not accept (dots, more than 64 characters) are given a
+// portable function name ([MappedName]), which [Client.Lookup],
+// [Client.Call] and [Client.ToolName] resolve back. [Client.Call] invokes a
+// tool through its HTTP endpoint, POST /tools/{name}, with a timeout and a
+// bound on the reply, and returns the workload's spec.CallResult.
+package discovery

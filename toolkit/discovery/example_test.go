@@ -1,0 +1,74 @@
+package discovery_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log"
+	"net/http"
+	"net/http/httptest"
+
+	"github.com/toolplane/toolplane/toolkit/discovery"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// An agent loads the table mounted from the tool-table ConfigMap and follows
+// its updates for as long as it runs.
+func ExampleClient_WatchDir() {
+	c := &discovery.Client{
+		OnChange: func(t *spec.Table) { log.Printf("tool table %s: %d tools", t.Revision, len(t.Tools)) },
+	}
+	const dir = "/etc/toolplane/tools"
+	// Fail fast if the table is not there at start-up...
+	if err := c.LoadDir(dir); err != nil {
+		log.Fatal(err)
+	}
+	// ...then follow kubelet's updates in the background.
+	go c.WatchDir(context.Background(), dir)
+}
+
+func ExampleClient_Call() {
+	// A workload serving get_weather, as toolkit's server does.
+	workload := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var args struct{ City string }
+		json.NewDecoder(r.Body).Decode(&args)
+		json.NewEncoder(w).Encode(spec.CallResult{Content: []spec.Content{{Type: "text", Text: "Sunny in " + args.City}}})
+	}))
+	defer workload.Close()
+
+	c := &discovery.Client{}
+	c.SetTable(&spec.Table{SchemaVersion: spec.SchemaVersion, Tools: []spec.TableTool{{
+		Name: "weather.get", SourceName: "get_weather",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
+		Endpoints:   &spec.Endpoints{Invoke: workload.URL + "/tools/get_weather"},
+	}}})
+
+	// The model calls the tool by the function name it was offered.
+	fn := c.OpenAITools(true)[0].Function.Name
+	res, err := c.Call(context.Background(), fn, `{"city":"Oslo"}`)
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(fn)
+	fmt.Println(res.Text(), res.IsError)
+	// Output:
+	// weather_get_b8affdae
+	// Sunny in Oslo false
+}
+
+func ExampleStrictSchema() {
+	schema, err := discovery.StrictSchema(json.RawMessage(`{
+		"type": "object",
+		"properties": {
+			"city": {"type": "string"},
+			"days": {"type": "integer", "minimum": 1, "default": 3}
+		},
+		"required": ["city"]
+	}`))
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(string(schema))
+	// Output:
+	// {"additionalProperties":false,"properties":{"city":{"type":"string"},"days":{"description":"(default: 3)","minimum":1,"type":["integer","null"]}},"required":["city","days"],"type":"object"}
+}
