@@ -3,7 +3,7 @@ module github.com/toolplane/toolplane/toolkit
 go 1.26
 
 require (
-	github.com/fsnotify/fsnotify v1.10.1
+	github.com/fsnotify/fsnotify v1.9.0
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 )
 
