@@ -1,0 +1,88 @@
+// interop.mjs drives a toolkit /mcp endpoint with the official TypeScript MCP
+// SDK client, so that the Go test in toolkit/server can check that a client
+// it did not write lists and calls toolkit's tools.
+//
+//   node interop.mjs <mcp-url> <tool> <arguments-json> [--await-list-changed]
+//
+// It prints one JSON object per line on stdout, each with an "event":
+//   {"event":"connected","protocolVersion":…,"sessionId":…,"serverInfo":…,"capabilities":…}
+//   {"event":"tools","tools":[…]}            the full tools/list, every page
+//   {"event":"called","result":{…}}           tools/call with the arguments as given
+//   {"event":"changed","tools":[…]}           only with --await-list-changed: the
+//                                             list after notifications/tools/list_changed
+// The arguments are sent exactly as given: the point is to send the sloppy
+// arguments a model would, and see toolkit repair them.
+// Every wait is bounded; any failure exits non-zero with the reason on stderr.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+
+const [url, tool, rawArgs, ...flags] = process.argv.slice(2);
+if (!url || !tool || rawArgs === undefined) {
+  console.error('usage: node interop.mjs <mcp-url> <tool> <arguments-json> [--await-list-changed]');
+  process.exit(2);
+}
+const awaitListChanged = flags.includes('--await-list-changed');
+const timeoutMs = 20000;
+
+const emit = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
+
+const fail = (err) => {
+  console.error(err && err.stack ? err.stack : String(err));
+  process.exit(1);
+};
+const deadline = setTimeout(() => fail(new Error(`interop: gave up after ${timeoutMs} ms`)), timeoutMs);
+
+let changed;
+const changedOnce = new Promise((resolve) => { changed = resolve; });
+
+const client = new Client(
+  { name: 'toolplane-interop', version: '1.0.0' },
+  {
+    capabilities: {},
+    listChanged: {
+      tools: {
+        debounceMs: 0,
+        onChanged: (err, tools) => (err ? fail(err) : changed(tools)),
+      },
+    },
+  },
+);
+
+async function listAll() {
+  const tools = [];
+  let cursor;
+  do {
+    const page = await client.listTools(cursor ? { cursor } : undefined);
+    tools.push(...page.tools);
+    cursor = page.nextCursor;
+  } while (cursor);
+  return tools;
+}
+
+try {
+  const transport = new StreamableHTTPClientTransport(new URL(url));
+  await client.connect(transport);
+  emit({
+    event: 'connected',
+    protocolVersion: transport.protocolVersion,
+    sessionId: transport.sessionId ?? null,
+    serverInfo: client.getServerVersion(),
+    capabilities: client.getServerCapabilities(),
+  });
+
+  emit({ event: 'tools', tools: await listAll() });
+
+  // The arguments go out as parsed from the command line, unvalidated: a
+  // string where a number belongs stays a string.
+  const result = await client.callTool({ name: tool, arguments: JSON.parse(rawArgs) });
+  emit({ event: 'called', result });
+
+  if (awaitListChanged) {
+    emit({ event: 'ready' });
+    emit({ event: 'changed', tools: await changedOnce });
+  }
+  await client.close();
+  clearTimeout(deadline);
+} catch (err) {
+  fail(err);
+}
