@@ -23,7 +23,9 @@ func invokeServer(t *testing.T) (*httptest.Server, chan []byte) {
 	reply := func(w http.ResponseWriter, status int, v any) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(v)
+		if err := json.NewEncoder(w).Encode(v); err != nil {
+			t.Error(err)
+		}
 	}
 	errBody := func(code, msg string) spec.ErrorResponse {
 		return spec.ErrorResponse{Error: spec.ErrorDetail{Code: code, Message: msg}}
@@ -64,7 +66,7 @@ func invokeServer(t *testing.T) (*httptest.Server, chan []byte) {
 			<-r.Context().Done()
 		case "proxy":
 			w.WriteHeader(http.StatusBadGateway)
-			io.WriteString(w, "upstream connect error")
+			_, _ = io.WriteString(w, "upstream connect error")
 		default:
 			reply(w, http.StatusNotFound, errBody("tool_not_found", "no tool "+r.PathValue("name")))
 		}
@@ -187,7 +189,9 @@ func TestCall(t *testing.T) {
 	})
 	t.Run("timeout", func(t *testing.T) {
 		short := &discovery.Client{Timeout: 50 * time.Millisecond}
-		short.SetTable(c.Table())
+		if err := short.SetTable(c.Table()); err != nil {
+			t.Fatal(err)
+		}
 		if _, err := short.Call(ctx, "crm_slow", nil); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want DeadlineExceeded", err)
 		}

@@ -24,24 +24,34 @@ func ExampleClient_WatchDir() {
 		log.Fatal(err)
 	}
 	// ...then follow kubelet's updates in the background.
-	go c.WatchDir(context.Background(), dir)
+	go func() {
+		if err := c.WatchDir(context.Background(), dir); err != nil {
+			log.Print(err)
+		}
+	}()
 }
 
 func ExampleClient_Call() {
 	// A workload serving get_weather, as toolkit's server does.
 	workload := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var args struct{ City string }
-		json.NewDecoder(r.Body).Decode(&args)
-		json.NewEncoder(w).Encode(spec.CallResult{Content: []spec.Content{{Type: "text", Text: "Sunny in " + args.City}}})
+		if err := json.NewDecoder(r.Body).Decode(&args); err != nil {
+			http.Error(w, `{"error":{"code":"bad_request","message":"unreadable body"}}`, http.StatusBadRequest)
+			return
+		}
+		_ = json.NewEncoder(w).Encode(spec.CallResult{Content: []spec.Content{{Type: "text", Text: "Sunny in " + args.City}}})
 	}))
 	defer workload.Close()
 
 	c := &discovery.Client{}
-	c.SetTable(&spec.Table{SchemaVersion: spec.SchemaVersion, Tools: []spec.TableTool{{
+	err := c.SetTable(&spec.Table{SchemaVersion: spec.SchemaVersion, Tools: []spec.TableTool{{
 		Name: "weather.get", SourceName: "get_weather",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
 		Endpoints:   &spec.Endpoints{Invoke: workload.URL + "/tools/get_weather"},
 	}}})
+	if err != nil {
+		log.Fatal(err)
+	}
 
 	// The model calls the tool by the function name it was offered.
 	fn := c.OpenAITools(true)[0].Function.Name

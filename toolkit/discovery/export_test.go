@@ -90,7 +90,9 @@ func TestExportFormats(t *testing.T) {
 			Strict     *bool           `json:"strict"`
 		} `json:"function"`
 	}
-	json.Unmarshal(b, &shape)
+	if err := json.Unmarshal(b, &shape); err != nil {
+		t.Fatal(err)
+	}
 	if shape.Type != "function" || shape.Function.Name != fn || shape.Function.Desc != "Finds a customer." || shape.Function.Strict != nil {
 		t.Fatalf("OpenAI tool = %s", b)
 	}
@@ -118,7 +120,9 @@ func TestExportFormats(t *testing.T) {
 	a := c.AnthropicTools()
 	b, _ = json.Marshal(a[0])
 	var ashape map[string]json.RawMessage
-	json.Unmarshal(b, &ashape)
+	if err := json.Unmarshal(b, &ashape); err != nil {
+		t.Fatal(err)
+	}
 	if string(ashape["name"]) != `"`+fn+`"` || string(ashape["input_schema"]) != compact(t, c.Table().Tools[0].InputSchema) {
 		t.Fatalf("Anthropic tool = %s", b)
 	}

@@ -208,7 +208,13 @@ func TestWatchDirPlainDirectory(t *testing.T) {
 	rev1 := write(tabletest.Tools(3))
 	changes := make(chan string, 16)
 	c := &discovery.Client{Logger: slog.New(logSink{msgs: make(chan string, 64)}), OnChange: func(tb *spec.Table) { changes <- tb.Revision }}
-	go c.WatchDir(t.Context(), dir)
+	watchErr := make(chan error, 1)
+	go func() { watchErr <- c.WatchDir(t.Context(), dir) }()
+	t.Cleanup(func() {
+		if err := <-watchErr; err != nil {
+			t.Errorf("WatchDir: %v", err)
+		}
+	})
 	expect := func(want string) {
 		t.Helper()
 		select {

@@ -62,7 +62,7 @@ var (
 func StrictSchema(schema json.RawMessage) (json.RawMessage, error) {
 	var root any
 	if err := unmarshalNumbers(schema, &root); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrNotStrict, err)
+		return nil, fmt.Errorf("%w: %w", ErrNotStrict, err)
 	}
 	node, ok := root.(map[string]any)
 	if !ok {

@@ -210,9 +210,7 @@ func TestStrictSchema(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var strict, orig map[string]any
-	json.Unmarshal(out, &strict)
-	json.Unmarshal([]byte(customerSchema), &orig)
+	strict, orig := unmarshal(t, out), unmarshal(t, []byte(customerSchema))
 	for _, v := range strictViolations(strict) {
 		t.Error(v)
 	}
@@ -259,9 +257,7 @@ func TestStrictSchemaGenerated(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", tool.Name, err)
 			}
-			var strict, orig map[string]any
-			json.Unmarshal(out, &strict)
-			json.Unmarshal(schema, &orig)
+			strict, orig := unmarshal(t, out), unmarshal(t, schema)
 			for _, v := range strictViolations(strict) {
 				t.Errorf("%s: %s", tool.Name, v)
 			}

@@ -194,7 +194,9 @@ func encodeTable(t *Table, baseName string, lim tableLimits) ([]TablePart, error
 	// gzip's header is fixed (no name, no time), so equal input gives equal
 	// bytes within one Go release; readers rely on digests, not on this.
 	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.DefaultCompression)
-	zw.Write(raw)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, fmt.Errorf("compressing tool table: %w", err)
+	}
 	if err := zw.Close(); err != nil {
 		return nil, fmt.Errorf("compressing tool table: %w", err)
 	}
@@ -313,7 +315,7 @@ func DecodeTableParts(parts ...TablePart) (*Table, error) {
 func decodeIndexed(ib []byte, files map[string][]byte) (*Table, error) {
 	var idx TableIndex
 	if err := json.Unmarshal(ib, &idx); err != nil {
-		return nil, fmt.Errorf("%w: index: %v", ErrTableMalformed, err)
+		return nil, fmt.Errorf("%w: index: %w", ErrTableMalformed, err)
 	}
 	if idx.SchemaVersion != SchemaVersion {
 		return nil, fmt.Errorf("%w: index schemaVersion %q, want %q", ErrTableMalformed, idx.SchemaVersion, SchemaVersion)
@@ -355,12 +357,12 @@ func decodeIndexed(ib []byte, files map[string][]byte) (*Table, error) {
 		chunks[i] = bytes.NewReader(chunk)
 	}
 
-	var r io.Reader = io.MultiReader(chunks...)
+	r := io.MultiReader(chunks...)
 	switch idx.Encoding {
 	case TableEncodingGzip:
 		zr, err := gzip.NewReader(r)
 		if err != nil {
-			return nil, fmt.Errorf("%w: gzip: %v", ErrTableMalformed, err)
+			return nil, fmt.Errorf("%w: gzip: %w", ErrTableMalformed, err)
 		}
 		defer zr.Close()
 		r = zr
@@ -376,13 +378,13 @@ func decodeIndexed(ib []byte, files map[string][]byte) (*Table, error) {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			return nil, fmt.Errorf("%w: decodes to %d bytes, index declares %d", ErrTableMalformed, n, idx.Size)
 		}
-		return nil, fmt.Errorf("%w: %v", ErrTableMalformed, err)
+		return nil, fmt.Errorf("%w: %w", ErrTableMalformed, err)
 	}
 	var one [1]byte
 	if n, err := io.ReadFull(r, one[:]); n > 0 {
 		return nil, fmt.Errorf("%w: decodes past the %d bytes its index declares", ErrTableMalformed, idx.Size)
 	} else if !errors.Is(err, io.EOF) {
-		return nil, fmt.Errorf("%w: %v", ErrTableMalformed, err)
+		return nil, fmt.Errorf("%w: %w", ErrTableMalformed, err)
 	}
 	return unmarshalTable(raw, idx.Revision)
 }
@@ -390,7 +392,7 @@ func decodeIndexed(ib []byte, files map[string][]byte) (*Table, error) {
 func unmarshalTable(raw []byte, revision string) (*Table, error) {
 	var t Table
 	if err := json.Unmarshal(raw, &t); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrTableMalformed, err)
+		return nil, fmt.Errorf("%w: %w", ErrTableMalformed, err)
 	}
 	if t.SchemaVersion != SchemaVersion {
 		return nil, fmt.Errorf("%w: schemaVersion %q, want %q", ErrTableMalformed, t.SchemaVersion, SchemaVersion)

@@ -279,7 +279,9 @@ func gzipped(t *testing.T, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
-	zw.Write(b)
+	if _, err := zw.Write(b); err != nil {
+		t.Fatal(err)
+	}
 	if err := zw.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -292,7 +294,9 @@ func TestDecodeTableBomb(t *testing.T) {
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	zeros := make([]byte, 1<<20)
 	for range 80 {
-		zw.Write(zeros)
+		if _, err := zw.Write(zeros); err != nil {
+			t.Fatal(err)
+		}
 	}
 	zw.Close()
 	bomb := buf.Bytes()
@@ -390,7 +394,9 @@ func BenchmarkTable10k(b *testing.B) {
 	b.Run("MarshalJSON", func(b *testing.B) {
 		b.SetBytes(int64(len(raw)))
 		for b.Loop() {
-			json.Marshal(tbl)
+			if _, err := json.Marshal(tbl); err != nil {
+				b.Fatal(err)
+			}
 		}
 	})
 	b.Run("EncodeTable", func(b *testing.B) {
