@@ -70,6 +70,10 @@ func (v *kubeletVolume) write(t *testing.T, files map[string][]byte) {
 	}
 }
 
+func writeFile(dir, name string, b []byte) error {
+	return os.WriteFile(filepath.Join(dir, name), b, 0o644)
+}
+
 func encode(t testing.TB, tools []spec.TableTool) (map[string][]byte, string, int) {
 	t.Helper()
 	parts, err := spec.EncodeTable(&spec.Table{Tools: tools}, "toolplane-tools")
