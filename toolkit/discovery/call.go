@@ -31,6 +31,7 @@ type HTTPError struct {
 	Detail spec.ErrorDetail
 }
 
+// Error names the tool, the status and the workload's error code and message.
 func (e *HTTPError) Error() string {
 	return fmt.Sprintf("discovery: tool %s: %d %s: %s", e.Tool, e.StatusCode, e.Detail.Code, e.Detail.Message)
 }

@@ -59,6 +59,9 @@ var (
 // without properties below the root, an array without items, prefixItems, a
 // schema without type, a root that is not an object, or allOf of several
 // schemas. The result is deterministic: object keys are sorted.
+//
+// OpenAI's size limits (nesting depth, number of properties, enum values)
+// are not checked here; the API reports a schema that passes them.
 func StrictSchema(schema json.RawMessage) (json.RawMessage, error) {
 	var root any
 	if err := unmarshalNumbers(schema, &root); err != nil {
