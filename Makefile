@@ -46,6 +46,12 @@ test: manifests generate envtest ## Run every test: unit, envtest (real kube-api
 run: manifests generate ## Run the manager against the cluster in the current kubeconfig.
 	go run ./cmd/manager --table-namespace $${TABLE_NAMESPACE:-toolplane-system}
 
+##@ Benchmarks
+
+.PHONY: bench-scale
+bench-scale: build envtest ## Measure 1,000 ToolSets against the API server's own limit; prints the figure line last (BENCH_SCALE_FLAGS=-h for knobs).
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./hack/bench/scale --manager $(LOCALBIN)/manager $(BENCH_SCALE_FLAGS)
+
 ##@ Development
 
 .PHONY: manifests

@@ -1,0 +1,443 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/test/harness"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+const (
+	tableNamespace = "toolplane-system"
+	tableName      = "toolplane-tools"
+)
+
+type result struct {
+	convergence, baseline time.Duration
+	writesSteady          float64
+	writesByResource      map[string]float64
+	cpuSteadyPct          float64
+	scrapesSteady         int64
+	rssMB                 float64
+	table                 harness.TableStats
+}
+
+func (r result) figureLine() string {
+	return fmt.Sprintf("convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f writes_steady=%d cpu_steady_pct=%.2f rss_mb=%.0f table_parts=%d table_max_part_kib=%.0f",
+		r.convergence.Seconds()/r.baseline.Seconds(), r.convergence.Seconds(), r.baseline.Seconds(),
+		int64(r.writesSteady), r.cpuSteadyPct, r.rssMB, r.table.Parts, float64(r.table.MaxPart)/1024)
+}
+
+func run(ctx context.Context, c config) (res result, retErr error) {
+	cleanup, err := prepareWorkDir(&c)
+	if err != nil {
+		return res, err
+	}
+	defer func() {
+		if retErr == nil {
+			cleanup()
+		} else {
+			step("Kept %s (manager.log, kubeconfig)", c.workDir)
+		}
+	}()
+	if c.manager, err = filepath.Abs(c.manager); err != nil {
+		return res, err
+	}
+
+	step("Starting the control plane")
+	cp, err := harness.StartControlPlane(filepath.Join("config", "crd", "bases"), c.workDir)
+	if err != nil {
+		return res, err
+	}
+	defer func() { retErr = errors.Join(retErr, cp.Stop()) }()
+	if err := cp.CreateNamespace(ctx, tableNamespace); err != nil {
+		return res, err
+	}
+	for k := range c.namespaces {
+		if err := errors.Join(cp.CreateNamespace(ctx, benchNamespace(k)), cp.CreateNamespace(ctx, baselineNamespace(k))); err != nil {
+			return res, err
+		}
+	}
+
+	step("Starting %d loopback workloads serving %d tool sets of %d tools", c.servers, c.toolSets, c.tools)
+	wl, err := startWorkloads(c.toolSets, c.tools, c.servers)
+	if err != nil {
+		return res, err
+	}
+	defer wl.close()
+
+	step("Baseline: %d status writes to %d ToolSets at concurrency %d, before the manager runs", c.toolSets, c.toolSets, c.concurrency)
+	if res.baseline, err = baseline(ctx, cp, c); err != nil {
+		return res, fmt.Errorf("baseline: %w", err)
+	}
+	step("Baseline took %s", res.baseline.Round(time.Millisecond))
+
+	step("Creating %d ready Pods", c.toolSets)
+	if err := parallel(ctx, c.concurrency, c.toolSets, func(ctx context.Context, i int) error {
+		port, _ := wl.target(i)
+		_, err := harness.CreateReadyPod(ctx, cp.Client, benchNamespace(i%c.namespaces), fmt.Sprintf("set-%04d-0", i), app(i), port)
+		return err
+	}); err != nil {
+		return res, err
+	}
+
+	args := []string{"--leader-elect", "--max-concurrent-scrapes", strconv.Itoa(c.concurrency)}
+	var pprofAddr string
+	if c.pprof {
+		if pprofAddr, err = harness.FreeAddr(); err != nil {
+			return res, err
+		}
+		args = append(args, "--pprof-bind-address", pprofAddr)
+	}
+	mgr := &harness.Manager{
+		Bin: c.manager, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace,
+		Args: args, LogPath: filepath.Join(c.workDir, "manager.log"),
+	}
+	step("Starting the manager (%s, log %s)", c.manager, mgr.LogPath)
+	if err := mgr.Start(ctx); err != nil {
+		return res, err
+	}
+	defer func() { retErr = errors.Join(retErr, mgr.Stop(30*time.Second)) }()
+
+	// The watcher's watches end before the manager and the control plane
+	// stop, or the API server waits for them.
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	w, err := newWatcher(wctx, cp)
+	if err != nil {
+		return res, err
+	}
+
+	step("Creating %d ToolSets", c.toolSets)
+	if err := parallel(ctx, c.concurrency, c.toolSets, func(ctx context.Context, i int) error {
+		_, path := wl.target(i)
+		return cp.Client.Create(ctx, harness.NewToolSet(benchNamespace(i%c.namespaces), fmt.Sprintf("set-%04d", i), app(i), path, c.interval))
+	}); err != nil {
+		return res, err
+	}
+	lastCreated := time.Now()
+
+	step("Waiting for %d tools in the table and %d ToolSets Ready", c.toolSets*c.tools, c.toolSets)
+	converged, err := w.waitConverged(ctx, c, lastCreated, mgr)
+	if err != nil {
+		return res, err
+	}
+	res.convergence = converged.Sub(lastCreated)
+	step("Converged %s after the last ToolSet was created", res.convergence.Round(time.Millisecond))
+
+	// Let the last events and status writes of convergence land before the
+	// window opens.
+	settle := 5 * time.Second
+	step("Steady state: %s settling, then 3 intervals of %s", settle, c.interval)
+	if err := sleep(ctx, settle); err != nil {
+		return res, err
+	}
+	if err := steady(ctx, c, cp, mgr, wl, pprofAddr, &res); err != nil {
+		return res, err
+	}
+
+	ps, err := harness.ReadProcStats(mgr.Pid())
+	if err != nil {
+		return res, err
+	}
+	res.rssMB = float64(ps.PeakRSS) / (1 << 20)
+	if pprofAddr != "" {
+		if err := saveProfile(ctx, "http://"+pprofAddr+"/debug/pprof/heap", filepath.Join(c.workDir, "heap.pprof")); err != nil {
+			return res, err
+		}
+	}
+	t, st, err := harness.ReadTable(ctx, cp.Client, tableNamespace, tableName)
+	if err != nil {
+		return res, fmt.Errorf("reading the table: %w", err)
+	}
+	res.table = st
+	fmt.Fprintf(os.Stderr, "table: tools=%d bytes=%d parts=%d max_part_bytes=%d\n", len(t.Tools), st.Bytes, st.Parts, st.MaxPart)
+	fmt.Fprintf(os.Stderr, "steady: scrapes=%d (want about %d) writes_by_resource=%v\n", res.scrapesSteady, 3*c.toolSets, res.writesByResource)
+	return res, nil
+}
+
+func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harness.Manager, wl *workloads, pprofAddr string, res *result) error {
+	w0, err := cp.Writes(ctx)
+	if err != nil {
+		return err
+	}
+	p0, err := harness.ReadProcStats(mgr.Pid())
+	if err != nil {
+		return err
+	}
+	s0, t0 := wl.scrapes.Load(), time.Now()
+	window := 3 * c.interval
+	if pprofAddr != "" {
+		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, int(window.Seconds()))
+		if err := saveProfile(ctx, url, filepath.Join(c.workDir, "cpu-steady.pprof")); err != nil {
+			return err
+		}
+	} else if err := sleep(ctx, window); err != nil {
+		return err
+	}
+	w1, err := cp.Writes(ctx)
+	if err != nil {
+		return err
+	}
+	p1, err := harness.ReadProcStats(mgr.Pid())
+	if err != nil {
+		return err
+	}
+	elapsed := time.Since(t0)
+	res.scrapesSteady = wl.scrapes.Load() - s0
+	res.cpuSteadyPct = 100 * (p1.CPU - p0.CPU).Seconds() / elapsed.Seconds()
+	res.writesByResource = map[string]float64{}
+	for r, n := range w1 {
+		if d := n - w0[r]; d > 0 {
+			res.writesByResource[r] = d
+			res.writesSteady += d
+		}
+	}
+	if exited, err := mgr.Exited(); exited {
+		return fmt.Errorf("the manager exited during steady state: %v", err)
+	}
+	return nil
+}
+
+// baseline creates as many ToolSets as the run has, in namespaces of their
+// own, and times a plain client-go loop that writes each one's status once,
+// with the status a Ready ToolSet of this run carries. The ToolSets are
+// deleted before the manager starts.
+func baseline(ctx context.Context, cp *harness.ControlPlane, c config) (time.Duration, error) {
+	if err := parallel(ctx, c.concurrency, c.toolSets, func(ctx context.Context, i int) error {
+		return cp.Client.Create(ctx, harness.NewToolSet(baselineNamespace(i%c.namespaces), fmt.Sprintf("set-%04d", i), app(i), setPath(i), c.interval))
+	}); err != nil {
+		return 0, err
+	}
+	dyn, err := dynamic.NewForConfig(cp.Config)
+	if err != nil {
+		return 0, err
+	}
+	gvr := schema.GroupVersionResource{Group: v1alpha1.GroupVersion.Group, Version: v1alpha1.GroupVersion.Version, Resource: "toolsets"}
+	patches := make([][]byte, c.toolSets)
+	for i := range patches {
+		if patches[i], err = readyStatusPatch(i, c.tools); err != nil {
+			return 0, err
+		}
+	}
+	start := time.Now()
+	if err := parallel(ctx, c.concurrency, c.toolSets, func(ctx context.Context, i int) error {
+		_, err := dyn.Resource(gvr).Namespace(baselineNamespace(i%c.namespaces)).
+			Patch(ctx, fmt.Sprintf("set-%04d", i), types.MergePatchType, patches[i], metav1.PatchOptions{}, "status")
+		return err
+	}); err != nil {
+		return 0, err
+	}
+	took := time.Since(start)
+	for k := range c.namespaces {
+		if err := cp.Client.DeleteAllOf(ctx, &v1alpha1.ToolSet{}, client.InNamespace(baselineNamespace(k))); err != nil {
+			return 0, err
+		}
+	}
+	return took, nil
+}
+
+func readyStatusPatch(i, tools int) ([]byte, error) {
+	now := metav1.NewTime(time.Now().Truncate(time.Second))
+	st := v1alpha1.ToolSetStatus{
+		ObservedGeneration: 1,
+		Pods:               v1alpha1.PodCounts{Selected: 1, Scraped: 1},
+		Revision:           "sha256:" + fmt.Sprintf("%064x", i),
+		PublishedTools:     int32(tools),
+	}
+	for _, cond := range []metav1.Condition{
+		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPublished, Message: fmt.Sprintf("%d tools published", tools)},
+		{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy},
+		{Type: v1alpha1.ConditionStale, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy},
+		{Type: v1alpha1.ConditionConflicted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoConflict},
+	} {
+		cond.ObservedGeneration, cond.LastTransitionTime = 1, now
+		st.Conditions = append(st.Conditions, cond)
+	}
+	for j := range tools {
+		st.Tools = append(st.Tools, v1alpha1.ToolStatus{Name: toolName(i, j), SourceName: toolName(i, j), State: v1alpha1.ToolPublished})
+	}
+	return json.Marshal(map[string]any{"status": st})
+}
+
+// watcher follows the ToolSets and the table through an informer cache, so
+// that waiting for convergence adds no load to the API server.
+type watcher struct {
+	cache cache.Cache
+}
+
+func newWatcher(ctx context.Context, cp *harness.ControlPlane) (*watcher, error) {
+	ca, err := cache.New(cp.Config, cache.Options{
+		Scheme: cp.Scheme,
+		ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{tableNamespace: {}}},
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	// Start the informers before anything is created, so that waiting
+	// needs no initial list of a thousand objects.
+	if _, err := ca.GetInformer(ctx, &v1alpha1.ToolSet{}); err != nil {
+		return nil, err
+	}
+	if _, err := ca.GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
+		return nil, err
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return nil, errors.New("the watcher's cache did not sync")
+	}
+	return &watcher{cache: ca}, nil
+}
+
+func (w *watcher) waitConverged(ctx context.Context, c config, since time.Time, mgr *harness.Manager) (time.Time, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	want := c.toolSets * c.tools
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	lastReport := time.Now()
+	var lastRV string
+	var tableOK bool
+	var tools int
+	for {
+		select {
+		case <-ctx.Done():
+			return time.Time{}, fmt.Errorf("%w within %s: table has %d of %d tools: %w", errNotConverged, c.timeout, tools, want, ctx.Err())
+		case <-tick.C:
+		}
+		now := time.Now()
+		if exited, err := mgr.Exited(); exited {
+			return time.Time{}, fmt.Errorf("the manager exited: %v (log: %s)", err, mgr.LogPath)
+		}
+		var cms corev1.ConfigMapList
+		if err := w.cache.List(ctx, &cms, client.InNamespace(tableNamespace)); err != nil {
+			return time.Time{}, err
+		}
+		// Decode only when some ConfigMap changed: a 10,000-tool table is
+		// megabytes of JSON.
+		rv := ""
+		for _, cm := range cms.Items {
+			rv += cm.Name + "@" + cm.ResourceVersion + ";"
+		}
+		if rv != lastRV {
+			lastRV = rv
+			tableOK, tools = false, 0
+			if t, _, err := harness.DecodeConfigMaps(cms.Items, tableName); err == nil {
+				tools = len(t.Tools)
+				tableOK = hasAllTools(t, c)
+			}
+		}
+		var list v1alpha1.ToolSetList
+		if err := w.cache.List(ctx, &list); err != nil {
+			return time.Time{}, err
+		}
+		ready := 0
+		for i := range list.Items {
+			ts := &list.Items[i]
+			if ts.Status.ObservedGeneration == ts.Generation && apimeta.IsStatusConditionTrue(ts.Status.Conditions, v1alpha1.ConditionReady) {
+				ready++
+			}
+		}
+		if tableOK && ready == c.toolSets {
+			return now, nil
+		}
+		if time.Since(lastReport) >= 5*time.Second {
+			lastReport = time.Now()
+			step("%s since the last create: %d/%d ToolSets Ready, %d/%d tools in the table", time.Since(since).Round(time.Second), ready, c.toolSets, tools, want)
+		}
+	}
+}
+
+// hasAllTools reports whether t holds exactly the run's tools, each
+// published for its own ToolSet.
+func hasAllTools(t *spec.Table, c config) bool {
+	if len(t.Tools) != c.toolSets*c.tools {
+		return false
+	}
+	byName := make(map[string]spec.TableTool, len(t.Tools))
+	for _, tt := range t.Tools {
+		byName[tt.Name] = tt
+	}
+	for i := range c.toolSets {
+		for j := range c.tools {
+			tt, ok := byName[toolName(i, j)]
+			if !ok || tt.ToolSet.Name != fmt.Sprintf("set-%04d", i) || tt.ToolSet.Namespace != benchNamespace(i%c.namespaces) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func benchNamespace(k int) string    { return fmt.Sprintf("bench-%02d", k) }
+func baselineNamespace(k int) string { return fmt.Sprintf("baseline-%02d", k) }
+func app(i int) string               { return fmt.Sprintf("set-%04d", i) }
+
+// parallel runs fn(0..n-1) with at most limit in flight, and stops at the
+// first error.
+func parallel(ctx context.Context, limit, n int, fn func(ctx context.Context, i int) error) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(limit)
+	for i := range n {
+		g.Go(func() error { return fn(ctx, i) })
+	}
+	return g.Wait()
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+func saveProfile(ctx context.Context, url, path string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("profiling the manager: %w", err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("profiling the manager: %s", resp.Status)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		f.Close()
+		return err
+	}
+	step("Saved %s", path)
+	return f.Close()
+}

@@ -1,0 +1,287 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+)
+
+// BuildManager builds cmd/manager of the module rooted at moduleDir into
+// dir and returns the binary's path.
+func BuildManager(ctx context.Context, moduleDir, dir string) (string, error) {
+	bin := filepath.Join(dir, "manager")
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/manager")
+	cmd.Dir = moduleDir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("building the manager: %w\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// Manager is the manager binary run in a process of its own, as in
+// production: its CPU time and memory are its own, and a crash is an exit.
+type Manager struct {
+	// Bin is the manager binary.
+	Bin string
+	// Kubeconfig is passed as --kubeconfig.
+	Kubeconfig string
+	// TableNamespace is passed as --table-namespace.
+	TableNamespace string
+	// Args are further flags.
+	Args []string
+	// LogPath receives the manager's output, appended across restarts.
+	LogPath string
+
+	// MetricsAddr and ProbeAddr are the loopback addresses of the metrics
+	// and probe endpoints of the process that runs now.
+	MetricsAddr, ProbeAddr string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
+	starts int
+}
+
+// Start starts the manager and waits until it answers its readiness probe.
+func (m *Manager) Start(ctx context.Context) error {
+	m.mu.Lock()
+	if m.cmd != nil {
+		m.mu.Unlock()
+		return errors.New("the manager is running already")
+	}
+	var err error
+	if m.MetricsAddr, err = FreeAddr(); err != nil {
+		m.mu.Unlock()
+		return err
+	}
+	if m.ProbeAddr, err = FreeAddr(); err != nil {
+		m.mu.Unlock()
+		return err
+	}
+	args := append([]string{
+		"--kubeconfig", m.Kubeconfig,
+		"--metrics-bind-address", m.MetricsAddr,
+		"--health-probe-bind-address", m.ProbeAddr,
+		"--table-namespace", m.TableNamespace,
+	}, m.Args...)
+	cmd := exec.Command(m.Bin, args...)
+	logFile, err := os.OpenFile(m.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		m.mu.Unlock()
+		return err
+	}
+	m.starts++
+	fmt.Fprintf(logFile, "==> start %d: %s %s\n", m.starts, m.Bin, strings.Join(args, " "))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		m.mu.Unlock()
+		return fmt.Errorf("starting the manager: %w", err)
+	}
+	exited := make(chan struct{})
+	m.cmd, m.exited, m.err = cmd, exited, nil
+	m.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		m.mu.Lock()
+		m.err = err
+		m.mu.Unlock()
+		close(exited)
+	}()
+	if err := waitReady(ctx, "http://"+m.ProbeAddr+"/readyz", exited); err != nil {
+		return errors.Join(fmt.Errorf("waiting for the manager to be ready (log: %s): %w", m.LogPath, err), m.Stop(10*time.Second))
+	}
+	return nil
+}
+
+// Pid is the process id of the running manager, or 0.
+func (m *Manager) Pid() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.cmd == nil {
+		return 0
+	}
+	return m.cmd.Process.Pid
+}
+
+// Exited reports whether the process that Start started has exited, and
+// how.
+func (m *Manager) Exited() (bool, error) {
+	m.mu.Lock()
+	ch := m.exited
+	m.mu.Unlock()
+	if ch == nil {
+		return false, nil
+	}
+	select {
+	case <-ch:
+		m.mu.Lock()
+		defer m.mu.Unlock()
+		return true, m.err
+	default:
+		return false, nil
+	}
+}
+
+// Stop sends SIGTERM and waits up to timeout for the process to exit, then
+// kills it. It fails if the manager had to be killed or exited with an
+// error.
+func (m *Manager) Stop(timeout time.Duration) error {
+	m.mu.Lock()
+	cmd, exited := m.cmd, m.exited
+	m.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	var err error
+	select {
+	case <-exited:
+		m.mu.Lock()
+		err = m.err
+		m.mu.Unlock()
+		if err != nil {
+			err = fmt.Errorf("the manager exited: %w (log: %s)", err, m.LogPath)
+		}
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-exited
+		err = fmt.Errorf("the manager did not stop within %s of SIGTERM (log: %s)", timeout, m.LogPath)
+	}
+	m.mu.Lock()
+	m.cmd, m.exited = nil, nil
+	m.mu.Unlock()
+	return err
+}
+
+// Metrics scrapes the manager's own metrics endpoint.
+func (m *Manager) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.MetricsAddr+"/metrics", nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("reading the manager's metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("reading the manager's metrics: %s", resp.Status)
+	}
+	return ParseMetrics(string(b))
+}
+
+// ProcStats is what /proc says of a process.
+type ProcStats struct {
+	// CPU is user plus system time.
+	CPU time.Duration
+	// RSS is the resident set size now (VmRSS).
+	RSS int64
+	// PeakRSS is the high-water mark of the resident set size (VmHWM).
+	PeakRSS int64
+}
+
+// clockTick is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It
+// is 100 on every Linux architecture Go supports.
+const clockTick = 100
+
+// ReadProcStats reads /proc/<pid>/stat and /proc/<pid>/status.
+func ReadProcStats(pid int) (ProcStats, error) {
+	var s ProcStats
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return s, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces:
+	// count fields from the last ')'.
+	rest := string(stat[strings.LastIndexByte(string(stat), ')')+1:])
+	f := strings.Fields(rest)
+	if len(f) < 13 {
+		return s, fmt.Errorf("short /proc/%d/stat", pid)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64)
+	stime, err2 := strconv.ParseInt(f[12], 10, 64)
+	if err := errors.Join(err1, err2); err != nil {
+		return s, fmt.Errorf("parsing /proc/%d/stat: %w", pid, err)
+	}
+	s.CPU = time.Duration(utime+stime) * time.Second / clockTick
+
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return s, err
+	}
+	for _, line := range strings.Split(string(status), "\n") {
+		key, val, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		var dst *int64
+		switch key {
+		case "VmRSS":
+			dst = &s.RSS
+		case "VmHWM":
+			dst = &s.PeakRSS
+		default:
+			continue
+		}
+		kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(val), " kB"), 10, 64)
+		if err != nil {
+			return s, fmt.Errorf("parsing %s of /proc/%d/status: %w", key, pid, err)
+		}
+		*dst = kb << 10
+	}
+	return s, nil
+}
+
+// FreeAddr returns a loopback address with a port that was free a moment
+// ago.
+func FreeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
+}
+
+func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-exited:
+			return errors.New("the manager exited early")
+		case <-tick.C:
+		}
+	}
+}
