@@ -41,6 +41,11 @@ demo: build envtest ## Run the whole system on an embedded control plane and pri
 test: manifests generate envtest ## Run every test: unit, envtest (real kube-apiserver and etcd), and brief fuzzing.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test $(GO_TEST_FLAGS) ./...
 	cd toolkit && go test $(GO_TEST_FLAGS) ./...
+	hack/fuzz.sh $(FUZZ_TIME_SHORT) $(MODULES)
+
+.PHONY: fuzz
+fuzz: ## Run every fuzz target of every module for FUZZ_TIME each (default 2m) and print the exec counts.
+	hack/fuzz.sh $(FUZZ_TIME) $(MODULES)
 
 .PHONY: run
 run: manifests generate ## Run the manager against the cluster in the current kubeconfig.
