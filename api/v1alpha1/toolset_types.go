@@ -229,15 +229,18 @@ type ToolSetStatus struct {
 // PodCounts counts Pods.
 type PodCounts struct {
 	// selected is the number of Running and Ready Pods the selector matches.
-	Selected int32 `json:"selected"`
+	// +optional
+	Selected int32 `json:"selected,omitempty"`
 	// scraped is the number of those whose last scrape succeeded.
-	Scraped int32 `json:"scraped"`
+	// +optional
+	Scraped int32 `json:"scraped,omitempty"`
 	// failed is the number of those whose last scrape failed.
-	Failed int32 `json:"failed"`
+	// +optional
+	Failed int32 `json:"failed,omitempty"`
 }
 
 // ToolState is what became of one tool.
-// +kubebuilder:validation:Enum=Published;Conflicted;Invalid;Filtered;Stale
+// +kubebuilder:validation:Enum=Published;Conflicted;Invalid;Filtered;Skewed;Stale
 type ToolState string
 
 // The states of a tool.
@@ -250,6 +253,9 @@ const (
 	ToolInvalid ToolState = "Invalid"
 	// ToolFiltered: include or exclude leaves the tool out.
 	ToolFiltered ToolState = "Filtered"
+	// ToolSkewed: some ready Pods serve the tool and others do not, as
+	// during a rollout. It is published once every ready Pod serves it.
+	ToolSkewed ToolState = "Skewed"
 	// ToolStale: the Pods cannot be scraped; the last good tool is still
 	// published until the grace period ends.
 	ToolStale ToolState = "Stale"

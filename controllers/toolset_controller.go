@@ -1,0 +1,330 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+const (
+	defaultInterval = 30 * time.Second
+	defaultTimeout  = 5 * time.Second
+	// staleIntervals is how many intervals the last good tools are held
+	// through an outage before they are dropped.
+	staleIntervals = 3
+	// defaultMaxConcurrentReconciles lets a ToolSet whose Pods hang wait out
+	// its timeout without holding up the others.
+	defaultMaxConcurrentReconciles = 4
+)
+
+// ToolSetReconciler scrapes the Pods of every ToolSet, validates, filters
+// and prefixes their tools, offers them to the Publisher and reports what
+// became of each tool in the ToolSet's status.
+type ToolSetReconciler struct {
+	// Client reads ToolSets and Pods from the cache and writes status.
+	Client client.Client
+	// APIReader reads Secrets and CA ConfigMaps one at a time, uncached, so
+	// that the operator never holds them in memory between scrapes.
+	APIReader client.Reader
+	// Recorder emits events on transitions.
+	Recorder events.EventRecorder
+	// Publisher owns the names and the tool table.
+	Publisher Publisher
+
+	// MaxConcurrentScrapes bounds the scrapes in flight across every
+	// ToolSet. Zero means DefaultMaxConcurrentScrapes.
+	MaxConcurrentScrapes int
+	// MaxResponseBytes bounds the spec document read from one Pod. Zero
+	// means DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+	// MaxConcurrentReconciles is the number of ToolSets reconciled at once.
+	// Zero means 4.
+	MaxConcurrentReconciles int
+
+	scraper *scraper
+	mu      sync.Mutex
+	memory  map[types.NamespacedName]*toolSetMemory
+}
+
+// toolSetMemory is what the reconciler keeps of a ToolSet between rounds.
+// Reconciles of one ToolSet never overlap, so only the map needs the lock.
+type toolSetMemory struct {
+	// pods holds each Pod's last document, by UID, for conditional GETs.
+	pods map[types.UID]podDoc
+	// held are the tools of the last round in which some Pod was scraped,
+	// held through an outage and marked Stale.
+	held         []spec.TableTool
+	heldRevision string
+	// outageSince is when the ToolSet last had no scrapable Pod, zero while
+	// it has one.
+	outageSince time.Time
+	// dropped is set when the grace period ended and the held tools went.
+	dropped bool
+}
+
+// SetupWithManager registers the reconciler and its watches.
+func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	if r.Publisher == nil {
+		return errors.New("the ToolSet reconciler needs a Publisher")
+	}
+	if r.Client == nil {
+		r.Client = mgr.GetClient()
+	}
+	if r.APIReader == nil {
+		r.APIReader = mgr.GetAPIReader()
+	}
+	if r.Recorder == nil {
+		r.Recorder = mgr.GetEventRecorder("toolplane-toolset")
+	}
+	if r.MaxConcurrentReconciles <= 0 {
+		r.MaxConcurrentReconciles = defaultMaxConcurrentReconciles
+	}
+	r.scraper = newScraper(r.MaxConcurrentScrapes, r.MaxResponseBytes)
+	r.memory = map[types.NamespacedName]*toolSetMemory{}
+
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&v1alpha1.ToolSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&corev1.Pod{},
+			handler.EnqueueRequestsFromMapFunc(r.toolSetsForPod),
+			builder.WithPredicates(podScrapeChanged)).
+		WatchesRawSource(source.Channel(r.Publisher.Changed(), &handler.TypedEnqueueRequestForObject[*v1alpha1.ToolSet]{})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
+		Named("toolset").
+		Complete(r)
+}
+
+// Reconcile scrapes one ToolSet's Pods and brings its offer and status up
+// to date.
+func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	ts := &v1alpha1.ToolSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, ts); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.withdraw(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, err
+	}
+	if !ts.DeletionTimestamp.IsZero() {
+		// Someone else's finalizer holds it; its names go when it is gone.
+		return ctrl.Result{}, nil
+	}
+	before := ts.DeepCopy()
+	patch := client.MergeFrom(before)
+	defer func() { retErr = errors.Join(retErr, r.patchStatus(ctx, before, ts, patch)) }()
+
+	selector, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
+	if err == nil {
+		err = validatePatterns(&ts.Spec)
+	}
+	if err != nil {
+		// No scrape can fix the spec: wait for the user to change it.
+		setInvalidSpec(ts, err)
+		return ctrl.Result{}, reconcile.TerminalError(err)
+	}
+
+	pods, err := r.readyPods(ctx, ts.Namespace, selector)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	creds, credErr := loadCredentials(ctx, r.APIReader, ts)
+	if credErr != nil && !errors.Is(credErr, errInvalidCredentials) {
+		return ctrl.Result{}, credErr
+	}
+
+	mem := r.memoryOf(req.NamespacedName)
+	interval, timeout := intervalOf(ts), timeoutOf(ts)
+	var results []podResult
+	if credErr == nil {
+		target := scrapeTarget{spec: &ts.Spec, timeout: timeout, creds: creds}
+		results = r.scraper.scrapeAll(ctx, target, pods, mem.pods)
+		if err := ctx.Err(); err != nil {
+			// The manager is stopping: what was scraped is not the truth.
+			return ctrl.Result{}, err
+		}
+	}
+	rd := newRound(pods, results, credErr)
+	mem.remember(results)
+	ctrl.LoggerFrom(ctx).V(1).Info("Scraped pods", "selected", len(pods), "scraped", len(rd.docs), "failed", len(rd.failures))
+
+	now := time.Now()
+	var (
+		a       assembly
+		offered []spec.TableTool
+		held    bool
+		requeue = interval
+	)
+	if len(rd.docs) > 0 {
+		a = assemble(ts, rd.docs)
+		offered = a.tools
+		mem.held, mem.heldRevision = a.tools, a.revision
+		mem.outageSince, mem.dropped = time.Time{}, false
+	} else {
+		// An outage: no Pod could be scraped. Hold the last good tools for
+		// a bounded grace period, then drop them.
+		if mem.outageSince.IsZero() {
+			mem.outageSince = now
+		}
+		deadline := staleDeadline(ts, mem)
+		if len(mem.held) > 0 && now.Before(deadline) {
+			offered, held = mem.held, true
+			requeue = min(interval, deadline.Sub(now))
+		} else if len(mem.held) > 0 {
+			mem.held, mem.heldRevision, mem.dropped = nil, "", true
+		}
+	}
+
+	owners, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, Tools: offered})
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("offering tools to the publisher: %w", err)
+	}
+	r.setStatus(ts, rd, a, offered, owners, held, mem)
+	recordTools(req.NamespacedName, ts.Status.Tools)
+	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// withdraw releases the names of a ToolSet that is gone. The reconciler
+// uses no finalizer: a deleted ToolSet is noticed by its NotFound, and the
+// publisher rebuilds ownership from the ToolSets that exist.
+func (r *ToolSetReconciler) withdraw(ctx context.Context, key types.NamespacedName) error {
+	if err := r.Publisher.Withdraw(ctx, key); err != nil {
+		return fmt.Errorf("withdrawing the tools of %s: %w", key, err)
+	}
+	r.mu.Lock()
+	delete(r.memory, key)
+	r.mu.Unlock()
+	forgetTools(key)
+	ctrl.LoggerFrom(ctx).V(1).Info("Withdrew tools of deleted ToolSet")
+	return nil
+}
+
+func (r *ToolSetReconciler) memoryOf(key types.NamespacedName) *toolSetMemory {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	m := r.memory[key]
+	if m == nil {
+		m = &toolSetMemory{pods: map[types.UID]podDoc{}}
+		r.memory[key] = m
+	}
+	return m
+}
+
+// remember keeps each scraped Pod's document for the next conditional GET.
+// A Pod that failed keeps its previous document; a Pod that is gone is
+// forgotten.
+func (m *toolSetMemory) remember(results []podResult) {
+	next := make(map[types.UID]podDoc, len(results))
+	for _, res := range results {
+		if res.err == nil {
+			next[res.pod.UID] = podDoc{url: res.url, doc: res.doc}
+		} else if prev, ok := m.pods[res.pod.UID]; ok {
+			next[res.pod.UID] = prev
+		}
+	}
+	m.pods = next
+}
+
+// readyPods lists the Running and Ready Pods with an IP that the selector
+// matches in the ToolSet's own namespace, sorted by name.
+func (r *ToolSetReconciler) readyPods(ctx context.Context, ns string, sel labels.Selector) ([]*corev1.Pod, error) {
+	var list corev1.PodList
+	if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+		return nil, fmt.Errorf("listing pods: %w", err)
+	}
+	var pods []*corev1.Pod
+	for i := range list.Items {
+		if p := &list.Items[i]; podScrapable(p) {
+			pods = append(pods, p)
+		}
+	}
+	slices.SortFunc(pods, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+	return pods, nil
+}
+
+func podScrapable(p *corev1.Pod) bool {
+	return p.DeletionTimestamp.IsZero() && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" && podReady(p)
+}
+
+func podReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// toolSetsForPod maps a Pod to the ToolSets of its namespace whose selector
+// matches it.
+func (r *ToolSetReconciler) toolSetsForPod(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.ToolSetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Failed to list ToolSets for a Pod", "pod", client.ObjectKeyFromObject(obj))
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range list.Items {
+		ts := &list.Items[i]
+		sel, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(obj.GetLabels())) {
+			continue
+		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ts)})
+	}
+	return reqs
+}
+
+// podScrapeChanged passes the Pod updates that change what is scraped:
+// readiness, address, labels, ports or deletion. Status heartbeats and the
+// like do not cost a scrape.
+var podScrapeChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, okO := e.ObjectOld.(*corev1.Pod)
+		n, okN := e.ObjectNew.(*corev1.Pod)
+		if !okO || !okN {
+			return true
+		}
+		return podScrapable(o) != podScrapable(n) ||
+			o.Status.PodIP != n.Status.PodIP ||
+			!labels.Equals(o.Labels, n.Labels) ||
+			!slices.EqualFunc(o.Spec.Containers, n.Spec.Containers, func(a, b corev1.Container) bool {
+				return slices.Equal(a.Ports, b.Ports)
+			})
+	},
+}
+
+func intervalOf(ts *v1alpha1.ToolSet) time.Duration {
+	if ts.Spec.Interval != nil && ts.Spec.Interval.Duration > 0 {
+		return ts.Spec.Interval.Duration
+	}
+	return defaultInterval
+}
+
+func timeoutOf(ts *v1alpha1.ToolSet) time.Duration {
+	t := defaultTimeout
+	if ts.Spec.Timeout != nil && ts.Spec.Timeout.Duration > 0 {
+		t = ts.Spec.Timeout.Duration
+	}
+	return min(t, intervalOf(ts))
+}

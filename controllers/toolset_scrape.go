@@ -1,0 +1,415 @@
+package controllers
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// Defaults of the scraper, used when the manager leaves them unset.
+const (
+	// DefaultMaxResponseBytes is the largest spec document read from a Pod.
+	DefaultMaxResponseBytes int64 = 4 << 20
+	// DefaultMaxConcurrentScrapes bounds the scrapes in flight across every
+	// ToolSet.
+	DefaultMaxConcurrentScrapes = 32
+	// scrapesPerToolSet bounds the scrapes in flight for one ToolSet, so that
+	// one large ToolSet cannot take every manager-wide slot.
+	scrapesPerToolSet = 8
+	// maxRedirects bounds how many same-host redirects one scrape follows.
+	maxRedirects = 3
+)
+
+// Why a scrape failed, as the reason label of toolplane_scrape_errors_total.
+const (
+	scrapeErrTimeout     = "timeout"
+	scrapeErrConnect     = "connect"
+	scrapeErrHTTPStatus  = "http_status"
+	scrapeErrTooLarge    = "too_large"
+	scrapeErrDocument    = "invalid_document"
+	scrapeErrTooMany     = "too_many_tools"
+	scrapeErrRedirect    = "redirect"
+	scrapeErrNoPort      = "no_port"
+	scrapeErrCredentials = "credentials"
+)
+
+var (
+	errTooLarge         = errors.New("response body too large")
+	errRedirectHost     = errors.New("redirect to another host refused")
+	errTooManyRedirects = errors.New("too many redirects")
+	errNotModifiedCold  = errors.New("304 Not Modified without a previous document")
+)
+
+// scrapeError is a failed scrape of one Pod: a metric reason and an error
+// that is safe to show in status (it never holds a credential).
+type scrapeError struct {
+	reason string
+	err    error
+}
+
+func (e *scrapeError) Error() string { return e.err.Error() }
+func (e *scrapeError) Unwrap() error { return e.err }
+
+func scrapeFailure(reason string, err error) error { return &scrapeError{reason: reason, err: err} }
+
+// scrapeReason returns the metric reason of a scrape error.
+func scrapeReason(err error) string {
+	if se, ok := errors.AsType[*scrapeError](err); ok {
+		return se.reason
+	}
+	return scrapeErrConnect
+}
+
+// ParseDocument decodes a spec document as a Pod serves it. It is strict
+// about what the operator relies on (one JSON object, the schema version)
+// and lenient about fields it does not know, which newer MCP tools may carry.
+// Tools come back sorted by name; the revision is computed when the document
+// gives none. It checks no tool: see validateTool.
+func ParseDocument(body []byte) (*spec.Document, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var doc spec.Document
+	if err := dec.Decode(&doc); err != nil {
+		return nil, fmt.Errorf("decoding spec document: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, errors.New("decoding spec document: data after the JSON object")
+	}
+	if doc.SchemaVersion != spec.SchemaVersion {
+		return nil, fmt.Errorf("unsupported schemaVersion %q, want %q", doc.SchemaVersion, spec.SchemaVersion)
+	}
+	if doc.Tools == nil {
+		doc.Tools = []spec.Tool{}
+	}
+	spec.SortTools(doc.Tools)
+	if doc.Revision == "" {
+		doc.Revision = spec.Revision(doc.Tools)
+	}
+	return &doc, nil
+}
+
+// scraper fetches spec documents from Pods. One scraper serves the whole
+// manager; its semaphore bounds the scrapes in flight across every ToolSet.
+type scraper struct {
+	sem      *semaphore.Weighted
+	maxBytes int64
+}
+
+func newScraper(maxConcurrent int, maxBytes int64) *scraper {
+	if maxConcurrent <= 0 {
+		maxConcurrent = DefaultMaxConcurrentScrapes
+	}
+	if maxBytes <= 0 {
+		maxBytes = DefaultMaxResponseBytes
+	}
+	return &scraper{sem: semaphore.NewWeighted(int64(maxConcurrent)), maxBytes: maxBytes}
+}
+
+// scrapeTarget is what one round of scrapes of a ToolSet needs.
+type scrapeTarget struct {
+	spec    *v1alpha1.ToolSetSpec
+	timeout time.Duration
+	creds   *credentials
+}
+
+// podResult is how one Pod's scrape went.
+type podResult struct {
+	pod *corev1.Pod
+	url string
+	doc *spec.Document
+	err error
+}
+
+// scrapeAll scrapes every Pod concurrently, at most scrapesPerToolSet at a
+// time and within the manager-wide bound. last holds each Pod's previous
+// document, by UID, for conditional GETs; it is only read.
+func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.Pod, last map[types.UID]podDoc) []podResult {
+	client := t.httpClient()
+	defer client.CloseIdleConnections()
+
+	results := make([]podResult, len(pods))
+	var g errgroup.Group
+	g.SetLimit(scrapesPerToolSet)
+	for i, pod := range pods {
+		g.Go(func() error {
+			results[i] = s.scrapePod(ctx, client, t, pod, last[pod.UID])
+			return nil
+		})
+	}
+	_ = g.Wait()
+	return results
+}
+
+func (s *scraper) scrapePod(ctx context.Context, c *http.Client, t scrapeTarget, pod *corev1.Pod, prev podDoc) podResult {
+	res := podResult{pod: pod}
+	port, err := resolvePort(pod, t.spec.Port)
+	if err != nil {
+		res.err = scrapeFailure(scrapeErrNoPort, err)
+		return res
+	}
+	res.url = (&url.URL{
+		Scheme: t.spec.Scheme,
+		Host:   net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))),
+		Path:   t.spec.Path,
+	}).String()
+	if res.url != prev.url {
+		prev = podDoc{}
+	}
+
+	// Waiting for a slot is bounded by the reconcile, not by the timeout: a
+	// busy manager delays scrapes, it does not fail them.
+	if err := s.sem.Acquire(ctx, 1); err != nil {
+		res.err = scrapeFailure(scrapeErrTimeout, err)
+		return res
+	}
+	defer s.sem.Release(1)
+
+	start := time.Now()
+	res.doc, res.err = s.fetch(ctx, c, t, res.url, prev.doc)
+	scrapeDuration.Observe(time.Since(start).Seconds())
+	if res.err != nil {
+		scrapeErrors.WithLabelValues(scrapeReason(res.err)).Inc()
+	}
+	return res
+}
+
+// fetch GETs one spec document within the timeout. With a previous document
+// it asks If-None-Match, and a 304 returns that document again.
+func (s *scraper) fetch(ctx context.Context, c *http.Client, t scrapeTarget, target string, prev *spec.Document) (*spec.Document, error) {
+	ctx, cancel := context.WithTimeout(ctx, t.timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
+	if err != nil {
+		return nil, scrapeFailure(scrapeErrConnect, fmt.Errorf("GET %s: %w", target, err))
+	}
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "toolplane-operator")
+	if prev != nil {
+		req.Header.Set("If-None-Match", spec.ETag(prev.Revision))
+	}
+	if t.creds != nil && t.creds.token != "" {
+		req.Header.Set("Authorization", "Bearer "+t.creds.token)
+	}
+
+	resp, err := c.Do(req)
+	if err != nil {
+		return nil, classifyTransportError(target, err)
+	}
+	defer func() { _ = resp.Body.Close() }()
+
+	switch {
+	case resp.StatusCode == http.StatusNotModified:
+		if prev == nil {
+			return nil, scrapeFailure(scrapeErrHTTPStatus, fmt.Errorf("GET %s: %w", target, errNotModifiedCold))
+		}
+		return prev, nil
+	case resp.StatusCode != http.StatusOK:
+		return nil, scrapeFailure(scrapeErrHTTPStatus, fmt.Errorf("GET %s: HTTP %d", target, resp.StatusCode))
+	}
+
+	// Read one byte past the limit, so that a body of exactly the limit
+	// passes and a larger one is told apart from it.
+	body, err := io.ReadAll(io.LimitReader(resp.Body, s.maxBytes+1))
+	if err != nil {
+		return nil, classifyTransportError(target, err)
+	}
+	if int64(len(body)) > s.maxBytes {
+		return nil, scrapeFailure(scrapeErrTooLarge, fmt.Errorf("GET %s: %w: more than %d bytes (--max-response-bytes)", target, errTooLarge, s.maxBytes))
+	}
+	doc, err := ParseDocument(body)
+	if err != nil {
+		return nil, scrapeFailure(scrapeErrDocument, fmt.Errorf("GET %s: %w", target, err))
+	}
+	if maxTools := t.spec.Limits.MaxTools; maxTools > 0 && len(doc.Tools) > int(maxTools) {
+		return nil, scrapeFailure(scrapeErrTooMany, fmt.Errorf("GET %s: %d tools, more than limits.maxTools %d", target, len(doc.Tools), maxTools))
+	}
+	return doc, nil
+}
+
+func classifyTransportError(target string, err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return scrapeFailure(scrapeErrTimeout, fmt.Errorf("GET %s: timed out", target))
+	case errors.Is(err, errRedirectHost), errors.Is(err, errTooManyRedirects):
+		return scrapeFailure(scrapeErrRedirect, fmt.Errorf("GET %s: %w", target, unwrapURLError(err)))
+	}
+	return scrapeFailure(scrapeErrConnect, fmt.Errorf("GET %s: %w", target, unwrapURLError(err)))
+}
+
+// unwrapURLError drops the *url.Error wrapper, whose text repeats the method
+// and URL already given.
+func unwrapURLError(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
+	}
+	return err
+}
+
+// resolvePort finds the scrape port of a Pod: a number as given, a name
+// among its containers' ports.
+func resolvePort(pod *corev1.Pod, port intstr.IntOrString) (int32, error) {
+	if port.Type == intstr.Int {
+		if port.IntVal < 1 || port.IntVal > 65535 {
+			return 0, fmt.Errorf("port %d is out of range", port.IntVal)
+		}
+		return port.IntVal, nil
+	}
+	for _, c := range pod.Spec.Containers {
+		for _, p := range c.Ports {
+			if p.Name == port.StrVal && (p.Protocol == "" || p.Protocol == corev1.ProtocolTCP) {
+				return p.ContainerPort, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("pod %s declares no TCP container port named %q", pod.Name, port.StrVal)
+}
+
+// httpClient builds the client of one round of scrapes. It never goes
+// through a proxy (Pod IPs are reached directly), keeps no connection
+// between rounds, and refuses redirects to another host.
+func (t scrapeTarget) httpClient() *http.Client {
+	tr := &http.Transport{
+		DialContext:            (&net.Dialer{Timeout: t.timeout}).DialContext,
+		TLSHandshakeTimeout:    t.timeout,
+		ResponseHeaderTimeout:  t.timeout,
+		MaxResponseHeaderBytes: 64 << 10,
+		DisableKeepAlives:      true,
+		ForceAttemptHTTP2:      false,
+	}
+	if t.creds != nil {
+		tr.TLSClientConfig = t.creds.tls
+	}
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(req *http.Request, via []*http.Request) error {
+			if len(via) >= maxRedirects {
+				return errTooManyRedirects
+			}
+			if req.URL.Host != via[0].URL.Host || req.URL.Scheme != via[0].URL.Scheme {
+				return fmt.Errorf("%w: to %s", errRedirectHost, req.URL.Host)
+			}
+			return nil
+		},
+	}
+}
+
+// credentials are the secrets of one ToolSet's scrapes. They are read fresh
+// for every round and never logged, written to status or put in an error.
+type credentials struct {
+	token string
+	tls   *tls.Config
+}
+
+// errInvalidCredentials marks a credential the user must fix: a missing
+// Secret or key, an empty token, a CA bundle with no certificate.
+var errInvalidCredentials = errors.New("invalid credentials")
+
+// loadCredentials reads the bearer token and the CA bundle of a ToolSet
+// through the uncached API reader, so that the operator never caches or
+// watches Secrets.
+func loadCredentials(ctx context.Context, reader client.Reader, ts *v1alpha1.ToolSet) (*credentials, error) {
+	creds := &credentials{}
+	if a := ts.Spec.Authorization; a != nil {
+		raw, err := readKey(ctx, reader, &corev1.Secret{}, ts.Namespace, a.BearerToken)
+		if err != nil {
+			return nil, fmt.Errorf("reading spec.authorization.bearerToken: %w", err)
+		}
+		token := strings.TrimSpace(string(raw))
+		if token == "" {
+			return nil, fmt.Errorf("reading spec.authorization.bearerToken: %w: key %q of Secret %s is empty", errInvalidCredentials, a.BearerToken.Key, a.BearerToken.Name)
+		}
+		if strings.ContainsAny(token, "\r\n\x00") {
+			return nil, fmt.Errorf("reading spec.authorization.bearerToken: %w: key %q of Secret %s is not a valid header value", errInvalidCredentials, a.BearerToken.Key, a.BearerToken.Name)
+		}
+		creds.token = token
+	}
+	if ts.Spec.Scheme == "https" {
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		if t := ts.Spec.TLS; t != nil {
+			cfg.ServerName = t.ServerName
+			cfg.InsecureSkipVerify = t.InsecureSkipVerify //nolint:gosec // the user asked for it, for testing
+			if ca := t.CA; ca != nil {
+				pool, err := loadCA(ctx, reader, ts.Namespace, ca)
+				if err != nil {
+					return nil, fmt.Errorf("reading spec.tls.ca: %w", err)
+				}
+				cfg.RootCAs = pool
+			}
+		}
+		creds.tls = cfg
+	}
+	return creds, nil
+}
+
+func loadCA(ctx context.Context, reader client.Reader, ns string, ca *v1alpha1.CASource) (*x509.CertPool, error) {
+	var (
+		raw []byte
+		err error
+		ref v1alpha1.KeyReference
+	)
+	if ca.Secret != nil {
+		ref = *ca.Secret
+		raw, err = readKey(ctx, reader, &corev1.Secret{}, ns, ref)
+	} else if ca.ConfigMap != nil {
+		ref = *ca.ConfigMap
+		raw, err = readKey(ctx, reader, &corev1.ConfigMap{}, ns, ref)
+	}
+	if err != nil {
+		return nil, err
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(raw) {
+		return nil, fmt.Errorf("%w: key %q of %s holds no PEM certificate", errInvalidCredentials, ref.Key, ref.Name)
+	}
+	return pool, nil
+}
+
+// readKey reads one key of a Secret or ConfigMap. Its errors name the object
+// and key, never the value.
+func readKey(ctx context.Context, reader client.Reader, obj client.Object, ns string, ref v1alpha1.KeyReference) ([]byte, error) {
+	kind := "ConfigMap"
+	if _, ok := obj.(*corev1.Secret); ok {
+		kind = "Secret"
+	}
+	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, fmt.Errorf("%w: %s %s not found", errInvalidCredentials, kind, ref.Name)
+		}
+		return nil, fmt.Errorf("getting %s %s: %w", kind, ref.Name, err)
+	}
+	switch o := obj.(type) {
+	case *corev1.Secret:
+		if v, ok := o.Data[ref.Key]; ok {
+			return v, nil
+		}
+	case *corev1.ConfigMap:
+		if v, ok := o.Data[ref.Key]; ok {
+			return []byte(v), nil
+		}
+		if v, ok := o.BinaryData[ref.Key]; ok {
+			return v, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: %s %s has no key %q", errInvalidCredentials, kind, ref.Name, ref.Key)
+}

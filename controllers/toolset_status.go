@@ -1,0 +1,245 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// Event reasons, emitted on transitions only.
+const (
+	eventScrapeFailed    = "ScrapeFailed"
+	eventScrapeRecovered = "ScrapeRecovered"
+	eventToolsChanged    = "ToolsChanged"
+	eventRolloutSkew     = "RolloutSkew"
+	eventConflictLost    = "ConflictLost"
+	eventConflictWon     = "ConflictWon"
+	eventToolsStale      = "ToolsStale"
+	eventToolsDropped    = "ToolsDropped"
+	eventInvalidSpec     = "InvalidSpec"
+)
+
+// maxListed bounds the names listed in one condition or event message.
+const maxListed = 5
+
+// round is how one round of scrapes of a ToolSet went.
+type round struct {
+	selected int
+	docs     []*spec.Document
+	// failures are the Pods that could not be scraped, with why, sorted by
+	// Pod name.
+	failures []string
+	// credErr is a credential the user must fix; no Pod was scraped.
+	credErr error
+}
+
+func newRound(pods []*corev1.Pod, results []podResult, credErr error) round {
+	rd := round{selected: len(pods), credErr: credErr}
+	for _, res := range results {
+		if res.err != nil {
+			rd.failures = append(rd.failures, fmt.Sprintf("pod %s: %v", res.pod.Name, res.err))
+			continue
+		}
+		rd.docs = append(rd.docs, res.doc)
+	}
+	return rd
+}
+
+// setStatus writes what the round made of the ToolSet into its status.
+// Every message is built from what was observed, never from the clock, so
+// that a round that observes the same as the last writes nothing.
+func (r *ToolSetReconciler) setStatus(ts *v1alpha1.ToolSet, rd round, a assembly, offered []spec.TableTool,
+	owners map[string]types.NamespacedName, held bool, mem *toolSetMemory) {
+	self := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
+	st := &ts.Status
+	st.ObservedGeneration = ts.Generation
+	st.Pods = v1alpha1.PodCounts{
+		Selected: int32(rd.selected),
+		Scraped:  int32(len(rd.docs)),
+		Failed:   int32(len(rd.failures)),
+	}
+	if rd.credErr != nil {
+		st.Pods.Failed = int32(rd.selected)
+	}
+
+	tools := slices.Clone(a.rejected)
+	var conflicts []string
+	staleReason := ""
+	if held {
+		staleReason = fmt.Sprintf("no Pod could be scraped since %s; held until %s",
+			mem.outageSince.UTC().Format(time.RFC3339), staleDeadline(ts, mem).UTC().Format(time.RFC3339))
+	}
+	for _, t := range offered {
+		tool := v1alpha1.ToolStatus{Name: t.Name, SourceName: t.SourceName, State: v1alpha1.ToolPublished}
+		if held {
+			tool.State, tool.Reason = v1alpha1.ToolStale, staleReason
+		}
+		if owner, ok := owners[t.Name]; ok && owner != self {
+			tool.State, tool.Owner, tool.Reason = v1alpha1.ToolConflicted, owner.String(), "the name is owned by ToolSet "+owner.String()
+			conflicts = append(conflicts, fmt.Sprintf("%s (%s)", t.Name, owner))
+		}
+		tools = append(tools, tool)
+	}
+	slices.SortFunc(tools, func(x, y v1alpha1.ToolStatus) int { return strings.Compare(x.Name, y.Name) })
+	st.Tools = tools
+	st.PublishedTools, st.ConflictedTools = 0, 0
+	for _, t := range tools {
+		switch t.State {
+		case v1alpha1.ToolPublished:
+			st.PublishedTools++
+		case v1alpha1.ToolConflicted:
+			st.ConflictedTools++
+		}
+	}
+	switch {
+	case len(rd.docs) > 0:
+		st.Revision = a.revision
+	case held:
+		st.Revision = mem.heldRevision
+	default:
+		st.Revision = ""
+	}
+
+	r.setConditions(ts, rd, a, held, mem, conflicts)
+}
+
+// staleDeadline is when the tools held through the current outage go.
+func staleDeadline(ts *v1alpha1.ToolSet, mem *toolSetMemory) time.Time {
+	return mem.outageSince.Add(staleIntervals * intervalOf(ts))
+}
+
+func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a assembly, held bool, mem *toolSetMemory, conflicts []string) {
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&ts.Status.Conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: ts.Generation,
+		})
+	}
+	st := &ts.Status
+	outage := len(rd.docs) == 0
+
+	// Ready summarises.
+	switch {
+	case rd.credErr != nil:
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, rd.credErr.Error())
+	case rd.selected == 0:
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNoPods,
+			fmt.Sprintf("the selector matches no Running and Ready Pod with an IP in namespace %s", ts.Namespace))
+	case outage:
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonScrapeFailed,
+			fmt.Sprintf("none of the %s could be scraped: %s", plural(rd.selected, "selected Pod"), rd.failures[0]))
+	case len(a.tools) == 0 && a.count(v1alpha1.ToolInvalid) > 0:
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidTools,
+			fmt.Sprintf("no valid tool to publish: %s", invalidSummary(a)))
+	case ts.Spec.Service == nil:
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonNoService,
+			fmt.Sprintf("%s published without endpoints: spec.service is not set, so agents have no endpoint to call them", plural(int(st.PublishedTools), "tool")))
+	default:
+		set(v1alpha1.ConditionReady, metav1.ConditionTrue, v1alpha1.ReasonPublished,
+			fmt.Sprintf("%s published from %s", plural(int(st.PublishedTools), "tool"), plural(len(rd.docs), "Pod")))
+	}
+
+	// Degraded details what kept part of the ToolSet out.
+	var reasons, msgs []string
+	degrade := func(reason, msg string) { reasons, msgs = append(reasons, reason), append(msgs, msg) }
+	if outage {
+		ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady)
+		degrade(ready.Reason, ready.Message)
+	}
+	if !outage && len(rd.failures) > 0 {
+		degrade(v1alpha1.ReasonPartialScrape, fmt.Sprintf("%d of %s could not be scraped: %s",
+			len(rd.failures), plural(rd.selected, "selected Pod"), rd.failures[0]))
+	}
+	if a.skew != "" {
+		degrade(v1alpha1.ReasonRolloutSkew, a.skew)
+	}
+	if a.count(v1alpha1.ToolInvalid) > 0 {
+		degrade(v1alpha1.ReasonInvalidTools, invalidSummary(a))
+	}
+	if len(reasons) > 0 {
+		set(v1alpha1.ConditionDegraded, metav1.ConditionTrue, reasons[0], strings.Join(msgs, "; "))
+	} else {
+		set(v1alpha1.ConditionDegraded, metav1.ConditionFalse, v1alpha1.ReasonHealthy, "every selected Pod was scraped and every tool is valid")
+	}
+
+	// Stale says whether tools are held through an outage, or were dropped.
+	switch {
+	case held:
+		set(v1alpha1.ConditionStale, metav1.ConditionTrue, v1alpha1.ReasonToolsStale,
+			fmt.Sprintf("no Pod could be scraped since %s; the last good tools are held until %s, then dropped",
+				mem.outageSince.UTC().Format(time.RFC3339), staleDeadline(ts, mem).UTC().Format(time.RFC3339)))
+	case outage && mem.dropped:
+		set(v1alpha1.ConditionStale, metav1.ConditionFalse, v1alpha1.ReasonToolsDropped,
+			fmt.Sprintf("no Pod could be scraped since %s; the held tools were dropped after %d intervals",
+				mem.outageSince.UTC().Format(time.RFC3339), staleIntervals))
+	default:
+		set(v1alpha1.ConditionStale, metav1.ConditionFalse, v1alpha1.ReasonHealthy, "no tool is held through an outage")
+	}
+
+	if len(conflicts) > 0 {
+		set(v1alpha1.ConditionConflicted, metav1.ConditionTrue, v1alpha1.ReasonNameConflict,
+			fmt.Sprintf("%s owned by other ToolSets: %s", plural(len(conflicts), "tool is"), list(conflicts)))
+	} else {
+		set(v1alpha1.ConditionConflicted, metav1.ConditionFalse, v1alpha1.ReasonNoConflict, "this ToolSet owns every name it exposes")
+	}
+}
+
+// setInvalidSpec reports a spec that cannot be acted on. The last offer
+// stands until the spec is fixed.
+func setInvalidSpec(ts *v1alpha1.ToolSet, err error) {
+	ts.Status.ObservedGeneration = ts.Generation
+	meta.SetStatusCondition(&ts.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidSpec,
+		Message: truncate(err.Error(), 1024), ObservedGeneration: ts.Generation,
+	})
+}
+
+func invalidSummary(a assembly) string {
+	var names []string
+	for _, t := range a.rejected {
+		if t.State == v1alpha1.ToolInvalid {
+			names = append(names, t.Name)
+		}
+	}
+	return fmt.Sprintf("%s invalid (reasons in status.tools): %s", plural(len(names), "tool is"), list(names))
+}
+
+// list joins names, at most maxListed of them.
+func list(names []string) string {
+	if len(names) <= maxListed {
+		return strings.Join(names, ", ")
+	}
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListed], ", "), len(names)-maxListed)
+}
+
+// patchStatus writes the status when it changed, and only then emits the
+// events of the transitions it records: steady state costs no API write.
+func (r *ToolSetReconciler) patchStatus(ctx context.Context, before, ts *v1alpha1.ToolSet, patch client.Patch) error {
+	if equality.Semantic.DeepEqual(before.Status, ts.Status) {
+		return nil
+	}
+	if err := r.Client.Status().Patch(ctx, ts, patch); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("patching status: %w", err)
+	}
+	ready := meta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionReady)
+	ctrl.LoggerFrom(ctx).Info("Updated status", "ready", ready.Status, "reason", ready.Reason,
+		"published", ts.Status.PublishedTools, "conflicted", ts.Status.ConflictedTools)
+	r.emitTransitions(before, ts)
+	return nil
+}

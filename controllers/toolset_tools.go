@@ -1,0 +1,325 @@
+package controllers
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// toolNameRE is the tool name rule of MCP (SEP-986), applied to the
+// published name.
+var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// maxReasonLen bounds one tool's reason in status, so that a schema
+// compiler's long error cannot bloat the object.
+const maxReasonLen = 256
+
+// podDoc is the last document a Pod served, kept for conditional GETs.
+type podDoc struct {
+	url string
+	doc *spec.Document
+}
+
+// assembly is what one round of scrapes makes of a ToolSet's tools.
+type assembly struct {
+	// revision is the revision most of the scraped Pods serve.
+	revision string
+	// tools are the valid tools that every scraped Pod serves and the
+	// filters let through, in the form most Pods serve, under their
+	// published names, sorted.
+	tools []spec.TableTool
+	// rejected are the tools that are not offered, with the reason:
+	// Filtered, Skewed or Invalid.
+	rejected []v1alpha1.ToolStatus
+	// skew describes replicas that serve different revisions; empty when
+	// they agree.
+	skew string
+}
+
+func (a *assembly) count(state v1alpha1.ToolState) int {
+	n := 0
+	for _, t := range a.rejected {
+		if t.State == state {
+			n++
+		}
+	}
+	return n
+}
+
+// served is one tool name across the scraped Pods.
+type served struct {
+	pods      int
+	duplicate bool
+	forms     map[string]*form
+}
+
+type form struct {
+	tool  spec.Tool
+	pods  int
+	bytes string
+}
+
+// assemble merges the documents of the Pods that were scraped into the
+// tools to offer. Agents must never be offered a tool that some ready
+// replica cannot serve, so a tool is offered only when every document has
+// it, in the form that most documents give (ties broken by the form's bytes,
+// so that the outcome never depends on the order of the Pods).
+func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document) assembly {
+	var a assembly
+	byName := map[string]*served{}
+	revisions := map[string]int{}
+	for _, doc := range docs {
+		revisions[doc.Revision]++
+		seen := map[string]bool{}
+		for _, t := range doc.Tools {
+			s := byName[t.Name]
+			if s == nil {
+				s = &served{forms: map[string]*form{}}
+				byName[t.Name] = s
+			}
+			if seen[t.Name] {
+				s.duplicate = true
+				continue
+			}
+			seen[t.Name] = true
+			s.pods++
+			b, err := json.Marshal(t)
+			if err != nil {
+				b = []byte(err.Error())
+			}
+			f := s.forms[string(b)]
+			if f == nil {
+				f = &form{tool: t, bytes: string(b)}
+				s.forms[string(b)] = f
+			}
+			f.pods++
+		}
+	}
+	a.revision, a.skew = majorityRevision(revisions)
+
+	names := make([]string, 0, len(byName))
+	for name := range byName {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	for _, name := range names {
+		s := byName[name]
+		published := ts.Spec.Prefix + name
+		reject := func(state v1alpha1.ToolState, reason string) {
+			a.rejected = append(a.rejected, v1alpha1.ToolStatus{
+				Name: published, SourceName: name, State: state, Reason: truncate(reason, maxReasonLen),
+			})
+		}
+		if reason, ok := filtered(ts.Spec.Include, ts.Spec.Exclude, name); !ok {
+			reject(v1alpha1.ToolFiltered, reason)
+			continue
+		}
+		if s.pods < len(docs) {
+			reject(v1alpha1.ToolSkewed, fmt.Sprintf("served by %d of %d scraped Pods; published once every ready Pod serves it", s.pods, len(docs)))
+			continue
+		}
+		if s.duplicate {
+			reject(v1alpha1.ToolInvalid, "the name is served more than once")
+			continue
+		}
+		t := majorityForm(s.forms)
+		if err := validateTool(published, t, ts.Spec.Limits); err != nil {
+			reject(v1alpha1.ToolInvalid, err.Error())
+			continue
+		}
+		a.tools = append(a.tools, tableTool(ts, published, t))
+	}
+	slices.SortFunc(a.rejected, func(x, y v1alpha1.ToolStatus) int { return strings.Compare(x.Name, y.Name) })
+	return a
+}
+
+func majorityRevision(revisions map[string]int) (revision, skew string) {
+	type rc struct {
+		rev  string
+		pods int
+	}
+	var all []rc
+	for rev, n := range revisions {
+		all = append(all, rc{rev, n})
+	}
+	slices.SortFunc(all, func(x, y rc) int {
+		if x.pods != y.pods {
+			return y.pods - x.pods
+		}
+		return strings.Compare(x.rev, y.rev)
+	})
+	if len(all) == 0 {
+		return "", ""
+	}
+	if len(all) == 1 {
+		return all[0].rev, ""
+	}
+	parts := make([]string, len(all))
+	for i, r := range all {
+		parts[i] = fmt.Sprintf("%s (%s)", shortRevision(r.rev), plural(r.pods, "Pod"))
+	}
+	return all[0].rev, fmt.Sprintf("ready Pods serve %d revisions: %s; only the tools every Pod serves are published, in the form most Pods serve",
+		len(all), strings.Join(parts, ", "))
+}
+
+func majorityForm(forms map[string]*form) spec.Tool {
+	var best *form
+	for _, f := range forms {
+		if best == nil || f.pods > best.pods || (f.pods == best.pods && f.bytes < best.bytes) {
+			best = f
+		}
+	}
+	return best.tool
+}
+
+// filtered says whether include and exclude let a source name through, and
+// if not, why.
+func filtered(include, exclude []string, name string) (string, bool) {
+	for _, p := range exclude {
+		if ok, _ := path.Match(p, name); ok {
+			return fmt.Sprintf("excluded by spec.exclude pattern %q", p), false
+		}
+	}
+	if len(include) == 0 {
+		return "", true
+	}
+	for _, p := range include {
+		if ok, _ := path.Match(p, name); ok {
+			return "", true
+		}
+	}
+	return "matches no spec.include pattern", false
+}
+
+// validatePatterns checks the include and exclude globs, a user's mistake
+// that no scrape can fix.
+func validatePatterns(s *v1alpha1.ToolSetSpec) error {
+	for field, patterns := range map[string][]string{"spec.include": s.Include, "spec.exclude": s.Exclude} {
+		for _, p := range patterns {
+			if _, err := path.Match(p, ""); err != nil {
+				return fmt.Errorf("%s pattern %q: %w", field, p, err)
+			}
+		}
+	}
+	return nil
+}
+
+// validateTool checks one tool against the rules of the table: the
+// published name, the schemas and the limits.
+func validateTool(published string, t spec.Tool, limits v1alpha1.Limits) error {
+	if !toolNameRE.MatchString(published) {
+		return fmt.Errorf("name %q does not match %s", published, toolNameRE)
+	}
+	if t.Name == "." || t.Name == ".." {
+		return fmt.Errorf("name %q cannot be addressed in an invoke URL", t.Name)
+	}
+	if err := validateSchema("inputSchema", t.InputSchema, limits.MaxSchemaBytes, true); err != nil {
+		return err
+	}
+	return validateSchema("outputSchema", t.OutputSchema, limits.MaxSchemaBytes, false)
+}
+
+// errExternalRef refuses every $ref the schema does not resolve itself: the
+// operator never reaches the network or the file system for a schema.
+var errExternalRef = errors.New("external $ref is not allowed")
+
+type refuseLoader struct{}
+
+func (refuseLoader) Load(string) (any, error) { return nil, errExternalRef }
+
+// validateSchema checks that raw is an object JSON Schema, within the size
+// limit, that compiles under draft 2020-12 (MCP's default dialect).
+func validateSchema(field string, raw json.RawMessage, maxBytes int32, required bool) error {
+	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		if required {
+			return fmt.Errorf("%s is missing", field)
+		}
+		return nil
+	}
+	if maxBytes > 0 && len(raw) > int(maxBytes) {
+		return fmt.Errorf("%s is %d bytes, more than limits.maxSchemaBytes %d", field, len(raw), maxBytes)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return fmt.Errorf("%s is not JSON: %w", field, err)
+	}
+	obj, ok := doc.(map[string]any)
+	if !ok || obj["type"] != "object" {
+		return fmt.Errorf(`%s must be a JSON Schema with "type": "object"`, field)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(refuseLoader{})
+	const loc = "urn:toolplane:schema"
+	if err := c.AddResource(loc, doc); err != nil {
+		return fmt.Errorf("%s does not compile: %w", field, err)
+	}
+	if _, err := c.Compile(loc); err != nil {
+		return fmt.Errorf("%s does not compile: %s", field, oneLine(err.Error()))
+	}
+	return nil
+}
+
+// tableTool is a tool as the table publishes it. Without spec.service it has
+// no endpoints: agents can list it but not call it.
+func tableTool(ts *v1alpha1.ToolSet, published string, t spec.Tool) spec.TableTool {
+	tt := spec.TableTool{
+		Name:         published,
+		SourceName:   t.Name,
+		Title:        t.Title,
+		Description:  t.Description,
+		InputSchema:  t.InputSchema,
+		OutputSchema: t.OutputSchema,
+		Annotations:  t.Annotations,
+		Meta:         t.Meta,
+		ToolSet:      spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name},
+	}
+	if svc := ts.Spec.Service; svc != nil {
+		base := "http://" + svc.Name + "." + ts.Namespace + ".svc:" + strconv.Itoa(int(svc.Port))
+		tt.Endpoints = &spec.Endpoints{
+			Invoke: base + spec.InvokePrefix + t.Name,
+			MCP:    base + spec.MCPPath,
+		}
+	}
+	return tt
+}
+
+func shortRevision(rev string) string {
+	if i := strings.IndexByte(rev, ':'); i >= 0 && len(rev) > i+13 {
+		return rev[:i+13]
+	}
+	return rev
+}
+
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return strconv.Itoa(n) + " " + noun + "s"
+}
+
+// truncate cuts s to at most n bytes, on a rune boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n - 3
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + "..."
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
