@@ -1,0 +1,486 @@
+package toolkit
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/tailscale/hujson"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
+)
+
+// maxReceived bounds how much of a bad value an error message quotes back.
+const maxReceived = 80
+
+// pathElem is one step of a JSON path. Paths are linked on the stack while
+// binding and turned into text only for a problem.
+type pathElem struct {
+	parent *pathElem
+	key    string
+	index  int // -1 for a key
+}
+
+func (p *pathElem) String() string {
+	var steps []*pathElem
+	for e := p; e != nil; e = e.parent {
+		steps = append(steps, e)
+	}
+	var b strings.Builder
+	b.WriteByte('$')
+	for i := len(steps) - 1; i >= 0; i-- {
+		writeStep(&b, steps[i].key, steps[i].index)
+	}
+	return b.String()
+}
+
+func writeStep(b *strings.Builder, key string, index int) {
+	if index >= 0 {
+		b.WriteByte('[')
+		b.WriteString(strconv.Itoa(index))
+		b.WriteByte(']')
+		return
+	}
+	if isIdentifier(key) {
+		b.WriteByte('.')
+		b.WriteString(key)
+		return
+	}
+	b.WriteByte('[')
+	q, _ := json.Marshal(key)
+	b.Write(q)
+	b.WriteByte(']')
+}
+
+func isIdentifier(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i, c := range s {
+		if c != '_' && c != '$' && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(i > 0 && c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// binder collects problems while repairing one call's arguments.
+type binder struct {
+	problems []Problem
+	paths    map[string]bool // paths that have a problem already
+}
+
+func (b *binder) add(at *pathElem, expected, received string, valid []string) {
+	path := at.String()
+	if b.paths == nil {
+		b.paths = map[string]bool{}
+	}
+	b.paths[path] = true
+	b.problems = append(b.problems, Problem{Path: path, Expected: expected, Received: received, Valid: valid})
+}
+
+// parseArguments parses a model's arguments exactly (numbers stay
+// json.Number), falling back to JWCC, the JSON dialect with comments and
+// trailing commas, when strict JSON fails. No arguments, or null, is an
+// empty object.
+func parseArguments(data []byte) (any, error) {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || string(data) == "null" {
+		return map[string]any{}, nil
+	}
+	return parseLenient(data)
+}
+
+func parseLenient(data []byte) (any, error) {
+	v, err := parseStrict(data)
+	if err == nil {
+		return v, nil
+	}
+	// hujson rewrites in place; keep the caller's bytes intact.
+	std, herr := hujson.Standardize(bytes.Clone(data))
+	if herr != nil {
+		return nil, err
+	}
+	return parseStrict(std)
+}
+
+func parseStrict(data []byte) (any, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return nil, err
+	}
+	if _, err := d.Token(); err != io.EOF {
+		return nil, errors.New("unexpected data after the JSON value")
+	}
+	return v, nil
+}
+
+// repair fixes what can be fixed without loss, in place where it can, and
+// records what cannot. It returns the repaired value.
+func (b *binder) repair(p *plan, v any, at *pathElem) any {
+	p = p.resolve()
+	if p == nil || p.opaque {
+		return v
+	}
+	switch x := v.(type) {
+	case string:
+		if p.types == 0 || p.types&tString != 0 {
+			return b.repairEnum(p, x, at)
+		}
+		s := strings.TrimSpace(x)
+		if p.types&(tObject|tArray) != 0 && s != "" && (s[0] == '{' || s[0] == '[') {
+			// An object or array double-encoded as a string.
+			if inner, err := parseLenient([]byte(s)); err == nil {
+				switch inner.(type) {
+				case map[string]any:
+					if p.types&tObject != 0 {
+						return b.repair(p, inner, at)
+					}
+				case []any:
+					if p.types&tArray != 0 {
+						return b.repair(p, inner, at)
+					}
+				}
+			}
+		}
+		if p.types&(tInteger|tNumber) != 0 && isJSONNumber(s) {
+			return b.repair(p, json.Number(s), at)
+		}
+		if p.types&tBoolean != 0 {
+			switch strings.ToLower(s) {
+			case "true":
+				return true
+			case "false":
+				return false
+			}
+			b.add(at, "a boolean (true or false)", received(x), nil)
+		}
+		return v
+	case json.Number:
+		if p.types&tInteger != 0 && p.types&tNumber == 0 {
+			c, verdict := integerText(string(x))
+			switch verdict {
+			case notIntegral:
+				b.add(at, "an integer", received(x), nil)
+				return v
+			case tooLarge:
+				b.add(at, "an integer in range", received(x), nil)
+				return v
+			}
+			if c != string(x) {
+				return json.Number(c)
+			}
+		}
+		return v
+	case map[string]any:
+		if p.types == 0 || p.types&tObject != 0 {
+			b.repairObject(p, x, at)
+		}
+		return v
+	case []any:
+		if p.items != nil && (p.types == 0 || p.types&tArray != 0) {
+			for i, e := range x {
+				x[i] = b.repair(p.items, e, &pathElem{parent: at, index: i})
+			}
+		}
+		return v
+	}
+	return v
+}
+
+func (b *binder) repairEnum(p *plan, s string, at *pathElem) any {
+	if len(p.enum) == 0 {
+		return s
+	}
+	if p.enumFold != nil {
+		if declared, ok := p.enumFold[strings.ToLower(s)]; ok {
+			return declared
+		}
+	}
+	for _, e := range p.enum {
+		if e == s {
+			return s
+		}
+	}
+	b.add(at, "one of "+listValues(p.enum), received(s), nil)
+	return s
+}
+
+func (b *binder) repairObject(p *plan, m map[string]any, at *pathElem) {
+	var renames [][2]string
+	for k, v := range m {
+		if cp, ok := p.props[k]; ok {
+			m[k] = b.repair(cp, v, &pathElem{parent: at, key: k, index: -1})
+			continue
+		}
+		if name, ok := p.fold[strings.ToLower(k)]; ok {
+			if _, taken := m[name]; !taken {
+				renames = append(renames, [2]string{k, name})
+				continue
+			}
+		}
+		if p.closed {
+			b.add(&pathElem{parent: at, key: k, index: -1}, "a known argument name", "unknown name "+strconv.Quote(k), p.names)
+			continue
+		}
+		if p.extra != nil {
+			m[k] = b.repair(p.extra, v, &pathElem{parent: at, key: k, index: -1})
+		}
+	}
+	for _, r := range renames {
+		v := m[r[0]]
+		delete(m, r[0])
+		m[r[1]] = b.repair(p.props[r[1]], v, &pathElem{parent: at, key: r[1], index: -1})
+	}
+	for _, name := range p.names {
+		cp := p.props[name].resolve()
+		v, present := m[name]
+		required := p.isRequired(name)
+		if present && v == nil && !required && cp != nil && cp.types != 0 && cp.types&tNull == 0 {
+			// null for an optional argument means "not given".
+			delete(m, name)
+			present = false
+		}
+		if present {
+			continue
+		}
+		if cp != nil && cp.hasDef {
+			m[name] = cloneValue(cp.def)
+			continue
+		}
+		if required {
+			b.add(&pathElem{parent: at, key: name, index: -1}, p.props[name].describe()+" (required)", "nothing", nil)
+		}
+	}
+	// A required name without a property schema is still required.
+	for _, name := range p.required {
+		if _, ok := p.props[name]; ok {
+			continue
+		}
+		if _, present := m[name]; !present {
+			b.add(&pathElem{parent: at, key: name, index: -1}, "a value (required)", "nothing", nil)
+		}
+	}
+}
+
+// cloneValue deep-copies a default, so that a tool that modifies its
+// arguments cannot change the default of later calls.
+func cloneValue(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = cloneValue(e)
+		}
+		return m
+	case []any:
+		s := make([]any, len(x))
+		for i, e := range x {
+			s[i] = cloneValue(e)
+		}
+		return s
+	}
+	return v
+}
+
+// received renders a value for an error message, bounded in length.
+func received(v any) string {
+	var s string
+	switch x := v.(type) {
+	case json.Number:
+		s = string(x)
+	case nil:
+		return "null"
+	default:
+		b, err := json.Marshal(v)
+		if err != nil {
+			return "a value"
+		}
+		s = string(b)
+	}
+	if len(s) > maxReceived {
+		cut := maxReceived
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "…"
+	}
+	return s
+}
+
+// validate checks the repaired arguments against the compiled schema and
+// records every failure that repair did not already report.
+func (b *binder) validate(sch *jsonschema.Schema, root *plan, v any) {
+	err := sch.Validate(v)
+	if err == nil {
+		return
+	}
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		b.problems = append(b.problems, Problem{Path: "$", Expected: "valid arguments", Received: err.Error()})
+		return
+	}
+	var leaves []*jsonschema.ValidationError
+	var walk func(e *jsonschema.ValidationError)
+	walk = func(e *jsonschema.ValidationError) {
+		if len(e.Causes) == 0 {
+			leaves = append(leaves, e)
+			return
+		}
+		for _, c := range e.Causes {
+			walk(c)
+		}
+	}
+	walk(ve)
+	for _, e := range leaves {
+		path := jsonPath(e.InstanceLocation)
+		if b.covered(path) {
+			continue
+		}
+		switch k := e.ErrorKind.(type) {
+		case *kind.Required:
+			if planCovers(root, e.InstanceLocation) {
+				continue // repair reported it, with the field's type
+			}
+			for _, m := range k.Missing {
+				b.problems = append(b.problems, Problem{Path: jsonPath(append(slices.Clone(e.InstanceLocation), m)), Expected: "a value (required)", Received: "nothing"})
+			}
+			continue
+		case *kind.AdditionalProperties:
+			if planCovers(root, e.InstanceLocation) {
+				continue
+			}
+			for _, name := range k.Properties {
+				b.problems = append(b.problems, Problem{Path: jsonPath(append(slices.Clone(e.InstanceLocation), name)), Expected: "a known argument name", Received: "unknown name " + strconv.Quote(name)})
+			}
+			continue
+		}
+		b.problems = append(b.problems, Problem{Path: path, Expected: expected(e.ErrorKind), Received: received(valueAt(v, e.InstanceLocation))})
+	}
+}
+
+// covered reports whether path, or a value that holds it, already has a
+// problem: one message per mistake.
+func (b *binder) covered(path string) bool {
+	for p := range b.paths {
+		if path == p || strings.HasPrefix(path, p) && (path[len(p)] == '.' || path[len(p)] == '[') {
+			return true
+		}
+	}
+	return false
+}
+
+// planCovers reports whether the plan reaches the object at loc, so that
+// repair has already checked its required and unknown names.
+func planCovers(root *plan, loc []string) bool {
+	p := root.resolve()
+	for _, tok := range loc {
+		if p == nil || p.opaque {
+			return false
+		}
+		switch {
+		case p.props != nil && p.props[tok] != nil:
+			p = p.props[tok].resolve()
+		case p.items != nil:
+			p = p.items.resolve()
+		case p.extra != nil:
+			p = p.extra.resolve()
+		default:
+			return false
+		}
+	}
+	return p != nil && !p.opaque && (p.closed || p.required != nil || p.props != nil)
+}
+
+func jsonPath(loc []string) string {
+	var b strings.Builder
+	b.WriteByte('$')
+	for _, tok := range loc {
+		if n, err := strconv.Atoi(tok); err == nil && n >= 0 {
+			writeStep(&b, "", n)
+		} else {
+			writeStep(&b, tok, -1)
+		}
+	}
+	return b.String()
+}
+
+func valueAt(v any, loc []string) any {
+	for _, tok := range loc {
+		switch x := v.(type) {
+		case map[string]any:
+			v = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				return nil
+			}
+			v = x[i]
+		default:
+			return nil
+		}
+	}
+	return v
+}
+
+// expected says in words what a schema keyword wanted.
+func expected(k jsonschema.ErrorKind) string {
+	switch k := k.(type) {
+	case *kind.Type:
+		want := k.Want
+		return article(want[0]) + strings.Join(want, " or ")
+	case *kind.Enum:
+		return "one of " + listValues(k.Want)
+	case *kind.Const:
+		return "exactly " + received(k.Want)
+	case *kind.Format:
+		return "a valid " + k.Want + " string"
+	case *kind.Pattern:
+		return "a string matching " + k.Want
+	case *kind.MinLength:
+		return fmt.Sprintf("at least %d characters", k.Want)
+	case *kind.MaxLength:
+		return fmt.Sprintf("at most %d characters", k.Want)
+	case *kind.MinItems:
+		return fmt.Sprintf("at least %d items", k.Want)
+	case *kind.MaxItems:
+		return fmt.Sprintf("at most %d items", k.Want)
+	case *kind.UniqueItems:
+		return fmt.Sprintf("unique items (items %d and %d are equal)", k.Duplicates[0], k.Duplicates[1])
+	case *kind.Minimum:
+		return "a number >= " + k.Want.RatString()
+	case *kind.Maximum:
+		return "a number <= " + k.Want.RatString()
+	case *kind.ExclusiveMinimum:
+		return "a number > " + k.Want.RatString()
+	case *kind.ExclusiveMaximum:
+		return "a number < " + k.Want.RatString()
+	case *kind.MultipleOf:
+		return "a multiple of " + k.Want.RatString()
+	case *kind.MinProperties:
+		return fmt.Sprintf("at least %d properties", k.Want)
+	case *kind.MaxProperties:
+		return fmt.Sprintf("at most %d properties", k.Want)
+	case *kind.FalseSchema:
+		return "no value here"
+	}
+	return k.LocalizedString(printer)
+}
+
+// sortProblems orders problems by path, so that the same mistakes always
+// give the same message.
+func sortProblems(ps []Problem) {
+	slices.SortStableFunc(ps, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
+}
+
+var printer = message.NewPrinter(language.English)

@@ -1,0 +1,421 @@
+package toolkit
+
+import (
+	"encoding"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// decoder stores an already repaired and validated argument value (a tree
+// of map[string]any, []any, string, json.Number, bool and nil) into a Go
+// value. One decoder is compiled per type when a tool is declared, so a call
+// does no reflection on struct tags.
+//
+// Validation has checked the shape; what is left to refuse is what the
+// schema cannot say: an integer beyond int64 or uint64, a float beyond
+// float32, bad base64, or a value its own UnmarshalJSON rejects.
+type decoder struct {
+	fn func(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem)
+	// For structs: the members by JSON name.
+	fields map[string]*fieldDecoder
+	elem   *decoder
+	key    reflect.Type
+	bits   int
+	quoted bool
+}
+
+type fieldDecoder struct {
+	index []int
+	dec   *decoder
+}
+
+type decoderCache map[reflect.Type]*decoder
+
+func compileDecoder(t reflect.Type) (*decoder, error) {
+	return decoderCache{}.compile(t, false)
+}
+
+func (c decoderCache) compile(t reflect.Type, quoted bool) (*decoder, error) {
+	if !quoted {
+		if d, ok := c[t]; ok {
+			return d, nil // recursive types come back here while being compiled
+		}
+	}
+	d := &decoder{quoted: quoted}
+	if !quoted {
+		c[t] = d
+	}
+	switch {
+	case t == timeType:
+		d.fn = decodeTime
+		return d, nil
+	case t == rawMessageType:
+		d.fn = decodeRaw
+		return d, nil
+	case t == numberType:
+		d.fn = decodeNumber
+		return d, nil
+	case implements(t, unmarshalerType):
+		d.fn = decodeUnmarshaler
+		return d, nil
+	case implements(t, textUnmarshType) && t.Kind() != reflect.Pointer:
+		d.fn = decodeText
+		return d, nil
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		d.fn = decodeBool
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		d.fn, d.bits = decodeInt, t.Bits()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		d.fn, d.bits = decodeUint, t.Bits()
+	case reflect.Float32, reflect.Float64:
+		d.fn, d.bits = decodeFloat, t.Bits()
+	case reflect.String:
+		d.fn = decodeString
+	case reflect.Interface:
+		if t.NumMethod() > 0 {
+			return nil, fmt.Errorf("interface type %s cannot be decoded from JSON", t)
+		}
+		d.fn = decodeInterface
+	case reflect.Pointer:
+		elem, err := c.compile(t.Elem(), quoted)
+		if err != nil {
+			return nil, err
+		}
+		d.elem, d.fn = elem, decodePointer
+	case reflect.Slice:
+		if isBytes(t) {
+			d.fn = decodeBytes
+			return d, nil
+		}
+		elem, err := c.compile(t.Elem(), false)
+		if err != nil {
+			return nil, err
+		}
+		d.elem, d.fn = elem, decodeSlice
+	case reflect.Array:
+		elem, err := c.compile(t.Elem(), false)
+		if err != nil {
+			return nil, err
+		}
+		d.elem, d.fn = elem, decodeArray
+	case reflect.Map:
+		elem, err := c.compile(t.Elem(), false)
+		if err != nil {
+			return nil, err
+		}
+		d.elem, d.key, d.fn = elem, t.Key(), decodeMap
+	case reflect.Struct:
+		fs := structFields(t)
+		d.fields = make(map[string]*fieldDecoder, len(fs))
+		d.fn = decodeStruct
+		for _, f := range fs {
+			fd, err := c.compile(f.typ, f.quoted)
+			if err != nil {
+				return nil, fmt.Errorf("field %s: %w", f.sf.Name, err)
+			}
+			d.fields[f.name] = &fieldDecoder{index: f.index, dec: fd}
+		}
+	default:
+		return nil, fmt.Errorf("type %s cannot be decoded from JSON", t)
+	}
+	return d, nil
+}
+
+func (d *decoder) decode(b *binder, v any, rv reflect.Value, at *pathElem) {
+	d.fn(d, b, v, rv, at)
+}
+
+func decodeBool(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	switch x := v.(type) {
+	case bool:
+		rv.SetBool(x)
+	case string:
+		// The ",string" option; repair and validation allowed only these.
+		rv.SetBool(strings.EqualFold(x, "true"))
+	}
+}
+
+func numberText(v any) (string, bool) {
+	switch x := v.(type) {
+	case json.Number:
+		return string(x), true
+	case string:
+		return strings.TrimSpace(x), true
+	}
+	return "", false
+}
+
+func decodeInt(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	s, ok := numberText(v)
+	if !ok {
+		return
+	}
+	n, err := strconv.ParseInt(s, 10, d.bits)
+	if err != nil {
+		if c, verdict := integerText(s); verdict == isInteger {
+			if n, err = strconv.ParseInt(c, 10, d.bits); err == nil {
+				rv.SetInt(n)
+				return
+			}
+		}
+		lo, hi := int64(-1)<<(d.bits-1), int64(1)<<(d.bits-1)-1
+		b.add(at, fmt.Sprintf("an integer from %d to %d", lo, hi), received(v), nil)
+		return
+	}
+	rv.SetInt(n)
+}
+
+func decodeUint(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	s, ok := numberText(v)
+	if !ok {
+		return
+	}
+	n, err := strconv.ParseUint(s, 10, d.bits)
+	if err != nil {
+		if c, verdict := integerText(s); verdict == isInteger {
+			if n, err = strconv.ParseUint(c, 10, d.bits); err == nil {
+				rv.SetUint(n)
+				return
+			}
+		}
+		b.add(at, fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64)>>(64-d.bits)), received(v), nil)
+		return
+	}
+	rv.SetUint(n)
+}
+
+func decodeFloat(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	s, ok := numberText(v)
+	if !ok {
+		return
+	}
+	f, err := strconv.ParseFloat(s, d.bits)
+	if err != nil {
+		b.add(at, fmt.Sprintf("a number that fits in %d bits", d.bits), received(v), nil)
+		return
+	}
+	rv.SetFloat(f)
+}
+
+func decodeString(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	s, ok := v.(string)
+	if !ok {
+		return
+	}
+	if d.quoted {
+		// The ",string" option on a string: a JSON string inside a string.
+		var inner string
+		if err := json.Unmarshal([]byte(s), &inner); err == nil {
+			s = inner
+		}
+	}
+	rv.SetString(s)
+}
+
+func decodeNumber(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	if s, ok := numberText(v); ok {
+		rv.SetString(s)
+	}
+}
+
+func decodeInterface(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	if v == nil {
+		rv.SetZero()
+		return
+	}
+	rv.Set(reflect.ValueOf(v))
+}
+
+func decodePointer(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	if v == nil {
+		rv.SetZero()
+		return
+	}
+	if rv.IsNil() {
+		rv.Set(reflect.New(rv.Type().Elem()))
+	}
+	d.elem.decode(b, v, rv.Elem(), at)
+}
+
+func decodeBytes(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	s, ok := v.(string)
+	if !ok {
+		rv.SetZero()
+		return
+	}
+	// Standard base64 as encoding/json writes it; the URL-safe and unpadded
+	// forms are the same bytes, so they are accepted too.
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if raw, err := enc.DecodeString(s); err == nil {
+			rv.SetBytes(raw)
+			return
+		}
+	}
+	b.add(at, "a base64 string", received(v), nil)
+}
+
+func decodeSlice(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	arr, ok := v.([]any)
+	if !ok {
+		rv.SetZero()
+		return
+	}
+	s := reflect.MakeSlice(rv.Type(), len(arr), len(arr))
+	for i, e := range arr {
+		d.elem.decode(b, e, s.Index(i), &pathElem{parent: at, index: i})
+	}
+	rv.Set(s)
+}
+
+func decodeArray(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	arr, _ := v.([]any)
+	for i := range rv.Len() {
+		if i < len(arr) {
+			d.elem.decode(b, arr[i], rv.Index(i), &pathElem{parent: at, index: i})
+		} else {
+			rv.Index(i).SetZero()
+		}
+	}
+}
+
+func decodeMap(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		rv.SetZero()
+		return
+	}
+	t := rv.Type()
+	out := reflect.MakeMapWithSize(t, len(m))
+	for k, e := range m {
+		kat := &pathElem{parent: at, key: k, index: -1}
+		kv := reflect.New(d.key).Elem()
+		switch {
+		case d.key.Kind() == reflect.String:
+			kv.SetString(k)
+		case implements(d.key, textUnmarshType):
+			if err := kv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(k)); err != nil {
+				b.add(kat, "a valid key", strconv.Quote(k), nil)
+				continue
+			}
+		case isIntKind(d.key.Kind()):
+			n, err := strconv.ParseInt(k, 10, d.key.Bits())
+			if err != nil {
+				b.add(kat, "an integer key in range", strconv.Quote(k), nil)
+				continue
+			}
+			kv.SetInt(n)
+		case isUintKind(d.key.Kind()):
+			n, err := strconv.ParseUint(k, 10, d.key.Bits())
+			if err != nil {
+				b.add(kat, "a non-negative integer key in range", strconv.Quote(k), nil)
+				continue
+			}
+			kv.SetUint(n)
+		}
+		ev := reflect.New(t.Elem()).Elem()
+		d.elem.decode(b, e, ev, kat)
+		out.SetMapIndex(kv, ev)
+	}
+	rv.Set(out)
+}
+
+func decodeStruct(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return
+	}
+	for k, e := range m {
+		fd := d.fields[k]
+		if fd == nil {
+			continue // validation refused unknown names already
+		}
+		fv, ok := fieldByIndex(rv, fd.index)
+		if !ok {
+			b.add(&pathElem{parent: at, key: k, index: -1}, "no value here (it cannot be set)", received(e), nil)
+			continue
+		}
+		fd.dec.decode(b, e, fv, &pathElem{parent: at, key: k, index: -1})
+	}
+}
+
+// fieldByIndex is reflect.Value.FieldByIndex that allocates nil embedded
+// pointers on the way, as encoding/json does. An unexported embedded
+// pointer cannot be allocated.
+func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
+	for i, x := range index {
+		if i > 0 && v.Kind() == reflect.Pointer {
+			if v.IsNil() {
+				if !v.CanSet() {
+					return reflect.Value{}, false
+				}
+				v.Set(reflect.New(v.Type().Elem()))
+			}
+			v = v.Elem()
+		}
+		v = v.Field(x)
+	}
+	return v, true
+}
+
+func decodeTime(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	s, ok := v.(string)
+	if !ok {
+		return
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		b.add(at, "a date-time such as 2006-01-02T15:04:05Z", received(v), nil)
+		return
+	}
+	rv.Set(reflect.ValueOf(t))
+}
+
+func decodeRaw(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		b.add(at, "a JSON value", received(v), nil)
+		return
+	}
+	rv.SetBytes(raw)
+}
+
+func decodeUnmarshaler(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		b.add(at, "a JSON value", received(v), nil)
+		return
+	}
+	target := rv
+	if rv.Kind() == reflect.Pointer {
+		if v == nil {
+			rv.SetZero()
+			return
+		}
+		if rv.IsNil() {
+			rv.Set(reflect.New(rv.Type().Elem()))
+		}
+	} else {
+		target = rv.Addr()
+	}
+	if err := target.Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
+		b.add(at, "a valid value", received(v)+" ("+err.Error()+")", nil)
+	}
+}
+
+func decodeText(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+	s, ok := v.(string)
+	if !ok {
+		return
+	}
+	if err := rv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
+		b.add(at, "a valid value", received(v)+" ("+err.Error()+")", nil)
+	}
+}

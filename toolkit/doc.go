@@ -1,0 +1,94 @@
+// Package toolkit turns ordinary Go functions into tools that a model can
+// call, and calls them with the arguments a model actually sends.
+//
+// # Declaring tools
+//
+// There are three ways to declare a tool, and all of them end in the same
+// [*Tool]:
+//
+//   - [New] and [NewAction] take a typed function
+//     func(context.Context, In) (Out, error). The input schema is generated
+//     from In, the output schema from Out.
+//   - [Scan] turns an allow-list of a service value's methods into tools
+//     named in snake_case.
+//   - [NewDynamic] takes a JSON Schema (written by hand or built with
+//     [Params]) and a func(context.Context, map[string]any) (any, error),
+//     for tools that come from configuration or plugins.
+//
+// # Struct tags
+//
+// The schema generated for a Go type agrees with encoding/json on every type:
+// field names, omitempty, "-", the string option, embedded structs,
+// pointers, slices, maps, time.Time (a date-time string), []byte (a base64
+// string), json.RawMessage and any, integer widths and recursive types
+// (through $defs). On top of the json tag, four tags shape a field's
+// schema. Each free-text tag has a tag of its own, so that commas and
+// semicolons in it need no escaping:
+//
+//	type Input struct {
+//		City  string   `json:"city" description:"City name, e.g. Paris, France"`
+//		Units string   `json:"units,omitempty" tool:"enum=metric|imperial" default:"metric"`
+//		Days  int      `json:"days,omitempty" tool:"minimum=1;maximum=14" default:"3"`
+//		Code  string   `json:"code" pattern:"^[A-Z]{2,3}$"`
+//		Tags  []string `json:"tags,omitempty" tool:"maxItems=5;maxLength=20"`
+//	}
+//
+// The tags are:
+//
+//   - description: free text (the go-sdk's jsonschema tag is read too).
+//   - pattern: a regular expression that the string must match.
+//   - default: the value a missing field takes, as plain text for a
+//     string and as JSON for anything else.
+//   - tool: constraints, separated by semicolons: required, optional,
+//     enum=a|b|c, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
+//     minLength, maxLength, minItems, maxItems, uniqueItems, format, title.
+//     A backslash escapes a semicolon or a bar.
+//
+// A field is required unless it is a pointer, has omitempty or omitzero, has
+// a default, or is marked optional. On a slice or array field, the value
+// constraints (enum, minimum, pattern, format, …) apply to its items.
+//
+// # Binding arguments
+//
+// [Registry.Call] binds the raw JSON arguments leniently where a model's
+// mistake can be repaired without loss, exactly where precision matters, and
+// strictly otherwise:
+//
+//   - Repaired: trailing commas (and comments), an argument object sent as
+//     a JSON string, arrays and objects double-encoded as strings, numbers
+//     sent as strings, integral floats such as 5.0 for integers, "true" and
+//     "false" for booleans, enum values and argument names in the wrong
+//     letter case (returned in their declared spelling), null for an
+//     optional argument, and a missing optional argument (which takes its
+//     default).
+//   - Exact: integers are parsed from their text over the full int64 and
+//     uint64 ranges and never pass through float64. Values of type any
+//     carry numbers as json.Number for the same reason.
+//   - Refused: a non-integral value for an integer, a value out of range for
+//     its Go type or its schema, any other string for a boolean, an enum
+//     value not in the list, a missing required argument at any depth, and
+//     an unknown argument name (the error names the valid ones).
+//
+// After repair the arguments are validated against the tool's JSON Schema
+// (2020-12), compiled once when the tool is declared. Every problem is
+// reported at once in an [*ArgumentError], with its JSON path, what was
+// expected and what was received, and no Go type names.
+//
+// # Results
+//
+// A string result is returned as text. No output, or an empty struct,
+// becomes the text "Success". Anything else becomes its JSON as text, plus
+// structuredContent when it is a JSON object. An error becomes a result with
+// isError set and the error's message, so that the model can correct itself,
+// unless [Registry.PropagateErrors] is set. A panic in a tool is recovered
+// into an error result and logged.
+//
+// # Middleware
+//
+// A [Middleware] wraps every call on every transport, since every transport
+// calls [Registry.Call]. This package provides [Logging], [Recover],
+// [CallTimeout], [ConcurrencyLimit], [RequireScopes] and [Authorize]; the
+// subpackages otel and prom provide OpenTelemetry tracing and Prometheus
+// metrics, so that a service pulls those dependencies in only when it uses
+// them.
+package toolkit

@@ -1,0 +1,102 @@
+package toolkit
+
+import (
+	"time"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// Option configures a tool when it is declared.
+type Option func(*toolConfig)
+
+type toolConfig struct {
+	title         string
+	annotations   spec.Annotations
+	hasAnnotation bool
+	meta          map[string]any
+	scopes        []string
+	timeout       time.Duration
+	maxConcurrent int
+}
+
+func (c *toolConfig) setMeta(key string, v any) {
+	if c.meta == nil {
+		c.meta = map[string]any{}
+	}
+	c.meta[key] = v
+}
+
+func boolPtr(b bool) *bool { return &b }
+
+// Title sets a human-readable title, served as the tool's title and as the
+// title annotation.
+func Title(title string) Option {
+	return func(c *toolConfig) { c.title = title }
+}
+
+// ReadOnly marks the tool as not modifying its environment (MCP's
+// readOnlyHint).
+func ReadOnly() Option {
+	return func(c *toolConfig) { c.annotations.ReadOnlyHint = boolPtr(true); c.hasAnnotation = true }
+}
+
+// Idempotent marks repeated calls with the same arguments as having no
+// further effect (MCP's idempotentHint).
+func Idempotent() Option {
+	return func(c *toolConfig) { c.annotations.IdempotentHint = boolPtr(true); c.hasAnnotation = true }
+}
+
+// Destructive sets MCP's destructiveHint. MCP assumes true when it is not
+// given, so the useful call is usually Destructive(false).
+func Destructive(destructive bool) Option {
+	return func(c *toolConfig) { c.annotations.DestructiveHint = boolPtr(destructive); c.hasAnnotation = true }
+}
+
+// OpenWorld sets MCP's openWorldHint: whether the tool reaches entities
+// outside a closed domain, such as the web. MCP assumes true when it is not
+// given.
+func OpenWorld(openWorld bool) Option {
+	return func(c *toolConfig) { c.annotations.OpenWorldHint = boolPtr(openWorld); c.hasAnnotation = true }
+}
+
+// Version sets the tool's version, served in _meta as [spec.MetaVersion].
+func Version(v string) Option {
+	return func(c *toolConfig) { c.setMeta(spec.MetaVersion, v) }
+}
+
+// Category sets the tool's category, served in _meta as [spec.MetaCategory].
+func Category(category string) Option {
+	return func(c *toolConfig) { c.setMeta(spec.MetaCategory, category) }
+}
+
+// Tags sets the tool's tags, served in _meta as [spec.MetaTags].
+func Tags(tags ...string) Option {
+	return func(c *toolConfig) { c.setMeta(spec.MetaTags, append([]string(nil), tags...)) }
+}
+
+// Meta sets a key of the tool's _meta object. MCP reserves keys whose
+// prefix's second label is "modelcontextprotocol" or "mcp".
+func Meta(key string, value any) Option {
+	return func(c *toolConfig) { c.setMeta(key, value) }
+}
+
+// Scopes declares the scopes a caller must hold to call the tool. They are
+// served in _meta as [spec.MetaScopes] and enforced by [RequireScopes].
+func Scopes(scopes ...string) Option {
+	return func(c *toolConfig) {
+		c.scopes = append([]string(nil), scopes...)
+		c.setMeta(spec.MetaScopes, c.scopes)
+	}
+}
+
+// Timeout bounds each call of the tool. The tool's context is cancelled
+// when it passes; a tool that ignores its context is not abandoned.
+func Timeout(d time.Duration) Option {
+	return func(c *toolConfig) { c.timeout = d }
+}
+
+// MaxConcurrent bounds how many calls of the tool run at once. Further calls
+// wait for a slot until their context ends.
+func MaxConcurrent(n int) Option {
+	return func(c *toolConfig) { c.maxConcurrent = n }
+}

@@ -1,0 +1,272 @@
+package toolkit
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+)
+
+// typeSet is a set of JSON types. The empty set means any type.
+type typeSet uint8
+
+const (
+	tObject typeSet = 1 << iota
+	tArray
+	tString
+	tInteger
+	tNumber
+	tBoolean
+	tNull
+)
+
+var typeBits = map[string]typeSet{
+	"object": tObject, "array": tArray, "string": tString, "integer": tInteger,
+	"number": tNumber, "boolean": tBoolean, "null": tNull,
+}
+
+// plan says how to repair a value for one schema. It is derived from the
+// JSON Schema itself, so typed, scanned and dynamic tools are repaired
+// alike; it is built once, when a tool is declared.
+//
+// It covers the keywords that toolkit generates and that hand-written
+// tool schemas mostly use. Under a keyword it does not understand
+// (oneOf, allOf, not, if, …) it repairs nothing and leaves the judgement
+// to the validator.
+type plan struct {
+	types    typeSet
+	opaque   bool
+	ref      *plan // set for a $ref; the other fields are then unused
+	props    map[string]*plan
+	names    []string          // property names in declared order
+	fold     map[string]string // lower-case name → name, for names unique in it
+	required []string
+	closed   bool  // additionalProperties: false
+	extra    *plan // additionalProperties as a schema
+	items    *plan
+	enum     []any
+	enumFold map[string]string // lower-case → declared spelling, string enums
+	def      any
+	hasDef   bool
+}
+
+func (p *plan) resolve() *plan {
+	for p != nil && p.ref != nil {
+		p = p.ref
+	}
+	return p
+}
+
+func (p *plan) isRequired(name string) bool {
+	for _, r := range p.required {
+		if r == name {
+			return true
+		}
+	}
+	return false
+}
+
+// planBuilder builds the plan of a schema document, resolving local $refs.
+type planBuilder struct {
+	root  any
+	byPtr map[string]*plan
+}
+
+func buildPlan(doc any) *plan {
+	b := &planBuilder{root: doc, byPtr: map[string]*plan{}}
+	return b.build(doc, "")
+}
+
+func (b *planBuilder) build(s any, ptr string) *plan {
+	if p, ok := b.byPtr[ptr]; ok {
+		return p
+	}
+	p := &plan{}
+	b.byPtr[ptr] = p
+	m, ok := s.(map[string]any)
+	if !ok {
+		return p // true, false: any value, or the validator says no
+	}
+	if ref, ok := m["$ref"].(string); ok {
+		target, tptr, ok := b.lookup(ref)
+		if !ok || len(m) > 1 && hasAssertions(m) {
+			p.opaque = true
+			return p
+		}
+		p.ref = b.build(target, tptr)
+		return p
+	}
+	for _, kw := range []string{"oneOf", "allOf", "not", "if", "then", "else", "$dynamicRef", "dependentSchemas", "patternProperties", "prefixItems", "unevaluatedProperties", "unevaluatedItems"} {
+		if _, ok := m[kw]; ok {
+			p.opaque = true
+			return p
+		}
+	}
+	if any, ok := m["anyOf"].([]any); ok {
+		// [X, {"type":"null"}] is how a nullable reference is written.
+		if len(any) == 2 && isNullSchema(any[1]) {
+			inner := b.build(any[0], ptr+"/anyOf/0").resolve()
+			if inner.opaque {
+				p.opaque = true
+				return p
+			}
+			*p = *inner
+			if p.types != 0 {
+				p.types |= tNull
+			}
+			return p
+		}
+		p.opaque = true
+		return p
+	}
+	switch t := m["type"].(type) {
+	case string:
+		p.types = typeBits[t]
+	case []any:
+		for _, x := range t {
+			if s, ok := x.(string); ok {
+				p.types |= typeBits[s]
+			}
+		}
+	}
+	if props, ok := m["properties"].(map[string]any); ok {
+		p.props = make(map[string]*plan, len(props))
+		for name, ps := range props {
+			p.props[name] = b.build(ps, ptr+"/properties/"+escapePointer(name))
+			p.names = append(p.names, name)
+		}
+		// Sorted, so that the valid names a model is told are always
+		// listed alike.
+		slices.Sort(p.names)
+		p.fold = make(map[string]string, len(p.names))
+		seen := map[string]int{}
+		for _, n := range p.names {
+			seen[strings.ToLower(n)]++
+		}
+		for _, n := range p.names {
+			if l := strings.ToLower(n); seen[l] == 1 {
+				p.fold[l] = n
+			}
+		}
+	}
+	if req, ok := m["required"].([]any); ok {
+		for _, r := range req {
+			if s, ok := r.(string); ok {
+				p.required = append(p.required, s)
+			}
+		}
+	}
+	switch ap := m["additionalProperties"].(type) {
+	case bool:
+		p.closed = !ap
+	case map[string]any:
+		p.extra = b.build(ap, ptr+"/additionalProperties")
+	}
+	if items, ok := m["items"].(map[string]any); ok {
+		p.items = b.build(items, ptr+"/items")
+	}
+	if enum, ok := m["enum"].([]any); ok {
+		p.enum = enum
+		fold := map[string]string{}
+		clash := map[string]bool{}
+		for _, e := range enum {
+			if s, ok := e.(string); ok {
+				l := strings.ToLower(s)
+				if _, dup := fold[l]; dup {
+					clash[l] = true
+				}
+				fold[l] = s
+			}
+		}
+		for l := range clash {
+			delete(fold, l) // ambiguous in any case: only the exact spelling matches
+		}
+		if len(fold) > 0 {
+			p.enumFold = fold
+		}
+	}
+	if def, ok := m["default"]; ok {
+		p.def, p.hasDef = def, true
+	}
+	return p
+}
+
+func hasAssertions(m map[string]any) bool {
+	for k := range m {
+		switch k {
+		case "$ref", "description", "title", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly":
+		default:
+			return true
+		}
+	}
+	return false
+}
+
+func isNullSchema(s any) bool {
+	m, ok := s.(map[string]any)
+	return ok && len(m) == 1 && m["type"] == "null"
+}
+
+// lookup resolves a local reference: "#", "#/$defs/x" or any JSON pointer
+// into the document.
+func (b *planBuilder) lookup(ref string) (any, string, bool) {
+	if !strings.HasPrefix(ref, "#") {
+		return nil, "", false
+	}
+	ptr := ref[1:]
+	if ptr == "" {
+		return b.root, "", true
+	}
+	if !strings.HasPrefix(ptr, "/") {
+		return nil, "", false // anchors are not followed
+	}
+	cur := b.root
+	for _, tok := range strings.Split(ptr[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		m, ok := cur.(map[string]any)
+		if !ok {
+			return nil, "", false
+		}
+		if cur, ok = m[tok]; !ok {
+			return nil, "", false
+		}
+	}
+	return cur, ptr, true
+}
+
+// describe says in words what the plan accepts, for a missing value.
+func (p *plan) describe() string {
+	p = p.resolve()
+	if p == nil || p.opaque {
+		return "a value"
+	}
+	if len(p.enum) > 0 {
+		return "one of " + listValues(p.enum)
+	}
+	var names []string
+	for _, n := range []string{"object", "array", "string", "integer", "number", "boolean"} {
+		if p.types&typeBits[n] != 0 {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return "a value"
+	}
+	return article(names[0]) + strings.Join(names, " or ")
+}
+
+func article(word string) string {
+	switch word[0] {
+	case 'a', 'e', 'i', 'o', 'u':
+		return "an "
+	}
+	return "a "
+}
+
+func listValues(vs []any) string {
+	parts := make([]string, 0, len(vs))
+	for _, v := range vs {
+		b, _ := json.Marshal(v)
+		parts = append(parts, string(b))
+	}
+	return strings.Join(parts, ", ")
+}

@@ -1,0 +1,321 @@
+package toolkit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// Registry holds a service's tools and is the one call path of every
+// transport: the HTTP invoke handler, MCP's tools/call and direct calls all
+// go through [Registry.Call], so middleware and binding behave the same
+// everywhere.
+//
+// The zero value is an empty registry ready to use. It is safe for
+// concurrent use; set its fields before first use.
+type Registry struct {
+	// PropagateErrors makes Call return an argument error (an
+	// [*ArgumentError]) or the tool's own error, instead of a result with
+	// IsError set that describes it to the model.
+	PropagateErrors bool
+	// Logger receives recovered panics and warnings about tool names; nil
+	// means slog.Default().
+	Logger *slog.Logger
+
+	mu      sync.Mutex // serializes changes; calls read state without it
+	state   atomic.Pointer[registryState]
+	mws     []Middleware
+	subs    map[int]func()
+	nextSub int
+}
+
+// registryState is an immutable snapshot: a change builds a new one, so a
+// call never takes a lock.
+type registryState struct {
+	tools    map[string]*Tool
+	sorted   []*Tool
+	specs    []spec.Tool
+	revision string
+	handler  Handler
+}
+
+func (r *Registry) load() *registryState {
+	if st := r.state.Load(); st != nil {
+		return st
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.current()
+}
+
+// current is load for a caller that holds r.mu.
+func (r *Registry) current() *registryState {
+	if st := r.state.Load(); st != nil {
+		return st
+	}
+	st := r.build(nil)
+	r.state.Store(st)
+	return st
+}
+
+// build makes a snapshot of tools with the current middleware. r.mu must be
+// held.
+func (r *Registry) build(tools map[string]*Tool) *registryState {
+	st := &registryState{tools: tools, specs: []spec.Tool{}}
+	for _, t := range tools {
+		st.sorted = append(st.sorted, t)
+	}
+	slices.SortFunc(st.sorted, func(a, b *Tool) int {
+		switch {
+		case a.spec.Name < b.spec.Name:
+			return -1
+		case a.spec.Name > b.spec.Name:
+			return 1
+		}
+		return 0
+	})
+	for _, t := range st.sorted {
+		st.specs = append(st.specs, t.spec)
+	}
+	st.revision = spec.Revision(st.specs)
+	st.handler = r.callTool
+	for i := len(r.mws) - 1; i >= 0; i-- {
+		st.handler = r.mws[i](st.handler)
+	}
+	return st
+}
+
+func (r *Registry) logger() *slog.Logger {
+	if r.Logger != nil {
+		return r.Logger
+	}
+	return slog.Default()
+}
+
+// Add registers tools. A name that is invalid, already registered, or given
+// twice is an error wrapping [ErrInvalidName] or [ErrDuplicateTool], and
+// then nothing is added. A name that is valid but not portable to
+// OpenAI-style function calling (see [PortableName]) is added, with a
+// warning in the log.
+func (r *Registry) Add(tools ...*Tool) error {
+	r.mu.Lock()
+	old := r.current().tools
+	next := make(map[string]*Tool, len(old)+len(tools))
+	for name, t := range old {
+		next[name] = t
+	}
+	for _, t := range tools {
+		if t == nil {
+			r.mu.Unlock()
+			return errors.New("toolkit: nil tool")
+		}
+		name := t.Name()
+		if err := CheckName(name); err != nil {
+			r.mu.Unlock()
+			return err
+		}
+		if _, dup := next[name]; dup {
+			r.mu.Unlock()
+			return fmt.Errorf("%w: %q", ErrDuplicateTool, name)
+		}
+		next[name] = t
+	}
+	r.state.Store(r.build(next))
+	subs := r.subscribers()
+	r.mu.Unlock()
+	for _, t := range tools {
+		if !PortableName(t.Name()) {
+			r.logger().Warn("Tool name is not portable to OpenAI-style function calling (^[a-zA-Z0-9_-]{1,64}$)", "tool", t.Name())
+		}
+	}
+	notify(subs)
+	return nil
+}
+
+// Remove unregisters the named tools and returns how many were registered.
+func (r *Registry) Remove(names ...string) int {
+	r.mu.Lock()
+	old := r.current().tools
+	next := make(map[string]*Tool, len(old))
+	for name, t := range old {
+		next[name] = t
+	}
+	n := 0
+	for _, name := range names {
+		if _, ok := next[name]; ok {
+			delete(next, name)
+			n++
+		}
+	}
+	if n == 0 {
+		r.mu.Unlock()
+		return 0
+	}
+	r.state.Store(r.build(next))
+	subs := r.subscribers()
+	r.mu.Unlock()
+	notify(subs)
+	return n
+}
+
+// Lookup returns the named tool.
+func (r *Registry) Lookup(name string) (*Tool, bool) {
+	t, ok := r.load().tools[name]
+	return t, ok
+}
+
+// Tools returns the registered tools, sorted by name.
+func (r *Registry) Tools() []*Tool {
+	return slices.Clone(r.load().sorted)
+}
+
+// Specs returns the registered tools as MCP describes them, sorted by name.
+// The schemas are shared: do not modify them.
+func (r *Registry) Specs() []spec.Tool {
+	return slices.Clone(r.load().specs)
+}
+
+// Revision returns [spec.Revision] of [Registry.Specs]. It is computed once
+// per change, and changes if and only if the tool list changes.
+func (r *Registry) Revision() string {
+	return r.load().revision
+}
+
+// Subscribe registers fn to be called after every change of the tool list,
+// in the goroutine that made the change and outside the registry's lock, so
+// fn may call back into the registry. The returned function cancels the
+// subscription.
+func (r *Registry) Subscribe(fn func()) (cancel func()) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.subs == nil {
+		r.subs = map[int]func(){}
+	}
+	id := r.nextSub
+	r.nextSub++
+	r.subs[id] = fn
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		delete(r.subs, id)
+	}
+}
+
+func (r *Registry) subscribers() []func() {
+	ids := make([]int, 0, len(r.subs))
+	for id := range r.subs {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	fns := make([]func(), len(ids))
+	for i, id := range ids {
+		fns[i] = r.subs[id]
+	}
+	return fns
+}
+
+func notify(fns []func()) {
+	for _, fn := range fns {
+		fn()
+	}
+}
+
+// Use appends middleware. The first one given is the outermost: it sees
+// each call first and its result last.
+func (r *Registry) Use(mw ...Middleware) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mws = append(r.mws, mw...)
+	r.state.Store(r.build(r.current().tools))
+}
+
+// Call calls the named tool with a model's raw JSON arguments (an object,
+// possibly sloppy: see the package documentation).
+//
+// An unknown tool is an error wrapping [ErrToolNotFound]. Bad arguments and
+// the tool's own errors are results with IsError set and a nil error, unless
+// [Registry.PropagateErrors] is set; then Call returns the [*ArgumentError]
+// or the tool's error.
+func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) (*spec.CallResult, error) {
+	st := r.load()
+	t, ok := st.tools[name]
+	if !ok {
+		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name)
+	}
+	res, err := st.handler(ctx, &Request{Tool: t, Arguments: args})
+	if err != nil {
+		if r.PropagateErrors {
+			return nil, err
+		}
+		return errorResult(err), nil
+	}
+	if res == nil {
+		res = successResult()
+	}
+	return res, nil
+}
+
+// callTool is the innermost handler: the tool's own timeout and
+// concurrency limit, binding, the call, and the recovery of a panic.
+func (r *Registry) callTool(ctx context.Context, req *Request) (res *spec.CallResult, err error) {
+	t := req.Tool
+	if t.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, t.timeout)
+		defer cancel()
+	}
+	if t.sem != nil {
+		select {
+		case t.sem <- struct{}{}:
+			defer func() { <-t.sem }()
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w: tool %q is at its limit of %d concurrent calls: %w", ErrBusy, t.Name(), cap(t.sem), ctx.Err())
+		}
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			pe := &PanicError{Tool: t.Name(), Value: v, Stack: debug.Stack()}
+			r.logger().ErrorContext(ctx, "Recovered a panic in a tool", "tool", t.Name(), "panic", fmt.Sprint(v), "stack", string(pe.Stack))
+			res, err = nil, pe
+		}
+	}()
+	res, err = t.call(ctx, req.Arguments)
+	if err != nil && t.timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		err = fmt.Errorf("tool %q did not finish within %s: %w", t.Name(), t.timeout, err)
+	}
+	return res, err
+}
+
+// call binds the arguments and runs the tool.
+func (t *Tool) call(ctx context.Context, raw json.RawMessage) (*spec.CallResult, error) {
+	args, err := parseArguments(raw)
+	if err != nil {
+		return nil, &ArgumentError{Tool: t.Name(), Problems: []Problem{{
+			Path: "$", Expected: "a JSON object of arguments", Received: "text that is not JSON (" + err.Error() + ")",
+		}}}
+	}
+	var b binder
+	args = b.repair(t.plan, args, nil)
+	b.validate(t.validator, t.plan, args)
+	if len(b.problems) > 0 {
+		return nil, b.err(t.Name())
+	}
+	res, err := t.run(ctx, &b, args)
+	if len(b.problems) > 0 {
+		return nil, b.err(t.Name())
+	}
+	return res, err
+}
+
+func (b *binder) err(tool string) *ArgumentError {
+	sortProblems(b.problems)
+	return &ArgumentError{Tool: tool, Problems: b.problems}
+}

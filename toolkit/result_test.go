@@ -1,0 +1,136 @@
+package toolkit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"testing"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+type weather struct {
+	City  string  `json:"city"`
+	TempC float64 `json:"tempC"`
+}
+
+type named string
+
+func call(t *testing.T, tool *Tool, args string) *spec.CallResult {
+	t.Helper()
+	r := Registry{Logger: slog.New(slog.DiscardHandler)}
+	if err := r.Add(tool); err != nil {
+		t.Fatal(err)
+	}
+	res, err := r.Call(context.Background(), tool.Name(), json.RawMessage(args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+func TestResults(t *testing.T) {
+	tests := []struct {
+		name       string
+		tool       *Tool
+		text       string
+		structured string
+		outSchema  string
+		isError    bool
+	}{
+		{
+			name: "string is text",
+			tool: MustNew("t", "", func(context.Context, greetIn) (string, error) { return "plain, text", nil }),
+			text: "plain, text",
+		},
+		{
+			name: "named string is text",
+			tool: MustNew("t", "", func(context.Context, greetIn) (named, error) { return "n", nil }),
+			text: "n",
+		},
+		{
+			name: "no output is Success",
+			tool: MustNewAction("t", "", func(context.Context, greetIn) error { return nil }),
+			text: "Success",
+		},
+		{
+			name: "empty struct is Success",
+			tool: MustNew("t", "", func(context.Context, greetIn) (struct{}, error) { return struct{}{}, nil }),
+			text: "Success",
+		},
+		{
+			name:       "struct is JSON text and structured content",
+			tool:       MustNew("t", "", func(context.Context, greetIn) (weather, error) { return weather{"Oslo", -3.5}, nil }),
+			text:       `{"city":"Oslo","tempC":-3.5}`,
+			structured: `{"city":"Oslo","tempC":-3.5}`,
+			outSchema:  `{"type":"object","properties":{"city":{"type":"string"},"tempC":{"type":"number"}},"required":["city","tempC"],"additionalProperties":false}`,
+		},
+		{
+			name:       "map is structured",
+			tool:       MustNew("t", "", func(context.Context, greetIn) (map[string]int, error) { return map[string]int{"a": 1}, nil }),
+			text:       `{"a":1}`,
+			structured: `{"a":1}`,
+			outSchema:  `{"type":"object","additionalProperties":{"type":"integer"}}`,
+		},
+		{
+			name: "slice is JSON text only",
+			tool: MustNew("t", "", func(context.Context, greetIn) ([]int, error) { return []int{1, 2}, nil }),
+			text: `[1,2]`,
+		},
+		{
+			name: "number is JSON text only",
+			tool: MustNew("t", "", func(context.Context, greetIn) (int64, error) { return 9007199254740993, nil }),
+			text: `9007199254740993`,
+		},
+		{
+			name:    "error is an error result with its message",
+			tool:    MustNew("t", "", func(context.Context, greetIn) (string, error) { return "", errors.New("no such city") }),
+			text:    "no such city",
+			isError: true,
+		},
+		{
+			name:    "panic is an error result without internals",
+			tool:    MustNew("t", "", func(context.Context, greetIn) (string, error) { panic("secret internals") }),
+			text:    `tool "t" failed unexpectedly (internal error)`,
+			isError: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := call(t, tt.tool, `{"name":"x"}`)
+			if got := res.Text(); got != tt.text {
+				t.Errorf("text = %q, want %q", got, tt.text)
+			}
+			if string(res.StructuredContent) != tt.structured {
+				t.Errorf("structuredContent = %s, want %s", res.StructuredContent, tt.structured)
+			}
+			if res.IsError != tt.isError {
+				t.Errorf("isError = %v, want %v", res.IsError, tt.isError)
+			}
+			if got := string(tt.tool.Spec().OutputSchema); got != tt.outSchema {
+				t.Errorf("outputSchema = %s, want %s", got, tt.outSchema)
+			}
+		})
+	}
+}
+
+func TestToolSpecMetadata(t *testing.T) {
+	tool := MustNew("crm.query", "Queries customers.", func(context.Context, greetIn) (string, error) { return "", nil },
+		Title("Query customers"), ReadOnly(), Idempotent(), Destructive(false), OpenWorld(false),
+		Version("1.2.0"), Category("crm"), Tags("customers", "read"), Scopes("crm:read"), Meta("example.com/team", "sales"))
+	got, err := json.Marshal(tool.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"name":"crm.query","title":"Query customers","description":"Queries customers.",` +
+		`"inputSchema":{"type":"object","properties":{"name":{"type":"string","description":"Who to greet"}},"required":["name"],"additionalProperties":false},` +
+		`"annotations":{"title":"Query customers","readOnlyHint":true,"destructiveHint":false,"idempotentHint":true,"openWorldHint":false},` +
+		`"_meta":{"example.com/team":"sales","toolplane.io/category":"crm","toolplane.io/scopes":["crm:read"],"toolplane.io/tags":["customers","read"],"toolplane.io/version":"1.2.0"}}`
+	if string(got) != want {
+		t.Errorf("spec\n got: %s\nwant: %s", got, want)
+	}
+	if bare := greeter(t, "bare").Spec(); bare.Annotations != nil || bare.Meta != nil || bare.Title != "" {
+		t.Errorf("a tool without options has annotations or meta: %+v", bare)
+	}
+}

@@ -1,0 +1,535 @@
+package toolkit
+
+import (
+	"bytes"
+	"encoding"
+	"encoding/json"
+	"fmt"
+	"math"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// schema is the JSON Schema (2020-12) subset that toolkit generates. Its
+// fields are in the order that reads best to a model; properties keep the
+// order of the Go struct.
+type schema struct {
+	Ref                  string             `json:"$ref,omitempty"`
+	Type                 any                `json:"type,omitempty"` // a string, or a list of them
+	Title                string             `json:"title,omitempty"`
+	Description          string             `json:"description,omitempty"`
+	Enum                 []any              `json:"enum,omitempty"`
+	Default              json.RawMessage    `json:"default,omitempty"`
+	Format               string             `json:"format,omitempty"`
+	Pattern              string             `json:"pattern,omitempty"`
+	MinLength            *uint64            `json:"minLength,omitempty"`
+	MaxLength            *uint64            `json:"maxLength,omitempty"`
+	ContentEncoding      string             `json:"contentEncoding,omitempty"`
+	Minimum              json.Number        `json:"minimum,omitempty"`
+	Maximum              json.Number        `json:"maximum,omitempty"`
+	ExclusiveMinimum     json.Number        `json:"exclusiveMinimum,omitempty"`
+	ExclusiveMaximum     json.Number        `json:"exclusiveMaximum,omitempty"`
+	Items                *schema            `json:"items,omitempty"`
+	MinItems             *uint64            `json:"minItems,omitempty"`
+	MaxItems             *uint64            `json:"maxItems,omitempty"`
+	UniqueItems          bool               `json:"uniqueItems,omitempty"`
+	Properties           *properties        `json:"properties,omitempty"`
+	Required             []string           `json:"required,omitempty"`
+	AdditionalProperties any                `json:"additionalProperties,omitempty"` // false or *schema
+	PropertyNames        *schema            `json:"propertyNames,omitempty"`
+	AnyOf                []*schema          `json:"anyOf,omitempty"`
+	Defs                 map[string]*schema `json:"$defs,omitempty"`
+}
+
+// properties is an ordered JSON object of schemas.
+type properties struct {
+	names   []string
+	schemas []*schema
+}
+
+func (p *properties) add(name string, s *schema) {
+	p.names = append(p.names, name)
+	p.schemas = append(p.schemas, s)
+}
+
+func (p *properties) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, name := range p.names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, _ := json.Marshal(name)
+		b.Write(k)
+		b.WriteByte(':')
+		v, err := json.Marshal(p.schemas[i])
+		if err != nil {
+			return nil, err
+		}
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func (s *schema) typeName() string {
+	t, _ := s.Type.(string)
+	return t
+}
+
+var (
+	timeType        = reflect.TypeFor[time.Time]()
+	rawMessageType  = reflect.TypeFor[json.RawMessage]()
+	numberType      = reflect.TypeFor[json.Number]()
+	marshalerType   = reflect.TypeFor[json.Marshaler]()
+	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	textMarshType   = reflect.TypeFor[encoding.TextMarshaler]()
+	textUnmarshType = reflect.TypeFor[encoding.TextUnmarshaler]()
+)
+
+func implements(t, iface reflect.Type) bool {
+	return t.Implements(iface) || (t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(iface))
+}
+
+// customJSON reports whether encoding/json hands t to its own methods, so
+// that its JSON shape cannot be known from its Go shape.
+func customJSON(t reflect.Type) bool {
+	return implements(t, marshalerType) || implements(t, unmarshalerType)
+}
+
+func textual(t reflect.Type) bool {
+	return implements(t, textMarshType) && implements(t, textUnmarshType)
+}
+
+// defaultAt records a field's default and the JSON pointer of its schema,
+// so that the default can be checked against that schema once compiled.
+type defaultAt struct {
+	pointer string
+	value   json.RawMessage
+}
+
+// generator builds the schema of a Go type.
+type generator struct {
+	root      reflect.Type
+	recursive map[reflect.Type]bool
+	defNames  map[reflect.Type]string
+	defs      map[string]*schema
+	defaults  []defaultAt
+}
+
+// generateSchema returns the schema of t, which must be a JSON object type
+// when object is set (an input, or an output served as structured
+// content).
+func generateSchema(t reflect.Type) (*schema, []defaultAt, error) {
+	g := &generator{root: t, recursive: map[reflect.Type]bool{}, defNames: map[reflect.Type]string{}, defs: map[string]*schema{}}
+	g.findRecursive(t, map[reflect.Type]int{})
+	s, err := g.gen(t, "", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(g.defs) > 0 {
+		s.Defs = g.defs
+	}
+	return s, g.defaults, nil
+}
+
+// findRecursive marks every struct type that is reached again while it is
+// still being walked: those go to $defs and are referenced, everything else
+// is inlined.
+func (g *generator) findRecursive(t reflect.Type, state map[reflect.Type]int) {
+	const walking, done = 1, 2
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		g.findRecursive(t.Elem(), state)
+	case reflect.Map:
+		g.findRecursive(t.Elem(), state)
+	case reflect.Struct:
+		if t == timeType || customJSON(t) {
+			return
+		}
+		switch state[t] {
+		case walking:
+			g.recursive[t] = true
+			return
+		case done:
+			return
+		}
+		state[t] = walking
+		for _, f := range structFields(t) {
+			g.findRecursive(f.typ, state)
+		}
+		state[t] = done
+	}
+}
+
+var defNameUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+
+func (g *generator) defName(t reflect.Type) string {
+	if n, ok := g.defNames[t]; ok {
+		return n
+	}
+	base := defNameUnsafe.ReplaceAllString(t.Name(), "_")
+	if base == "" {
+		base = "T"
+	}
+	name := base
+	for i := 2; g.defs[name] != nil; i++ {
+		name = base + strconv.Itoa(i)
+	}
+	g.defNames[t] = name
+	g.defs[name] = &schema{} // reserve the name before recursing
+	return name
+}
+
+func (g *generator) gen(t reflect.Type, ptr string, top bool) (*schema, error) {
+	if g.recursive[t] && !top {
+		if t == g.root {
+			return &schema{Ref: "#"}, nil
+		}
+		if _, ok := g.defNames[t]; !ok {
+			name := g.defName(t)
+			s, err := g.genType(t, "/$defs/"+name)
+			if err != nil {
+				return nil, err
+			}
+			g.defs[name] = s
+		}
+		return &schema{Ref: "#/$defs/" + g.defNames[t]}, nil
+	}
+	return g.genType(t, ptr)
+}
+
+func (g *generator) genType(t reflect.Type, ptr string) (*schema, error) {
+	switch {
+	case t == timeType:
+		return &schema{Type: "string", Format: "date-time"}, nil
+	case t == rawMessageType:
+		return &schema{}, nil
+	case t == numberType:
+		return &schema{Type: "number"}, nil
+	case customJSON(t):
+		// Its own methods decide its JSON, so any value is allowed through
+		// to them.
+		return &schema{}, nil
+	case textual(t):
+		return &schema{Type: "string"}, nil
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return &schema{Type: "boolean"}, nil
+	case reflect.Int, reflect.Int64:
+		return &schema{Type: "integer"}, nil
+	case reflect.Int8:
+		return intSchema(math.MinInt8, math.MaxInt8), nil
+	case reflect.Int16:
+		return intSchema(math.MinInt16, math.MaxInt16), nil
+	case reflect.Int32:
+		return intSchema(math.MinInt32, math.MaxInt32), nil
+	case reflect.Uint, reflect.Uint64, reflect.Uintptr:
+		return &schema{Type: "integer", Minimum: "0"}, nil
+	case reflect.Uint8:
+		return intSchema(0, math.MaxUint8), nil
+	case reflect.Uint16:
+		return intSchema(0, math.MaxUint16), nil
+	case reflect.Uint32:
+		return intSchema(0, math.MaxUint32), nil
+	case reflect.Float32, reflect.Float64:
+		return &schema{Type: "number"}, nil
+	case reflect.String:
+		return &schema{Type: "string"}, nil
+	case reflect.Pointer:
+		return g.gen(t.Elem(), ptr, false)
+	case reflect.Interface:
+		if t.NumMethod() > 0 {
+			return nil, fmt.Errorf("interface type %s cannot be decoded from JSON", t)
+		}
+		return &schema{}, nil
+	case reflect.Slice:
+		if isBytes(t) {
+			return &schema{Type: "string", ContentEncoding: "base64"}, nil
+		}
+		items, err := g.gen(t.Elem(), ptr+"/items", false)
+		if err != nil {
+			return nil, err
+		}
+		if canBeNull(t.Elem()) {
+			items = nullable(items)
+		}
+		return &schema{Type: "array", Items: items}, nil
+	case reflect.Array:
+		items, err := g.gen(t.Elem(), ptr+"/items", false)
+		if err != nil {
+			return nil, err
+		}
+		if canBeNull(t.Elem()) {
+			items = nullable(items)
+		}
+		n := uint64(t.Len())
+		return &schema{Type: "array", Items: items, MinItems: &n, MaxItems: &n}, nil
+	case reflect.Map:
+		s := &schema{Type: "object"}
+		switch k := t.Key(); {
+		case k.Kind() == reflect.String:
+		case implements(k, textUnmarshType):
+		case isIntKind(k.Kind()):
+			s.PropertyNames = &schema{Pattern: `^-?[0-9]+$`}
+		case isUintKind(k.Kind()):
+			s.PropertyNames = &schema{Pattern: `^[0-9]+$`}
+		default:
+			return nil, fmt.Errorf("map key type %s cannot be a JSON object key", k)
+		}
+		v, err := g.gen(t.Elem(), ptr+"/additionalProperties", false)
+		if err != nil {
+			return nil, err
+		}
+		if canBeNull(t.Elem()) {
+			v = nullable(v)
+		}
+		s.AdditionalProperties = v
+		return s, nil
+	case reflect.Struct:
+		return g.genStruct(t, ptr)
+	}
+	return nil, fmt.Errorf("type %s cannot be represented in JSON", t)
+}
+
+func (g *generator) genStruct(t reflect.Type, ptr string) (*schema, error) {
+	s := &schema{Type: "object", Properties: &properties{}, AdditionalProperties: false}
+	for _, f := range structFields(t) {
+		fptr := ptr + "/properties/" + escapePointer(f.name)
+		fs, required, err := g.genField(f, fptr)
+		if err != nil {
+			return nil, fmt.Errorf("field %s: %w", f.sf.Name, err)
+		}
+		s.Properties.add(f.name, fs)
+		if required {
+			s.Required = append(s.Required, f.name)
+		}
+	}
+	return s, nil
+}
+
+func (g *generator) genField(f field, ptr string) (*schema, bool, error) {
+	c, err := parseTags(f.sf.Tag)
+	if err != nil {
+		return nil, false, err
+	}
+	var fs *schema
+	if f.quoted {
+		fs = quotedSchema(f.typ)
+	} else if fs, err = g.gen(f.typ, ptr, false); err != nil {
+		return nil, false, err
+	}
+	if err := applyConstraints(fs, f, c); err != nil {
+		return nil, false, err
+	}
+	if c.def != nil {
+		raw, err := defaultJSON(*c.def, fs, f)
+		if err != nil {
+			return nil, false, err
+		}
+		fs.Default = raw
+		g.defaults = append(g.defaults, defaultAt{pointer: ptr, value: raw})
+	}
+	omitted := f.omitEmpty || f.omitZero
+	if canBeNull(f.typ) && !omitted && !f.quoted {
+		fs = nullable(fs)
+	}
+	required := c.required || (!c.optional && !omitted && f.typ.Kind() != reflect.Pointer && c.def == nil)
+	return fs, required, nil
+}
+
+// quotedSchema is the schema of a field with the json ",string" option: its
+// value travels as a JSON string.
+func quotedSchema(t reflect.Type) *schema {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t.Kind() == reflect.Bool:
+		return &schema{Type: "string", Enum: []any{"true", "false"}}
+	case isIntKind(t.Kind()):
+		return &schema{Type: "string", Pattern: `^-?[0-9]+$`}
+	case isUintKind(t.Kind()):
+		return &schema{Type: "string", Pattern: `^[0-9]+$`}
+	}
+	return &schema{Type: "string"}
+}
+
+// applyConstraints puts a field's tag constraints on its schema. Value
+// constraints of an array field go on its items; a constraint that cannot
+// apply to the value's type is an error, so that a typo fails at
+// declaration and not in front of a model.
+func applyConstraints(fs *schema, f field, c constraints) error {
+	fs.Title = c.title
+	fs.Description = c.description
+	if c.minItems != nil || c.maxItems != nil || c.uniqueItems {
+		if fs.typeName() != "array" {
+			return fmt.Errorf("minItems, maxItems and uniqueItems apply to arrays only")
+		}
+		if c.minItems != nil {
+			fs.MinItems = c.minItems
+		}
+		if c.maxItems != nil {
+			fs.MaxItems = c.maxItems
+		}
+		fs.UniqueItems = c.uniqueItems
+	}
+	target := fs
+	if fs.typeName() == "array" && fs.Items != nil {
+		target = fs.Items
+	}
+	hasValue := c.pattern != "" || c.format != "" || c.minLength != nil || c.maxLength != nil || len(c.enum) > 0 ||
+		c.minimum != "" || c.maximum != "" || c.exclusiveMinimum != "" || c.exclusiveMaximum != ""
+	if !hasValue {
+		return nil
+	}
+	if target.Ref != "" {
+		return fmt.Errorf("value constraints cannot apply to a recursive type")
+	}
+	typ := target.typeName()
+	if c.pattern != "" || c.minLength != nil || c.maxLength != nil {
+		if typ != "string" {
+			return fmt.Errorf("pattern, minLength and maxLength apply to strings only")
+		}
+		if c.pattern != "" {
+			if _, err := regexp.Compile(c.pattern); err != nil {
+				return fmt.Errorf("pattern: %w", err)
+			}
+			target.Pattern = c.pattern
+		}
+		target.MinLength, target.MaxLength = c.minLength, c.maxLength
+	}
+	if c.format != "" {
+		target.Format = c.format
+	}
+	if c.minimum != "" || c.maximum != "" || c.exclusiveMinimum != "" || c.exclusiveMaximum != "" {
+		if typ != "integer" && typ != "number" {
+			return fmt.Errorf("minimum, maximum, exclusiveMinimum and exclusiveMaximum apply to numbers only")
+		}
+		// A tag narrows the width's bounds; it never widens them.
+		if c.minimum != "" {
+			target.Minimum = tighter(target.Minimum, c.minimum, true)
+		}
+		if c.maximum != "" {
+			target.Maximum = tighter(target.Maximum, c.maximum, false)
+		}
+		target.ExclusiveMinimum, target.ExclusiveMaximum = c.exclusiveMinimum, c.exclusiveMaximum
+	}
+	if len(c.enum) > 0 {
+		target.Enum = target.Enum[:0]
+		for _, v := range c.enum {
+			ev, err := enumValue(v, typ)
+			if err != nil {
+				return err
+			}
+			target.Enum = append(target.Enum, ev)
+		}
+	}
+	return nil
+}
+
+func tighter(width, tag json.Number, lower bool) json.Number {
+	if width == "" {
+		return tag
+	}
+	c := compareNumbers(string(tag), string(width))
+	if (lower && c > 0) || (!lower && c < 0) {
+		return tag
+	}
+	return width
+}
+
+func enumValue(v, typ string) (any, error) {
+	switch typ {
+	case "string":
+		return v, nil
+	case "integer":
+		if _, ok := canonicalInteger(v); !ok {
+			return nil, fmt.Errorf("enum value %q is not an integer", v)
+		}
+		return json.Number(v), nil
+	case "number":
+		if !isJSONNumber(v) {
+			return nil, fmt.Errorf("enum value %q is not a number", v)
+		}
+		return json.Number(v), nil
+	case "boolean":
+		if v != "true" && v != "false" {
+			return nil, fmt.Errorf("enum value %q is not a boolean", v)
+		}
+		return v == "true", nil
+	}
+	return nil, fmt.Errorf("enum applies to strings, numbers and booleans only")
+}
+
+// defaultJSON turns a default tag into JSON: plain text for a string field,
+// so that `default:"a, b"` needs no quotes, and JSON for anything else.
+func defaultJSON(text string, fs *schema, f field) (json.RawMessage, error) {
+	if fs.typeName() == "string" && !f.quoted || (f.quoted && text != "" && text[0] != '"') {
+		b, _ := json.Marshal(text)
+		return b, nil
+	}
+	if !json.Valid([]byte(text)) {
+		return nil, fmt.Errorf("default %q is not valid JSON", text)
+	}
+	var buf bytes.Buffer
+	_ = json.Compact(&buf, []byte(text))
+	return buf.Bytes(), nil
+}
+
+func nullable(s *schema) *schema {
+	switch t := s.Type.(type) {
+	case string:
+		s.Type = []string{t, "null"}
+		if len(s.Enum) > 0 {
+			s.Enum = append(s.Enum, nil)
+		}
+		return s
+	case nil:
+		if s.Ref == "" {
+			return s // any value, null included
+		}
+		// A $ref cannot take a sibling type that widens it, so offer null
+		// as an alternative, and keep the field's annotations outside.
+		out := &schema{Title: s.Title, Description: s.Description, Default: s.Default,
+			AnyOf: []*schema{{Ref: s.Ref}, {Type: "null"}}}
+		return out
+	}
+	return s
+}
+
+func canBeNull(t reflect.Type) bool {
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Map, reflect.Interface:
+		return true
+	}
+	return false
+}
+
+func isBytes(t reflect.Type) bool {
+	return t.Kind() == reflect.Slice && t.Elem().Kind() == reflect.Uint8 &&
+		!implements(t.Elem(), marshalerType) && !implements(t.Elem(), textMarshType)
+}
+
+func isIntKind(k reflect.Kind) bool {
+	return k >= reflect.Int && k <= reflect.Int64
+}
+
+func isUintKind(k reflect.Kind) bool {
+	return k >= reflect.Uint && k <= reflect.Uintptr
+}
+
+func intSchema(lo, hi int64) *schema {
+	return &schema{Type: "integer", Minimum: json.Number(strconv.FormatInt(lo, 10)), Maximum: json.Number(strconv.FormatInt(hi, 10))}
+}
+
+func escapePointer(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
