@@ -77,3 +77,71 @@ func ExampleNewAction() {
 	// - $.id: expected an integer, received 1.5
 	// - $.mail: expected a known argument name, received unknown name "mail"; valid names are email, id
 }
+
+type OrderService struct{}
+
+type OrderQuery struct {
+	ID int64 `json:"id" description:"Order number"`
+}
+
+type Order struct {
+	ID     int64  `json:"id"`
+	Status string `json:"status"`
+}
+
+func (OrderService) GetOrder(ctx context.Context, q OrderQuery) (Order, error) {
+	return Order{ID: q.ID, Status: "shipped"}, nil
+}
+
+func (OrderService) CancelOrder(ctx context.Context, q OrderQuery) error { return nil }
+
+func (OrderService) Internal(ctx context.Context, q OrderQuery) error { return nil }
+
+// Methods of a service value become tools named in snake_case; only the
+// methods listed are exposed.
+func ExampleScan() {
+	tools, err := toolkit.Scan(OrderService{},
+		toolkit.Method{Name: "GetOrder", Description: "Looks an order up.", Options: []toolkit.Option{toolkit.ReadOnly()}},
+		toolkit.Method{Name: "CancelOrder", Description: "Cancels an order."},
+	)
+	if err != nil {
+		panic(err)
+	}
+	var reg toolkit.Registry
+	if err := reg.Add(tools...); err != nil {
+		panic(err)
+	}
+	for _, s := range reg.Specs() {
+		fmt.Println(s.Name)
+	}
+	res, _ := reg.Call(context.Background(), "get_order", json.RawMessage(`{"id":"42"}`))
+	fmt.Println(res.Text())
+	// Output:
+	// cancel_order
+	// get_order
+	// {"id":42,"status":"shipped"}
+}
+
+// A dynamic tool takes its schema from a parameter builder (or raw JSON
+// Schema) and its arguments as a map, with numbers as exact json.Number.
+func ExampleNewDynamic() {
+	params := new(toolkit.Params).
+		String("sql", "A read-only SQL query").
+		Integer("limit", "Rows to return, at most", toolkit.Minimum(1), toolkit.Maximum(1000), toolkit.Default(100))
+	query, err := toolkit.NewDynamic("run_query", "Runs a query against the reporting database.", params.Schema(),
+		func(ctx context.Context, args map[string]any) (any, error) {
+			limit, _ := args["limit"].(json.Number).Int64()
+			return fmt.Sprintf("ran %q with limit %d", args["sql"], limit), nil
+		})
+	if err != nil {
+		panic(err)
+	}
+	var reg toolkit.Registry
+	_ = reg.Add(query)
+	res, _ := reg.Call(context.Background(), "run_query", json.RawMessage(`{"sql":"select 1"}`))
+	fmt.Println(res.Text())
+	fmt.Println(string(query.Spec().InputSchema))
+	// Output:
+	// ran "select 1" with limit 100
+	// {"type":"object","properties":{"sql":{"type":"string","description":"A read-only SQL query"},"limit":{"type":"integer","description":"Rows to return, at most","default":100,"minimum":1,"maximum":1000}},"required":["sql"],"additionalProperties":false}
+}

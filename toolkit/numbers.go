@@ -20,6 +20,11 @@ const (
 // memory a caller controls.
 const maxExponent = 400
 
+// maxIntegerDigits is the most digits any integer toolkit binds has
+// (uint64's maximum has 20); larger integers are refused as out of range
+// without being carried further.
+const maxIntegerDigits = 20
+
 // canonicalInteger returns the integer that the JSON number s denotes, in
 // plain decimal ("5.0" → "5", "1e3" → "1000", "-0" → "0"), without going
 // through float64, so that every int64 and uint64 survives exactly.
@@ -58,7 +63,11 @@ func integerText(s string) (string, integerVerdict) {
 	if !r.IsInt() {
 		return "", notIntegral
 	}
-	return r.Num().String(), isInteger
+	c := r.Num().String()
+	if len(strings.TrimPrefix(c, "-")) > maxIntegerDigits {
+		return "", tooLarge
+	}
+	return c, isInteger
 }
 
 func isZeroMantissa(m string) bool {

@@ -67,13 +67,21 @@ func (p *plan) isRequired(name string) bool {
 
 // planBuilder builds the plan of a schema document, resolving local $refs.
 type planBuilder struct {
-	root  any
-	byPtr map[string]*plan
+	root     any
+	byPtr    map[string]*plan
+	defaults []defaultAt
 }
 
-func buildPlan(doc any) *plan {
+// defaultAt is a default and the JSON pointer of the schema it belongs to,
+// so that it can be checked against that schema.
+type defaultAt struct {
+	pointer string
+	value   any
+}
+
+func buildPlan(doc any) (*plan, []defaultAt) {
 	b := &planBuilder{root: doc, byPtr: map[string]*plan{}}
-	return b.build(doc, "")
+	return b.build(doc, ""), b.defaults
 }
 
 func (b *planBuilder) build(s any, ptr string) *plan {
@@ -112,6 +120,11 @@ func (b *planBuilder) build(s any, ptr string) *plan {
 			*p = *inner
 			if p.types != 0 {
 				p.types |= tNull
+			}
+			p.def, p.hasDef = nil, false
+			if def, ok := m["default"]; ok {
+				p.def, p.hasDef = def, true
+				b.defaults = append(b.defaults, defaultAt{pointer: ptr, value: def})
 			}
 			return p
 		}
@@ -186,6 +199,7 @@ func (b *planBuilder) build(s any, ptr string) *plan {
 	}
 	if def, ok := m["default"]; ok {
 		p.def, p.hasDef = def, true
+		b.defaults = append(b.defaults, defaultAt{pointer: ptr, value: def})
 	}
 	return p
 }

@@ -47,14 +47,14 @@ func resultFor(t reflect.Type) (func(any) (*spec.CallResult, error), json.RawMes
 	}
 	var outSchema json.RawMessage
 	if isObjectType(t) {
-		s, _, err := generateSchema(t)
+		s, err := generateSchema(t)
 		if err != nil {
 			return nil, nil, err
 		}
 		if outSchema, err = json.Marshal(s); err != nil {
 			return nil, nil, err
 		}
-	} else if _, _, err := generateSchema(t); err != nil {
+	} else if _, err := generateSchema(t); err != nil {
 		return nil, nil, err
 	}
 	return func(v any) (*spec.CallResult, error) {

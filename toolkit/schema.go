@@ -104,36 +104,28 @@ func textual(t reflect.Type) bool {
 	return implements(t, textMarshType) && implements(t, textUnmarshType)
 }
 
-// defaultAt records a field's default and the JSON pointer of its schema,
-// so that the default can be checked against that schema once compiled.
-type defaultAt struct {
-	pointer string
-	value   json.RawMessage
-}
-
 // generator builds the schema of a Go type.
 type generator struct {
 	root      reflect.Type
 	recursive map[reflect.Type]bool
 	defNames  map[reflect.Type]string
 	defs      map[string]*schema
-	defaults  []defaultAt
 }
 
 // generateSchema returns the schema of t, which must be a JSON object type
 // when object is set (an input, or an output served as structured
 // content).
-func generateSchema(t reflect.Type) (*schema, []defaultAt, error) {
+func generateSchema(t reflect.Type) (*schema, error) {
 	g := &generator{root: t, recursive: map[reflect.Type]bool{}, defNames: map[reflect.Type]string{}, defs: map[string]*schema{}}
 	g.findRecursive(t, map[reflect.Type]int{})
-	s, err := g.gen(t, "", true)
+	s, err := g.gen(t, true)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if len(g.defs) > 0 {
 		s.Defs = g.defs
 	}
-	return s, g.defaults, nil
+	return s, nil
 }
 
 // findRecursive marks every struct type that is reached again while it is
@@ -187,14 +179,14 @@ func (g *generator) defName(t reflect.Type) string {
 	return name
 }
 
-func (g *generator) gen(t reflect.Type, ptr string, top bool) (*schema, error) {
+func (g *generator) gen(t reflect.Type, top bool) (*schema, error) {
 	if g.recursive[t] && !top {
 		if t == g.root {
 			return &schema{Ref: "#"}, nil
 		}
 		if _, ok := g.defNames[t]; !ok {
 			name := g.defName(t)
-			s, err := g.genType(t, "/$defs/"+name)
+			s, err := g.genType(t)
 			if err != nil {
 				return nil, err
 			}
@@ -202,10 +194,10 @@ func (g *generator) gen(t reflect.Type, ptr string, top bool) (*schema, error) {
 		}
 		return &schema{Ref: "#/$defs/" + g.defNames[t]}, nil
 	}
-	return g.genType(t, ptr)
+	return g.genType(t)
 }
 
-func (g *generator) genType(t reflect.Type, ptr string) (*schema, error) {
+func (g *generator) genType(t reflect.Type) (*schema, error) {
 	switch {
 	case t == timeType:
 		return &schema{Type: "string", Format: "date-time"}, nil
@@ -244,7 +236,7 @@ func (g *generator) genType(t reflect.Type, ptr string) (*schema, error) {
 	case reflect.String:
 		return &schema{Type: "string"}, nil
 	case reflect.Pointer:
-		return g.gen(t.Elem(), ptr, false)
+		return g.gen(t.Elem(), false)
 	case reflect.Interface:
 		if t.NumMethod() > 0 {
 			return nil, fmt.Errorf("interface type %s cannot be decoded from JSON", t)
@@ -254,7 +246,7 @@ func (g *generator) genType(t reflect.Type, ptr string) (*schema, error) {
 		if isBytes(t) {
 			return &schema{Type: "string", ContentEncoding: "base64"}, nil
 		}
-		items, err := g.gen(t.Elem(), ptr+"/items", false)
+		items, err := g.gen(t.Elem(), false)
 		if err != nil {
 			return nil, err
 		}
@@ -263,7 +255,7 @@ func (g *generator) genType(t reflect.Type, ptr string) (*schema, error) {
 		}
 		return &schema{Type: "array", Items: items}, nil
 	case reflect.Array:
-		items, err := g.gen(t.Elem(), ptr+"/items", false)
+		items, err := g.gen(t.Elem(), false)
 		if err != nil {
 			return nil, err
 		}
@@ -284,7 +276,7 @@ func (g *generator) genType(t reflect.Type, ptr string) (*schema, error) {
 		default:
 			return nil, fmt.Errorf("map key type %s cannot be a JSON object key", k)
 		}
-		v, err := g.gen(t.Elem(), ptr+"/additionalProperties", false)
+		v, err := g.gen(t.Elem(), false)
 		if err != nil {
 			return nil, err
 		}
@@ -294,16 +286,15 @@ func (g *generator) genType(t reflect.Type, ptr string) (*schema, error) {
 		s.AdditionalProperties = v
 		return s, nil
 	case reflect.Struct:
-		return g.genStruct(t, ptr)
+		return g.genStruct(t)
 	}
 	return nil, fmt.Errorf("type %s cannot be represented in JSON", t)
 }
 
-func (g *generator) genStruct(t reflect.Type, ptr string) (*schema, error) {
+func (g *generator) genStruct(t reflect.Type) (*schema, error) {
 	s := &schema{Type: "object", Properties: &properties{}, AdditionalProperties: false}
 	for _, f := range structFields(t) {
-		fptr := ptr + "/properties/" + escapePointer(f.name)
-		fs, required, err := g.genField(f, fptr)
+		fs, required, err := g.genField(f)
 		if err != nil {
 			return nil, fmt.Errorf("field %s: %w", f.sf.Name, err)
 		}
@@ -315,7 +306,9 @@ func (g *generator) genStruct(t reflect.Type, ptr string) (*schema, error) {
 	return s, nil
 }
 
-func (g *generator) genField(f field, ptr string) (*schema, bool, error) {
+// genField returns a field's schema and whether it is required. Its
+// default is checked against its schema when the whole schema is compiled.
+func (g *generator) genField(f field) (*schema, bool, error) {
 	c, err := parseTags(f.sf.Tag)
 	if err != nil {
 		return nil, false, err
@@ -323,7 +316,7 @@ func (g *generator) genField(f field, ptr string) (*schema, bool, error) {
 	var fs *schema
 	if f.quoted {
 		fs = quotedSchema(f.typ)
-	} else if fs, err = g.gen(f.typ, ptr, false); err != nil {
+	} else if fs, err = g.gen(f.typ, false); err != nil {
 		return nil, false, err
 	}
 	if err := applyConstraints(fs, f, c); err != nil {
@@ -335,7 +328,6 @@ func (g *generator) genField(f field, ptr string) (*schema, bool, error) {
 			return nil, false, err
 		}
 		fs.Default = raw
-		g.defaults = append(g.defaults, defaultAt{pointer: ptr, value: raw})
 	}
 	omitted := f.omitEmpty || f.omitZero
 	if canBeNull(f.typ) && !omitted && !f.quoted {

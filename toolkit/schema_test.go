@@ -16,7 +16,7 @@ import (
 func fieldSchema(t *testing.T, typ reflect.Type, tag string) (string, bool, error) {
 	t.Helper()
 	st := reflect.StructOf([]reflect.StructField{{Name: "F", Type: typ, Tag: reflect.StructTag(tag)}})
-	s, defaults, err := generateSchema(st)
+	s, err := generateSchema(st)
 	if err != nil {
 		return "", false, err
 	}
@@ -24,7 +24,7 @@ func fieldSchema(t *testing.T, typ reflect.Type, tag string) (string, bool, erro
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := compileSchema(raw, defaults); err != nil {
+	if _, _, _, err := compileSchema(raw); err != nil {
 		return "", false, err
 	}
 	var doc struct {
@@ -203,7 +203,7 @@ type branch struct {
 
 func TestSchemaStructs(t *testing.T) {
 	t.Run("embedded and hidden fields follow encoding/json", func(t *testing.T) {
-		s, _, err := generateSchema(reflect.TypeFor[embedder]())
+		s, err := generateSchema(reflect.TypeFor[embedder]())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -214,7 +214,7 @@ func TestSchemaStructs(t *testing.T) {
 		}
 	})
 	t.Run("recursive types go through $defs", func(t *testing.T) {
-		s, _, err := generateSchema(reflect.TypeFor[tree]())
+		s, err := generateSchema(reflect.TypeFor[tree]())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +223,7 @@ func TestSchemaStructs(t *testing.T) {
 		if string(raw) != want {
 			t.Errorf("schema\n got: %s\nwant: %s", raw, want)
 		}
-		if _, _, err := compileSchema(raw, nil); err != nil {
+		if _, _, _, err := compileSchema(raw); err != nil {
 			t.Fatal(err)
 		}
 	})

@@ -120,7 +120,7 @@ func newTyped(name, description string, inType reflect.Type, outSchema json.RawM
 	if !isObjectType(inType) {
 		return nil, fmt.Errorf("%w: tool %q input must be a struct or a map with string keys, not %s", ErrInvalidSchema, name, inType)
 	}
-	s, defaults, err := generateSchema(inType)
+	s, err := generateSchema(inType)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool %q input: %v", ErrInvalidSchema, name, err)
 	}
@@ -132,7 +132,7 @@ func newTyped(name, description string, inType reflect.Type, outSchema json.RawM
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool %q input: %v", ErrInvalidSchema, name, err)
 	}
-	t, err := newTool(name, description, raw, outSchema, defaults, opts)
+	t, err := newTool(name, description, raw, outSchema, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +142,7 @@ func newTyped(name, description string, inType reflect.Type, outSchema json.RawM
 
 // newTool builds what every kind of tool shares: the spec, the compiled
 // validator and the repair plan.
-func newTool(name, description string, inSchema, outSchema json.RawMessage, defaults []defaultAt, opts []Option) (*Tool, error) {
+func newTool(name, description string, inSchema, outSchema json.RawMessage, opts []Option) (*Tool, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
@@ -150,7 +150,7 @@ func newTool(name, description string, inSchema, outSchema json.RawMessage, defa
 	for _, o := range opts {
 		o(&cfg)
 	}
-	doc, validator, err := compileSchema(inSchema, defaults)
+	doc, validator, p, err := compileSchema(inSchema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool %q: %v", ErrInvalidSchema, name, err)
 	}
@@ -168,7 +168,7 @@ func newTool(name, description string, inSchema, outSchema json.RawMessage, defa
 		},
 		scopes:    cfg.scopes,
 		timeout:   cfg.timeout,
-		plan:      buildPlan(doc),
+		plan:      p,
 		validator: validator,
 	}
 	if cfg.hasAnnotation || cfg.title != "" {
@@ -185,37 +185,35 @@ func newTool(name, description string, inSchema, outSchema json.RawMessage, defa
 const schemaURL = "urn:toolplane:tool-input"
 
 // compileSchema compiles a JSON Schema (2020-12 unless it says otherwise)
-// with format assertions on, and checks each default against the schema of
-// its property, so that a bad default fails at declaration.
-func compileSchema(raw json.RawMessage, defaults []defaultAt) (any, *jsonschema.Schema, error) {
+// with format assertions on, builds its repair plan, and checks each
+// default against the schema it belongs to, so that a bad default fails at
+// declaration and is never inserted into a model's arguments.
+func compileSchema(raw json.RawMessage) (any, *jsonschema.Schema, *plan, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, nil, fmt.Errorf("input schema is not JSON: %v", err)
+		return nil, nil, nil, fmt.Errorf("input schema is not JSON: %v", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.AssertFormat()
 	if err := c.AddResource(schemaURL, doc); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	sch, err := c.Compile(schemaURL)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	p, defaults := buildPlan(doc)
 	for _, d := range defaults {
 		sub, err := c.Compile(schemaURL + "#" + d.pointer)
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		v, err := jsonschema.UnmarshalJSON(bytes.NewReader(d.value))
-		if err != nil {
-			return nil, nil, err
-		}
-		if err := sub.Validate(v); err != nil {
-			return nil, nil, fmt.Errorf("default %s at %s breaks its own schema: %v", d.value, d.pointer, err)
+		if err := sub.Validate(d.value); err != nil {
+			return nil, nil, nil, fmt.Errorf("the default %s at %s breaks its own schema: %v", received(d.value), d.pointer, err)
 		}
 	}
-	return doc, sch, nil
+	return doc, sch, p, nil
 }
 
 func isObjectType(t reflect.Type) bool {
