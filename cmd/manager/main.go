@@ -5,6 +5,7 @@ package main
 import (
 	"flag"
 	"os"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -18,6 +19,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/controllers"
 )
 
 func main() {
@@ -29,12 +31,16 @@ func main() {
 		tableName       string
 		maxScrapes      int
 		maxResponseSize int64
+		restoreTimeout  time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", `The address the metrics endpoint binds to; "0" disables it.`)
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	flag.StringVar(&tableNamespace, "table-namespace", "toolplane-system", "The namespace of the tool-table ConfigMap (the operator's own namespace).")
 	flag.StringVar(&tableName, "table-name", "toolplane-tools", "The name of the tool-table ConfigMap.")
+	flag.DurationVar(&restoreTimeout, "table-restore-timeout", controllers.DefaultRestoreTimeout,
+		"How long, after the operator starts or takes over, the tools read back from the tool table are kept for ToolSets that have not been scraped yet. "+
+			"Until then the table is never published smaller than it was found.")
 	flag.IntVar(&maxScrapes, "max-concurrent-scrapes", 32, "The most scrapes in flight at once, across all ToolSets.")
 	flag.Int64Var(&maxResponseSize, "max-response-bytes", 4<<20, "The largest spec document read from one Pod, in bytes.")
 	opts := zap.Options{}
@@ -71,7 +77,16 @@ func main() {
 		log.Error(err, "Unable to create the manager")
 		os.Exit(1)
 	}
-	_ = tableName
+
+	publisher := &controllers.TablePublisher{
+		Namespace:      tableNamespace,
+		Name:           tableName,
+		RestoreTimeout: restoreTimeout,
+	}
+	if err := publisher.SetupWithManager(mgr); err != nil {
+		log.Error(err, "Unable to set up the tool-table publisher")
+		os.Exit(1)
+	}
 	_ = maxScrapes
 	_ = maxResponseSize
 

@@ -1,0 +1,32 @@
+package controllers
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+)
+
+// Metrics of the tool table, served on the manager's metrics endpoint.
+var (
+	tableTools = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "toolplane_table_tools",
+		Help: "Tools in the published tool table.",
+	})
+	tableBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "toolplane_table_bytes",
+		Help: "Bytes of the published tool table, summed over its ConfigMaps as stored.",
+	})
+	tableParts = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "toolplane_table_parts",
+		Help: "ConfigMaps that hold the published tool table.",
+	})
+	conflictsGauge = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "toolplane_conflicts",
+		Help: "Tool names offered by a ToolSet that another ToolSet owns, summed over all names.",
+	})
+)
+
+func init() {
+	metrics.Registry.MustRegister(tableTools, tableBytes, tableParts, conflictsGauge)
+}
+
+func setConflictsMetric(n int) { conflictsGauge.Set(float64(n)) }

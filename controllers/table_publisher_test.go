@@ -1,0 +1,676 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/discovery"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// tableWrite is one write the publisher made, in order.
+type tableWrite struct {
+	verb string // create, update, delete
+	cm   *corev1.ConfigMap
+}
+
+// writeLog records every ConfigMap write a publisher makes through its
+// client, so that specs count writes and check their order.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []tableWrite
+	// gate, if set, holds every write until it is closed; each held write
+	// first says so on held.
+	gate, held chan struct{}
+}
+
+func (l *writeLog) wait(ctx context.Context) {
+	if l.gate == nil {
+		return
+	}
+	select {
+	case l.held <- struct{}{}:
+	default:
+	}
+	select {
+	case <-l.gate:
+	case <-ctx.Done():
+	}
+}
+
+// record logs a write before making it, so that the log holds a write by the
+// time its effect can be seen, and forgets it if it fails. The publisher
+// writes from one goroutine, so the entry is still the last one then.
+func (l *writeLog) record(verb string, obj client.Object, write func() error) error {
+	cm, ok := obj.(*corev1.ConfigMap)
+	if !ok {
+		return write()
+	}
+	l.mu.Lock()
+	l.writes = append(l.writes, tableWrite{verb: verb, cm: cm.DeepCopy()})
+	l.mu.Unlock()
+	err := write()
+	if err != nil {
+		l.mu.Lock()
+		l.writes = l.writes[:len(l.writes)-1]
+		l.mu.Unlock()
+	}
+	return err
+}
+
+func (l *writeLog) all() []tableWrite {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.writes)
+}
+
+func (l *writeLog) count() int { return len(l.all()) }
+
+// countingClient is a client on the test API server that logs successful
+// writes.
+func countingClient(log *writeLog) client.Client {
+	GinkgoHelper()
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			log.wait(ctx)
+			return log.record("create", obj, func() error { return c.Create(ctx, obj, opts...) })
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			log.wait(ctx)
+			return log.record("update", obj, func() error { return c.Update(ctx, obj, opts...) })
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			log.wait(ctx)
+			return log.record("delete", obj, func() error { return c.Delete(ctx, obj, opts...) })
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			log.wait(ctx)
+			return log.record("patch", obj, func() error { return c.Patch(ctx, obj, patch, opts...) })
+		},
+	})
+}
+
+// runningPublisher is a TablePublisher started for one spec, with the writes
+// it made and the Changed events it sent.
+type runningPublisher struct {
+	*TablePublisher
+	writes *writeLog
+
+	mu      sync.Mutex
+	changed []types.NamespacedName
+}
+
+// startPublisher starts a publisher of the table in namespace ns. It stops
+// when the spec ends, or earlier through stop.
+func startPublisher(ns string, restoreTimeout time.Duration) (rp *runningPublisher, stop func()) {
+	GinkgoHelper()
+	return startGatedPublisher(ns, restoreTimeout, nil)
+}
+
+// startGatedPublisher is startPublisher whose writes each wait for gate, if
+// not nil.
+func startGatedPublisher(ns string, restoreTimeout time.Duration, gate chan struct{}) (rp *runningPublisher, stop func()) {
+	GinkgoHelper()
+	rp = &runningPublisher{writes: &writeLog{gate: gate, held: make(chan struct{}, 1)}}
+	rp.TablePublisher = &TablePublisher{
+		Client:         countingClient(rp.writes),
+		APIReader:      k8sClient,
+		Namespace:      ns,
+		Name:           "tools",
+		RestoreTimeout: restoreTimeout,
+		// Short, so specs run fast; no spec depends on them.
+		Debounce: 10 * time.Millisecond,
+		MaxDelay: 100 * time.Millisecond,
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{}, 2)
+	go func() {
+		defer GinkgoRecover()
+		defer func() { done <- struct{}{} }()
+		Expect(rp.Start(ctx)).To(Succeed())
+	}()
+	go func() {
+		defer func() { done <- struct{}{} }()
+		for {
+			select {
+			case ev := <-rp.Changed():
+				rp.mu.Lock()
+				rp.changed = append(rp.changed, client.ObjectKeyFromObject(ev.Object))
+				rp.mu.Unlock()
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			<-done
+			<-done
+		})
+	}
+	DeferCleanup(stop)
+	return rp, stop
+}
+
+// changedEvents returns the ToolSets told of a change, in order.
+func (rp *runningPublisher) changedEvents() []types.NamespacedName {
+	rp.mu.Lock()
+	defer rp.mu.Unlock()
+	return slices.Clone(rp.changed)
+}
+
+func (rp *runningPublisher) offer(ctx context.Context, ts types.NamespacedName, created time.Time, tools ...spec.TableTool) map[string]types.NamespacedName {
+	GinkgoHelper()
+	owners, err := rp.Offer(ctx, Offer{ToolSet: ts, Created: metav1.NewTime(created), Tools: tools})
+	Expect(err).NotTo(HaveOccurred())
+	return owners
+}
+
+// entry returns a table entry for a tool served by ts, reachable through a
+// Service of the same name.
+func entry(ts types.NamespacedName, name, sourceName string) spec.TableTool {
+	base := fmt.Sprintf("http://%s.%s.svc:8080", ts.Name, ts.Namespace)
+	return spec.TableTool{
+		Name:        name,
+		SourceName:  sourceName,
+		Description: "Does " + sourceName + ".",
+		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
+		ToolSet:     spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name},
+		Endpoints:   &spec.Endpoints{Invoke: base + "/tools/" + sourceName, MCP: base + "/mcp"},
+	}
+}
+
+// bigTableTimeout bounds the wait for a table of thousands of tools, which
+// takes seconds to encode and store under the race detector.
+const bigTableTimeout = 30 * time.Second
+
+// manyTools returns n distinct tools of ts named prefix_0000 on.
+func manyTools(ts types.NamespacedName, prefix string, n int) []spec.TableTool {
+	tools := make([]spec.TableTool, n)
+	for j := range tools {
+		name := fmt.Sprintf("%s_%04d", prefix, j)
+		tools[j] = entry(ts, name, name)
+		// Digests compress poorly, as the descriptions and schemas of many
+		// distinct tools do.
+		sum := sha256.Sum256([]byte(name))
+		tools[j].Description = "Looks up " + hex.EncodeToString(sum[:]) + " in the catalogue."
+	}
+	return tools
+}
+
+// storedTable reads the table in ns as the API server stores it now, with
+// its ConfigMaps.
+func storedTable(ctx context.Context, ns string) (*spec.Table, []corev1.ConfigMap, error) {
+	var list corev1.ConfigMapList
+	if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, nil, err
+	}
+	var parts []spec.TablePart
+	var cms []corev1.ConfigMap
+	for _, cm := range list.Items {
+		if cm.Name == "kube-root-ca.crt" {
+			continue
+		}
+		cms = append(cms, cm)
+		parts = append(parts, spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData})
+	}
+	if len(parts) == 0 {
+		return nil, nil, fmt.Errorf("no table in %s", ns)
+	}
+	t, err := spec.DecodeTableParts(parts...)
+	return t, cms, err
+}
+
+// publishedNames returns name → owner "namespace/name" of the table in ns.
+func publishedNames(ctx context.Context, ns string) (map[string]string, error) {
+	t, _, err := storedTable(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(t.Tools))
+	for _, tt := range t.Tools {
+		out[tt.Name] = tt.ToolSet.String()
+	}
+	return out, nil
+}
+
+var _ = Describe("The table publisher", func() {
+	var (
+		ns    string
+		epoch time.Time
+	)
+	BeforeEach(func(ctx context.Context) {
+		ns = newNamespace(ctx)
+		epoch = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	})
+	at := func(minutes int) time.Time { return epoch.Add(time.Duration(minutes) * time.Minute) }
+	key := func(namespace, name string) types.NamespacedName {
+		return types.NamespacedName{Namespace: ns + "-" + namespace, Name: name}
+	}
+
+	It("reports the owner to a ToolSet of another namespace that offers the same name", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		weather, travel := key("weather", "weather-tools"), key("travel", "travel-tools")
+
+		Expect(p.offer(ctx, weather, at(5), entry(weather, "get_weather", "get_weather"))).
+			To(Equal(map[string]types.NamespacedName{"get_weather": weather}))
+		// travel was created earlier, but weather claimed the name first.
+		Expect(p.offer(ctx, travel, at(0), entry(travel, "get_weather", "get_weather"), entry(travel, "book_trip", "book_trip"))).
+			To(Equal(map[string]types.NamespacedName{"get_weather": weather, "book_trip": travel}))
+		Expect(testutil.ToFloat64(conflictsGauge)).To(BeEquivalentTo(1))
+
+		// The loser's other tools are still published.
+		Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{
+			"get_weather": weather.String(), "book_trip": travel.String(),
+		}))
+		Expect(p.changedEvents()).To(BeEmpty(), "nobody's outcome changed through another's action")
+	})
+
+	It("keeps the owner's name while it offers its stale tools", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		owner, rival := key("a", "late"), key("b", "early")
+		held := entry(owner, "get_weather", "get_weather")
+		p.offer(ctx, owner, at(10), held)
+		p.offer(ctx, rival, at(0), entry(rival, "get_weather", "get_weather"))
+
+		// The reconciler keeps offering the last good tools through a scrape
+		// outage; an earlier-created rival never takes the name meanwhile.
+		for range 3 {
+			Expect(p.offer(ctx, owner, at(10), held)).To(HaveKeyWithValue("get_weather", owner))
+			Expect(p.offer(ctx, rival, at(0), entry(rival, "get_weather", "get_weather"))).To(HaveKeyWithValue("get_weather", owner))
+		}
+		Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{"get_weather": owner.String()}))
+		Expect(p.changedEvents()).To(BeEmpty())
+	})
+
+	DescribeTable("hands a name over to the earliest-created claimant when the owner lets go",
+		func(ctx context.Context, letGo func(p *runningPublisher, owner types.NamespacedName)) {
+			p, _ := startPublisher(ns, 0)
+			owner, later, earlier := key("a", "owner"), key("b", "later"), key("c", "earlier")
+			p.offer(ctx, owner, at(30), entry(owner, "x", "x"), entry(owner, "y", "y"))
+			p.offer(ctx, later, at(20), entry(later, "x", "x"))
+			p.offer(ctx, earlier, at(10), entry(earlier, "x", "x"))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveKeyWithValue("x", owner.String()))
+
+			letGo(p, owner)
+
+			Expect(p.offer(ctx, later, at(20), entry(later, "x", "x"))).To(HaveKeyWithValue("x", earlier))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveKeyWithValue("x", earlier.String()))
+			// Both claimants' outcomes changed through the owner's action:
+			// one won the name, the other has a new owner to report.
+			Eventually(p.changedEvents).Should(ConsistOf(earlier, later))
+		},
+		Entry("withdrawn", func(p *runningPublisher, owner types.NamespacedName) {
+			Expect(p.Withdraw(context.Background(), owner)).To(Succeed())
+		}),
+		Entry("drops the tool", func(p *runningPublisher, owner types.NamespacedName) {
+			Expect(p.offer(context.Background(), owner, at(30), entry(owner, "y", "y"))).
+				To(Equal(map[string]types.NamespacedName{"y": owner}))
+		}),
+		Entry("offers nothing", func(p *runningPublisher, owner types.NamespacedName) {
+			Expect(p.offer(context.Background(), owner, at(30))).To(BeEmpty())
+		}),
+	)
+
+	It("breaks a tie in creation time by namespace, then name", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		owner := key("a", "owner")
+		second, first, firstOfNs := key("z", "a"), key("m", "z"), key("m", "y")
+		p.offer(ctx, owner, at(0), entry(owner, "x", "x"))
+		for _, ts := range []types.NamespacedName{second, first, firstOfNs} {
+			p.offer(ctx, ts, at(5), entry(ts, "x", "x"))
+		}
+		Expect(p.Withdraw(ctx, owner)).To(Succeed())
+		Expect(p.offer(ctx, second, at(5), entry(second, "x", "x"))).To(HaveKeyWithValue("x", firstOfNs))
+
+		Expect(p.Withdraw(ctx, firstOfNs)).To(Succeed())
+		Expect(p.offer(ctx, second, at(5), entry(second, "x", "x"))).To(HaveKeyWithValue("x", first))
+		Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{"x": first.String()}))
+	})
+
+	It("publishes both tools when a prefix resolves a conflict", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		weather, travel := key("weather", "weather-tools"), key("travel", "travel-tools")
+		p.offer(ctx, weather, at(0), entry(weather, "get_weather", "get_weather"))
+		Expect(p.offer(ctx, travel, at(1), entry(travel, "travel_get_weather", "get_weather"))).
+			To(Equal(map[string]types.NamespacedName{"travel_get_weather": travel}))
+
+		Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{
+			"get_weather": weather.String(), "travel_get_weather": travel.String(),
+		}))
+		t, _, err := storedTable(ctx, ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(t.Tools[1].SourceName).To(Equal("get_weather"))
+		Expect(t.Tools[1].Endpoints.Invoke).To(Equal("http://travel-tools." + travel.Namespace + ".svc:8080/tools/get_weather"))
+	})
+
+	It("publishes each entry whole, sorted, with its endpoints and the revision over the tools", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		crm := key("crm", "crm-tools")
+		readOnly := true
+		query := entry(crm, "crm_query_customer", "query_customer")
+		query.Title = "Query customer"
+		query.OutputSchema = json.RawMessage(`{"type":"object"}`)
+		query.Annotations = &spec.Annotations{ReadOnlyHint: &readOnly}
+		query.Meta = map[string]any{spec.MetaCategory: "crm"}
+		// The entry names its owner, whatever the offer said.
+		query.ToolSet = spec.ObjectReference{Namespace: "elsewhere", Name: "other"}
+		noService := entry(crm, "crm_add_note", "add_note")
+		noService.Endpoints = nil
+		p.offer(ctx, crm, at(0), query, noService)
+
+		var t *spec.Table
+		Eventually(func(g Gomega) {
+			var err error
+			t, _, err = storedTable(ctx, ns)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(t.Tools).To(HaveLen(2))
+		}).Should(Succeed())
+		query.ToolSet = spec.ObjectReference{Namespace: crm.Namespace, Name: crm.Name}
+		noService.ToolSet = query.ToolSet
+		want := []spec.TableTool{noService, query}
+		Expect(t.SchemaVersion).To(Equal(spec.SchemaVersion))
+		Expect(t.Revision).To(Equal(spec.TableRevision(want)))
+		got, _ := json.Marshal(t.Tools)
+		wantJSON, _ := json.Marshal(want)
+		Expect(got).To(MatchJSON(wantJSON))
+		Expect(t.Tools[1].Endpoints).To(Equal(&spec.Endpoints{
+			Invoke: "http://crm-tools." + crm.Namespace + ".svc:8080/tools/query_customer",
+			MCP:    "http://crm-tools." + crm.Namespace + ".svc:8080/mcp",
+		}))
+		Expect(t.Tools[0].Endpoints).To(BeNil())
+		Expect(testutil.ToFloat64(tableTools)).To(BeEquivalentTo(2))
+		Expect(testutil.ToFloat64(tableParts)).To(BeEquivalentTo(1))
+	})
+
+	It("writes byte-identical tables for identical offers, whatever their order", func(ctx context.Context) {
+		other := newNamespace(ctx)
+		p1, _ := startPublisher(ns, 0)
+		p2, _ := startPublisher(other, 0)
+		a, b, c := key("a", "a"), key("b", "b"), key("c", "c")
+		offers := []Offer{
+			{ToolSet: a, Created: metav1.NewTime(at(0)), Tools: []spec.TableTool{entry(a, "x", "x"), entry(a, "y", "y")}},
+			{ToolSet: b, Created: metav1.NewTime(at(1)), Tools: []spec.TableTool{entry(b, "z", "z"), entry(b, "b_x", "x")}},
+			{ToolSet: c, Created: metav1.NewTime(at(2)), Tools: []spec.TableTool{entry(c, "w", "w")}},
+		}
+		for _, o := range offers {
+			_, err := p1.Offer(ctx, o)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		for _, o := range slices.Backward(offers) {
+			// Reversed, tools too.
+			o.Tools = slices.Clone(o.Tools)
+			slices.Reverse(o.Tools)
+			_, err := p2.Offer(ctx, o)
+			Expect(err).NotTo(HaveOccurred())
+		}
+		data := func(ns string) func(g Gomega) string {
+			return func(g Gomega) string {
+				cm := &corev1.ConfigMap{}
+				g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tools"}, cm)).To(Succeed())
+				t, err := spec.DecodeTableParts(spec.TablePart{Data: cm.Data})
+				g.Expect(err).NotTo(HaveOccurred())
+				g.Expect(t.Tools).To(HaveLen(5))
+				return cm.Data[spec.TableKey]
+			}
+		}
+		var first, second string
+		Eventually(func(g Gomega) { first = data(ns)(g) }).Should(Succeed())
+		Eventually(func(g Gomega) { second = data(other)(g) }).Should(Succeed())
+		Expect(first).To(Equal(second))
+	})
+
+	It("does not write in steady state", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		a, b := key("a", "a"), key("b", "b")
+		p.offer(ctx, a, at(0), entry(a, "x", "x"))
+		p.offer(ctx, b, at(1), entry(b, "x", "x"), entry(b, "y", "y"))
+		Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(2))
+		writes := p.writes.count()
+
+		// Scrapes repeat the same offers: nothing to write.
+		for range 20 {
+			p.offer(ctx, a, at(0), entry(a, "x", "x"))
+			p.offer(ctx, b, at(1), entry(b, "y", "y"), entry(b, "x", "x"))
+		}
+		// A real change is written; writes are ordered, so by the time it is
+		// visible any write the repeated offers caused would have happened.
+		p.offer(ctx, a, at(0), entry(a, "x", "x"), entry(a, "v", "v"))
+		Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveKey("v"))
+		Expect(p.writes.all()[writes:]).To(HaveLen(1))
+		Expect(p.writes.all()[writes].verb).To(Equal("update"))
+	})
+
+	It("coalesces a burst of changes into one write", func(ctx context.Context) {
+		gate := make(chan struct{})
+		p, _ := startGatedPublisher(ns, 0, gate)
+		// The empty table's create waits at the gate while the burst comes.
+		Eventually(p.writes.held).Should(Receive())
+		a := key("a", "a")
+		for i := range 50 {
+			p.offer(ctx, a, at(0), manyTools(a, "t", i+1)...)
+		}
+		close(gate)
+		Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(50))
+		Expect(p.writes.all()).To(HaveLen(2), "the empty table, then the whole burst")
+	})
+
+	It("splits a 10,000-tool table into parts within 512 KiB that read back whole, and cleans up after it shrinks", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		const toolSets, perToolSet = 20, 500
+		for i := range toolSets {
+			ts := key("big", fmt.Sprintf("ts-%02d", i))
+			p.offer(ctx, ts, at(i), manyTools(ts, fmt.Sprintf("tool_%02d", i), perToolSet)...)
+		}
+
+		var cms []corev1.ConfigMap
+		Eventually(func(g Gomega) {
+			t, parts, err := storedTable(ctx, ns)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(t.Tools).To(HaveLen(toolSets * perToolSet))
+			cms = parts
+		}).WithTimeout(bigTableTimeout).Should(Succeed())
+		Expect(len(cms)).To(BeNumerically(">", 1), "the table is split")
+		dir := GinkgoT().TempDir()
+		for _, cm := range cms {
+			Expect(cm.Labels).To(HaveKeyWithValue(TableManagedByLabel, "toolplane"))
+			size := spec.TablePart{Data: cm.Data, BinaryData: cm.BinaryData}.StoredSize()
+			Expect(size).To(BeNumerically("<=", spec.MaxTablePartBytes), cm.Name)
+			for k, v := range cm.Data {
+				Expect(os.WriteFile(filepath.Join(dir, k), []byte(v), 0o600)).To(Succeed())
+			}
+			for k, v := range cm.BinaryData {
+				Expect(os.WriteFile(filepath.Join(dir, k), v, 0o600)).To(Succeed())
+			}
+		}
+		// As an agent reads it from a projected volume.
+		t, err := discovery.ReadDir(dir)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(t.Tools).To(HaveLen(toolSets * perToolSet))
+		Expect(slices.IsSortedFunc(t.Tools, func(a, b spec.TableTool) int { return strings.Compare(a.Name, b.Name) })).To(BeTrue())
+		Expect(t.Revision).To(Equal(spec.TableRevision(t.Tools)))
+		Expect(testutil.ToFloat64(tableParts)).To(BeEquivalentTo(len(cms)))
+
+		// Shrinking: the plain table replaces the index, and only then are
+		// the parts it no longer names deleted.
+		before := p.writes.count()
+		for i := range toolSets {
+			ts := key("big", fmt.Sprintf("ts-%02d", i))
+			if i == 0 {
+				p.offer(ctx, ts, at(i), entry(ts, "only", "only"))
+				continue
+			}
+			Expect(p.Withdraw(ctx, ts)).To(Succeed())
+		}
+		Eventually(func(g Gomega) {
+			t, parts, err := storedTable(ctx, ns)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(t.Tools).To(HaveLen(1))
+			g.Expect(parts).To(HaveLen(1))
+		}).WithTimeout(bigTableTimeout).Should(Succeed())
+		after := p.writes.all()[before:]
+		Expect(after[0].verb).To(Equal("update"))
+		Expect(after[0].cm.Name).To(Equal("tools"))
+		Expect(after[0].cm.Data).To(HaveKey(spec.TableKey))
+		for _, w := range after[1:] {
+			Expect(w.verb).To(Equal("delete"))
+		}
+		Expect(after).To(HaveLen(len(cms)))
+	})
+
+	It("writes the parts of a growing table before the index that names them", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		ts := key("big", "ts")
+		p.offer(ctx, ts, at(0), entry(ts, "small", "small"))
+		Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(1))
+		before := p.writes.count()
+
+		tools := manyTools(ts, "tool", 10000)
+		p.offer(ctx, ts, at(0), tools...)
+		Eventually(publishedNames).WithArguments(ctx, ns).WithTimeout(bigTableTimeout).Should(HaveLen(len(tools)))
+		after := p.writes.all()[before:]
+		Expect(len(after)).To(BeNumerically(">", 1))
+		for _, w := range after[:len(after)-1] {
+			Expect(w.verb).To(Equal("create"))
+			Expect(w.cm.Name).NotTo(Equal("tools"))
+		}
+		last := after[len(after)-1]
+		Expect(last.verb).To(Equal("update"))
+		Expect(last.cm.Data).To(HaveKey(spec.TableIndexKey))
+	})
+
+	It("waits for the table to be read back before answering an offer", func(ctx context.Context) {
+		p := &TablePublisher{Client: k8sClient, Namespace: ns, Name: "tools"}
+		canceled, cancel := context.WithCancel(ctx)
+		cancel()
+		_, err := p.Offer(canceled, Offer{ToolSet: key("a", "a"), Tools: []spec.TableTool{entry(key("a", "a"), "x", "x")}})
+		Expect(err).To(MatchError(context.Canceled))
+		Expect(p.Withdraw(canceled, key("a", "a"))).To(MatchError(context.Canceled))
+	})
+
+	It("refuses an offer that names a tool twice", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		a := key("a", "a")
+		_, err := p.Offer(ctx, Offer{ToolSet: a, Tools: []spec.TableTool{entry(a, "x", "x"), entry(a, "x", "y")}})
+		Expect(err).To(MatchError(ErrInvalidOffer))
+	})
+
+	Context("across a restart", func() {
+		// Real ToolSets: the publisher keeps restored entries only for
+		// ToolSets that still exist.
+		create := func(ctx context.Context, name string) (types.NamespacedName, time.Time) {
+			ts := minimalToolSet(ns, name)
+			Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+			return client.ObjectKeyFromObject(ts), ts.CreationTimestamp.Time
+		}
+
+		It("moves no owner and never publishes a smaller table", func(ctx context.Context) {
+			// early is created first, so it would win x in a fresh contest.
+			early, earlyAt := create(ctx, "a-early")
+			late, lateAt := create(ctx, "b-late")
+			quiet, quietAt := create(ctx, "c-quiet")
+			gone, goneAt := create(ctx, "d-gone")
+
+			p1, stop1 := startPublisher(ns, 0)
+			p1.offer(ctx, late, lateAt, entry(late, "x", "x"))
+			Expect(p1.offer(ctx, early, earlyAt, entry(early, "x", "x"), entry(early, "e", "e"))).To(HaveKeyWithValue("x", late))
+			p1.offer(ctx, quiet, quietAt, entry(quiet, "q", "q"))
+			p1.offer(ctx, gone, goneAt, entry(gone, "g", "g"))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(4))
+			stop1()
+			Expect(k8sClient.Delete(ctx, &v1alpha1.ToolSet{ObjectMeta: metav1.ObjectMeta{Namespace: gone.Namespace, Name: gone.Name}})).To(Succeed())
+
+			// The new leader: the loser offers first, and the owner, the
+			// quiet ToolSet, are not scraped yet.
+			p2, _ := startPublisher(ns, time.Hour)
+			Expect(p2.offer(ctx, early, earlyAt, entry(early, "x", "x"), entry(early, "e", "e"))).To(HaveKeyWithValue("x", late))
+			published, err := p2.Published(ctx, quiet)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(published).To(HaveLen(1))
+			Expect(published[0].Name).To(Equal("q"))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{
+				"x": late.String(), "e": early.String(), "q": quiet.String(),
+			}), "the deleted ToolSet's entry is dropped, the others are kept")
+			Expect(p2.offer(ctx, late, lateAt, entry(late, "x", "x"))).To(HaveKeyWithValue("x", late))
+
+			// A change made after the restart shows that every write so far
+			// kept every entry of a ToolSet that still exists.
+			p2.offer(ctx, late, lateAt, entry(late, "x", "x"), entry(late, "l", "l"))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveKey("l"))
+			for _, w := range p2.writes.all() {
+				if w.verb == "delete" {
+					continue
+				}
+				t, err := spec.DecodeTableParts(spec.TablePart{Data: w.cm.Data, BinaryData: w.cm.BinaryData})
+				Expect(err).NotTo(HaveOccurred())
+				names := make([]string, 0, len(t.Tools))
+				for _, tt := range t.Tools {
+					names = append(names, tt.Name)
+				}
+				Expect(names).To(ContainElements("x", "e", "q"))
+			}
+		})
+
+		It("drops the restored entries of a ToolSet that does not offer within the bound", func(ctx context.Context) {
+			owner, ownerAt := create(ctx, "owner")
+			rival, rivalAt := create(ctx, "rival")
+			p1, stop1 := startPublisher(ns, 0)
+			p1.offer(ctx, owner, ownerAt, entry(owner, "x", "x"), entry(owner, "o", "o"))
+			p1.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveKeyWithValue("x", owner.String()))
+			stop1()
+
+			p2, _ := startPublisher(ns, time.Second)
+			first := p2.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))
+			// The owner never offers: once the bound passes, its entries are
+			// dropped and the rival takes the name.
+			Eventually(publishedNames).WithArguments(ctx, ns).WithTimeout(10 * time.Second).
+				Should(Equal(map[string]string{"x": rival.String()}))
+			Expect(p2.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))).To(HaveKeyWithValue("x", rival))
+			// Offered within the bound (on a loaded machine it may not be),
+			// the rival was told the restored owner, and then of the change.
+			if first["x"] == owner {
+				Eventually(p2.changedEvents).Should(ConsistOf(rival))
+			} else {
+				Expect(first).To(HaveKeyWithValue("x", rival))
+			}
+		})
+
+		It("reads its own table back unchanged without writing", func(ctx context.Context) {
+			a, aAt := create(ctx, "a")
+			p1, stop1 := startPublisher(ns, 0)
+			p1.offer(ctx, a, aAt, entry(a, "x", "x"))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(1))
+			stop1()
+
+			p2, _ := startPublisher(ns, time.Hour)
+			p2.offer(ctx, a, aAt, entry(a, "x", "x"))
+			p2.offer(ctx, a, aAt, entry(a, "x", "x"), entry(a, "y", "y"))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(2))
+			Expect(p2.writes.all()).To(HaveLen(1), "only the change is written")
+		})
+	})
+})
