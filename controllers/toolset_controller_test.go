@@ -1,12 +1,19 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -83,7 +90,7 @@ var _ = Describe("The ToolSet reconciler", func() {
 	})
 
 	It("scrapes a new ready Pod at once, not at the next interval", func(ctx context.Context) {
-		w1 := newWorkload(tool("a"))
+		w1 := newWorkload(tool("pod_a"))
 		createReadyPod(ctx, ns, "p-0", map[string]string{"app": "p"}, w1.port())
 		ts := toolSet(ns, "p")
 		ts.Spec.Interval = &metav1.Duration{Duration: time.Hour}
@@ -92,7 +99,7 @@ var _ = Describe("The ToolSet reconciler", func() {
 			g.Expect(getToolSet(ctx, g, ts).Status.Pods.Scraped).To(BeEquivalentTo(1))
 		}).Should(Succeed())
 
-		w2 := newWorkload(tool("a"))
+		w2 := newWorkload(tool("pod_a"))
 		createReadyPod(ctx, ns, "p-1", map[string]string{"app": "p"}, w2.port())
 		// The interval is an hour: only the Pod watch can get this scrape.
 		Eventually(w2.hits.Load).Should(BeNumerically(">=", 1))
@@ -105,7 +112,7 @@ var _ = Describe("The ToolSet reconciler", func() {
 		bad := newWorkload()
 		bad.setHandler(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) })
 		createReadyPod(ctx, ns, "bad-0", map[string]string{"app": "bad"}, bad.port())
-		good := newWorkload(tool("fine"))
+		good := newWorkload(tool("good_fine"))
 		createReadyPod(ctx, ns, "good-0", map[string]string{"app": "good"}, good.port())
 		badTS, goodTS := toolSet(ns, "bad"), toolSet(ns, "good")
 		Expect(k8sClient.Create(ctx, badTS)).To(Succeed())
@@ -122,5 +129,385 @@ var _ = Describe("The ToolSet reconciler", func() {
 			g.Expect(readyCondition(getToolSet(ctx, g, goodTS)).Status).To(Equal(metav1.ConditionTrue))
 		}).Should(Succeed())
 		Expect(meta.IsStatusConditionTrue(getToolSet(ctx, Default, badTS).Status.Conditions, v1alpha1.ConditionDegraded)).To(BeTrue())
+	})
+})
+
+// eventsFor lists the events recorded about a ToolSet.
+func eventsFor(ctx context.Context, g Gomega, ts *v1alpha1.ToolSet) []eventsv1.Event {
+	var list eventsv1.EventList
+	g.Expect(k8sClient.List(ctx, &list, client.InNamespace(ts.Namespace))).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Regarding.Name == ts.Name && e.Regarding.Kind == "ToolSet" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func eventReasons(ctx context.Context, g Gomega, ts *v1alpha1.ToolSet) []string {
+	var reasons []string
+	for _, e := range eventsFor(ctx, g, ts) {
+		reasons = append(reasons, e.Reason)
+	}
+	return reasons
+}
+
+// Tool names are cluster-wide, as in a real cluster: each spec serves names
+// of its own so that no spec conflicts with another's.
+var _ = Describe("The ToolSet reconciler's limits and rules", func() {
+	var ns string
+	BeforeEach(func(ctx context.Context) { ns = newNamespace(ctx) })
+
+	It("is not held up by a hung server, whose scrape ends at the timeout", func(ctx context.Context) {
+		hung := newWorkload()
+		var held atomic.Int64 // how long the last hung request was held, in ms
+		hung.setHandler(func(_ http.ResponseWriter, r *http.Request) {
+			start := time.Now()
+			<-r.Context().Done() // only the operator giving up ends it
+			held.Store(time.Since(start).Milliseconds())
+		})
+		createReadyPod(ctx, ns, "hung-0", map[string]string{"app": "hung"}, hung.port())
+		hungTS := toolSet(ns, "hung")
+		hungTS.Spec.Interval = &metav1.Duration{Duration: 30 * time.Second}
+		hungTS.Spec.Timeout = &metav1.Duration{Duration: 8 * time.Second}
+		Expect(k8sClient.Create(ctx, hungTS)).To(Succeed())
+		Eventually(hung.inflight.Load).Should(BeEquivalentTo(1))
+
+		good := newWorkload(tool("hung_fine"))
+		createReadyPod(ctx, ns, "good-0", map[string]string{"app": "good"}, good.port())
+		goodTS := toolSet(ns, "good")
+		Expect(k8sClient.Create(ctx, goodTS)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(readyCondition(getToolSet(ctx, g, goodTS)).Status).To(Equal(metav1.ConditionTrue))
+		}).Should(Succeed())
+		Expect(held.Load()).To(BeZero(), "the other ToolSet was published while the hung scrape was still waiting")
+
+		Eventually(func(g Gomega) {
+			ready := readyCondition(getToolSet(ctx, g, hungTS))
+			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonScrapeFailed))
+			g.Expect(ready.Message).To(ContainSubstring("timed out"))
+		}).Should(Succeed())
+		Expect(hung.inflight.Load()).To(BeZero())
+		// The operator gave up at its timeout: the request was not held
+		// for long past it.
+		Expect(time.Duration(held.Load()) * time.Millisecond).To(BeNumerically("<", 8*time.Second+3*time.Second))
+	})
+
+	DescribeTable("names a document it rejects whole in status",
+		func(ctx context.Context, serve http.HandlerFunc, maxTools int32, message string) {
+			w := newWorkload()
+			w.setHandler(serve)
+			createReadyPod(ctx, ns, "w-0", map[string]string{"app": "w"}, w.port())
+			ts := toolSet(ns, "w")
+			if maxTools > 0 {
+				ts.Spec.Limits.MaxTools = maxTools
+			}
+			Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+			Eventually(func(g Gomega) {
+				ready := readyCondition(getToolSet(ctx, g, ts))
+				g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+				g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonScrapeFailed))
+				g.Expect(ready.Message).To(ContainSubstring(message))
+			}).Should(Succeed())
+			Eventually(func(g Gomega) {
+				g.Expect(eventReasons(ctx, g, ts)).To(ContainElement(eventScrapeFailed))
+			}).Should(Succeed())
+		},
+		Entry("a body over --max-response-bytes", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write(bytes.Repeat([]byte(" "), testMaxResponseBytes+1))
+		}, int32(0), "more than 65536 bytes (--max-response-bytes)"),
+		Entry("invalid JSON", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte(`{"schemaVersion": "toolplane.io/v1alpha1", "tools": [`))
+		}, int32(0), "decoding spec document"),
+		Entry("another schema version", func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write([]byte(`{"schemaVersion": "toolplane.io/v9", "tools": []}`))
+		}, int32(0), `unsupported schemaVersion "toolplane.io/v9"`),
+		Entry("more tools than limits.maxTools", func(w http.ResponseWriter, _ *http.Request) {
+			tools := []spec.Tool{tool("a"), tool("b"), tool("c")}
+			_ = json.NewEncoder(w).Encode(spec.Document{SchemaVersion: spec.SchemaVersion, Revision: spec.Revision(tools), Tools: tools})
+		}, int32(2), "3 tools, more than limits.maxTools 2"),
+		Entry("a redirect to another host", func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://127.0.0.2:1/elsewhere", http.StatusFound)
+		}, int32(0), "redirect to another host refused"),
+	)
+
+	It("rejects invalid tools one by one, each with its reason, and publishes the rest", func(ctx context.Context) {
+		stringSchema := tool("string_input")
+		stringSchema.InputSchema = json.RawMessage(`{"type":"string"}`)
+		remoteRef := tool("remote_ref")
+		remoteRef.InputSchema = json.RawMessage(`{"type":"object","properties":{"x":{"$ref":"https://schemas.example.com/x.json"}}}`)
+		broken := tool("broken_schema")
+		broken.InputSchema = json.RawMessage(`{"type":"object","properties":{"x":{"type":7}}}`)
+		huge := tool("huge_schema")
+		huge.InputSchema = json.RawMessage(`{"type":"object","description":"` + strings.Repeat("x", 400) + `"}`)
+		w := newWorkload(tool("fine"), tool("bad name!"), stringSchema, remoteRef, broken, huge)
+		createReadyPod(ctx, ns, "w-0", map[string]string{"app": "w"}, w.port())
+		ts := toolSet(ns, "w")
+		ts.Spec.Limits.MaxSchemaBytes = 256
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+
+		reason := func(s string) OmegaMatcher { return HaveField("Reason", ContainSubstring(s)) }
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(got.Status.Tools).To(ConsistOf(
+				toolNamed("fine", v1alpha1.ToolPublished),
+				And(toolNamed("bad name!", v1alpha1.ToolInvalid), reason("does not match")),
+				And(toolNamed("string_input", v1alpha1.ToolInvalid), reason(`"type": "object"`)),
+				And(toolNamed("remote_ref", v1alpha1.ToolInvalid), reason("external $ref is not allowed")),
+				And(toolNamed("broken_schema", v1alpha1.ToolInvalid), reason("does not compile")),
+				And(toolNamed("huge_schema", v1alpha1.ToolInvalid), reason("more than limits.maxSchemaBytes 256")),
+			))
+			g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
+			degraded := condition(got, v1alpha1.ConditionDegraded)
+			g.Expect(degraded.Reason).To(Equal(v1alpha1.ReasonInvalidTools))
+			g.Expect(degraded.Message).To(ContainSubstring("5 tools are invalid"))
+		}).Should(Succeed())
+		Expect(publisher.offered(client.ObjectKeyFromObject(ts))).To(ConsistOf(HaveField("Name", "fine")))
+	})
+
+	It("publishes only the tools every ready replica serves, in the majority form, during a rollout", func(ctx context.Context) {
+		oldA := tool("roll_a")
+		newA := tool("roll_a")
+		newA.Description = "The new a."
+		w0 := newWorkload(oldA, tool("roll_b"))
+		w1 := newWorkload(oldA, tool("roll_b"))
+		w2 := newWorkload(newA, tool("roll_c"))
+		for i, w := range []*workload{w0, w1, w2} {
+			createReadyPod(ctx, ns, fmt.Sprintf("r-%d", i), map[string]string{"app": "r"}, w.port())
+		}
+		ts := toolSet(ns, "r")
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(got.Status.Tools).To(ConsistOf(
+				toolNamed("roll_a", v1alpha1.ToolPublished),
+				And(toolNamed("roll_b", v1alpha1.ToolSkewed), HaveField("Reason", ContainSubstring("served by 2 of 3"))),
+				And(toolNamed("roll_c", v1alpha1.ToolSkewed), HaveField("Reason", ContainSubstring("served by 1 of 3"))),
+			))
+			degraded := condition(got, v1alpha1.ConditionDegraded)
+			g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(degraded.Reason).To(Equal(v1alpha1.ReasonRolloutSkew))
+			g.Expect(degraded.Message).To(ContainSubstring("2 revisions"))
+			g.Expect(got.Status.Revision).To(Equal(spec.Revision([]spec.Tool{oldA, tool("roll_b")})))
+		}).Should(Succeed())
+		offered := publisher.offered(client.ObjectKeyFromObject(ts))
+		Expect(offered).To(HaveLen(1))
+		Expect(offered[0].Description).To(Equal(oldA.Description))
+
+		// The rollout completes: every replica serves the new tools.
+		w0.setTools(newA, tool("roll_c"))
+		w1.setTools(newA, tool("roll_c"))
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(got.Status.Tools).To(ConsistOf(toolNamed("roll_a", v1alpha1.ToolPublished), toolNamed("roll_c", v1alpha1.ToolPublished)))
+			g.Expect(condition(got, v1alpha1.ConditionDegraded).Status).To(Equal(metav1.ConditionFalse))
+		}).Should(Succeed())
+		Expect(publisher.offered(client.ObjectKeyFromObject(ts))[0].Description).To(Equal(newA.Description))
+	})
+
+	It("holds the last good tools as Stale through an outage, then drops them", func(ctx context.Context) {
+		w := newWorkload(tool("stale_a"), tool("stale_b"))
+		createReadyPod(ctx, ns, "s-0", map[string]string{"app": "s"}, w.port())
+		ts := toolSet(ns, "s")
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, ts).Status.PublishedTools).To(BeEquivalentTo(2))
+		}).Should(Succeed())
+
+		w.setHandler(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(got.Status.Tools).To(ConsistOf(toolNamed("stale_a", v1alpha1.ToolStale), toolNamed("stale_b", v1alpha1.ToolStale)))
+			stale := condition(got, v1alpha1.ConditionStale)
+			g.Expect(stale.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(stale.Reason).To(Equal(v1alpha1.ReasonToolsStale))
+			g.Expect(readyCondition(got).Reason).To(Equal(v1alpha1.ReasonScrapeFailed))
+		}).Should(Succeed())
+		Expect(publisher.offered(client.ObjectKeyFromObject(ts))).To(HaveLen(2), "held tools stay in the table")
+
+		// Three intervals of 5s later the held tools go.
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(got.Status.Tools).To(BeEmpty())
+			stale := condition(got, v1alpha1.ConditionStale)
+			g.Expect(stale.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(stale.Reason).To(Equal(v1alpha1.ReasonToolsDropped))
+		}).WithTimeout(40 * time.Second).Should(Succeed())
+		Expect(publisher.offered(client.ObjectKeyFromObject(ts))).To(BeEmpty())
+		Eventually(func(g Gomega) {
+			g.Expect(eventReasons(ctx, g, ts)).To(ContainElements(eventToolsStale, eventToolsDropped, eventScrapeFailed))
+		}).Should(Succeed())
+
+		w.setHandler(nil)
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(2))
+			g.Expect(condition(got, v1alpha1.ConditionStale).Reason).To(Equal(v1alpha1.ReasonHealthy))
+			g.Expect(eventReasons(ctx, g, ts)).To(ContainElement(eventScrapeRecovered))
+		}).Should(Succeed())
+	})
+
+	It("applies prefix, include and exclude", func(ctx context.Context) {
+		w := newWorkload(tool("query_customer"), tool("get_order"), tool("get_secret"), tool("delete_all"))
+		createReadyPod(ctx, ns, "f-0", map[string]string{"app": "f"}, w.port())
+		ts := toolSet(ns, "f")
+		ts.Spec.Prefix = "crm_"
+		ts.Spec.Include = []string{"query_*", "get_*"}
+		ts.Spec.Exclude = []string{"get_secret"}
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, ts).Status.Tools).To(ConsistOf(
+				And(toolNamed("crm_query_customer", v1alpha1.ToolPublished), HaveField("SourceName", "query_customer")),
+				toolNamed("crm_get_order", v1alpha1.ToolPublished),
+				And(toolNamed("crm_get_secret", v1alpha1.ToolFiltered), HaveField("Reason", ContainSubstring(`spec.exclude pattern "get_secret"`))),
+				And(toolNamed("crm_delete_all", v1alpha1.ToolFiltered), HaveField("Reason", "matches no spec.include pattern")),
+			))
+		}).Should(Succeed())
+		offered := publisher.offered(client.ObjectKeyFromObject(ts))
+		Expect(offered).To(HaveLen(2))
+		Expect(offered[0].Name).To(Equal("crm_get_order"))
+		Expect(offered[0].SourceName).To(Equal("get_order"))
+		Expect(offered[0].Endpoints.Invoke).To(HaveSuffix("/tools/get_order"))
+	})
+
+	It("never scrapes a Pod in another namespace", func(ctx context.Context) {
+		other := newNamespace(ctx)
+		foreign := newWorkload(tool("foreign"))
+		createReadyPod(ctx, other, "x-0", map[string]string{"app": "x"}, foreign.port())
+		own := newWorkload(tool("own"))
+		createReadyPod(ctx, ns, "x-0", map[string]string{"app": "x"}, own.port())
+		ts := toolSet(ns, "x")
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, ts).Status.Tools).To(ConsistOf(toolNamed("own", v1alpha1.ToolPublished)))
+		}).Should(Succeed())
+		// Wait for a second round, at the interval, before looking.
+		Eventually(own.hits.Load).Should(BeNumerically(">=", 2))
+		Expect(foreign.hits.Load()).To(BeZero())
+	})
+
+	It("sends the bearer token from a Secret and never shows it in status, events or logs", func(ctx context.Context) {
+		const token = "tok-3b1f9c2e-never-show-me"
+		w := newWorkload(tool("private"))
+		w.requireToken(token)
+		createReadyPod(ctx, ns, "t-0", map[string]string{"app": "t"}, w.port())
+		ts := toolSet(ns, "t")
+		ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "scrape-token", Key: "token"}}
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+
+		// Without the Secret the user is told what is missing.
+		Eventually(func(g Gomega) {
+			ready := readyCondition(getToolSet(ctx, g, ts))
+			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+			g.Expect(ready.Message).To(ContainSubstring("Secret scrape-token not found"))
+		}).Should(Succeed())
+
+		// A wrong token is refused by the workload, and not shown either.
+		secret := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "scrape-token"},
+			Data:       map[string][]byte{"token": []byte("wrong-" + token)},
+		}
+		Expect(k8sClient.Create(ctx, secret)).To(Succeed())
+		Eventually(func(g Gomega) {
+			ready := readyCondition(getToolSet(ctx, g, ts))
+			g.Expect(ready.Message).To(ContainSubstring("HTTP 401"))
+		}).Should(Succeed())
+
+		secret.Data["token"] = []byte(token + "\n")
+		Expect(k8sClient.Update(ctx, secret)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(got.Status.Tools).To(ConsistOf(toolNamed("private", v1alpha1.ToolPublished)))
+		}).Should(Succeed())
+		Expect(w.authHeaders()).To(ContainElement("Bearer " + token))
+
+		got := getToolSet(ctx, Default, ts)
+		raw, err := json.Marshal(got)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).NotTo(ContainSubstring(token))
+		Eventually(func(g Gomega) {
+			g.Expect(eventsFor(ctx, g, ts)).NotTo(BeEmpty())
+		}).Should(Succeed())
+		for _, e := range eventsFor(ctx, Default, ts) {
+			Expect(e.Note).NotTo(ContainSubstring(token))
+		}
+		Expect(managerLog.String()).To(ContainSubstring(ts.Name), "the manager's log is captured")
+		Expect(managerLog.String()).NotTo(ContainSubstring(token))
+	})
+
+	It("writes nothing while nothing changes, scrape after scrape", func(ctx context.Context) {
+		w := newWorkload(tool("steady"))
+		createReadyPod(ctx, ns, "z-0", map[string]string{"app": "z"}, w.port())
+		ts := toolSet(ns, "z")
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(readyCondition(getToolSet(ctx, g, ts)).Status).To(Equal(metav1.ConditionTrue))
+		}).Should(Succeed())
+		// Let the Publisher's hand-over and the first events settle.
+		Eventually(w.hits.Load).Should(BeNumerically(">=", 2))
+
+		before := getToolSet(ctx, Default, ts)
+		hits, notModified := w.hits.Load(), w.notModified.Load()
+		Eventually(w.hits.Load).WithTimeout(40 * time.Second).Should(BeNumerically(">=", hits+3))
+		after := getToolSet(ctx, Default, ts)
+		Expect(after.ResourceVersion).To(Equal(before.ResourceVersion), "no status write over 3 scrapes")
+		Expect(after.Status).To(Equal(before.Status))
+		Expect(w.notModified.Load()).To(BeNumerically(">=", notModified+3), "an unchanged document costs a 304")
+	})
+
+	It("marks names another ToolSet owns Conflicted, and takes them over when it goes", func(ctx context.Context) {
+		other := newNamespace(ctx)
+		w1 := newWorkload(tool("shared"), tool("mine"))
+		createReadyPod(ctx, other, "first-0", map[string]string{"app": "first"}, w1.port())
+		first := toolSet(other, "first")
+		Expect(k8sClient.Create(ctx, first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, first).Status.PublishedTools).To(BeEquivalentTo(2))
+		}).Should(Succeed())
+
+		w2 := newWorkload(tool("shared"))
+		createReadyPod(ctx, ns, "second-0", map[string]string{"app": "second"}, w2.port())
+		second := toolSet(ns, "second")
+		Expect(k8sClient.Create(ctx, second)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, second)
+			g.Expect(got.Status.Tools).To(ConsistOf(And(toolNamed("shared", v1alpha1.ToolConflicted), HaveField("Owner", other+"/first"))))
+			g.Expect(got.Status.ConflictedTools).To(BeEquivalentTo(1))
+			conflicted := condition(got, v1alpha1.ConditionConflicted)
+			g.Expect(conflicted.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(conflicted.Message).To(ContainSubstring(other + "/first"))
+			g.Expect(eventReasons(ctx, g, second)).To(ContainElement(eventConflictLost))
+		}).Should(Succeed())
+
+		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, second)
+			g.Expect(got.Status.Tools).To(ConsistOf(toolNamed("shared", v1alpha1.ToolPublished)))
+			g.Expect(condition(got, v1alpha1.ConditionConflicted).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(eventReasons(ctx, g, second)).To(ContainElement(eventConflictWon))
+		}).Should(Succeed())
+		Expect(publisher.offered(client.ObjectKeyFromObject(first))).To(BeEmpty())
+	})
+
+	It("says agents have no endpoint when spec.service is not set", func(ctx context.Context) {
+		w := newWorkload(tool("nosvc_a"))
+		createReadyPod(ctx, ns, "n-0", map[string]string{"app": "n"}, w.port())
+		ts := toolSet(ns, "n")
+		ts.Spec.Service = nil
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		Eventually(func(g Gomega) {
+			ready := readyCondition(getToolSet(ctx, g, ts))
+			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonNoService))
+			g.Expect(ready.Message).To(ContainSubstring("agents have no endpoint"))
+		}).Should(Succeed())
+		offered := publisher.offered(client.ObjectKeyFromObject(ts))
+		Expect(offered).To(HaveLen(1))
+		Expect(offered[0].Endpoints).To(BeNil())
 	})
 })

@@ -116,6 +116,7 @@ type workload struct {
 	mu      sync.Mutex
 	doc     spec.Document
 	handler http.HandlerFunc // replaces the spec endpoint when set
+	token   string           // required as a bearer token when set
 	auth    []string
 
 	hits        atomic.Int64
@@ -138,8 +139,12 @@ func (w *workload) serve(rw http.ResponseWriter, r *http.Request) {
 	w.hits.Add(1)
 	w.mu.Lock()
 	w.auth = append(w.auth, r.Header.Get("Authorization"))
-	doc, h := w.doc, w.handler
+	doc, h, token := w.doc, w.handler, w.token
 	w.mu.Unlock()
+	if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
+		http.Error(rw, "unauthorized", http.StatusUnauthorized)
+		return
+	}
 	if h != nil {
 		h(rw, r)
 		return
@@ -171,6 +176,12 @@ func (w *workload) setHandler(h http.HandlerFunc) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.handler = h
+}
+
+func (w *workload) requireToken(token string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.token = token
 }
 
 func (w *workload) authHeaders() []string {

@@ -191,7 +191,7 @@ func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a asse
 
 	if len(conflicts) > 0 {
 		set(v1alpha1.ConditionConflicted, metav1.ConditionTrue, v1alpha1.ReasonNameConflict,
-			fmt.Sprintf("%s owned by other ToolSets: %s", plural(len(conflicts), "tool is"), list(conflicts)))
+			fmt.Sprintf("%s owned by other ToolSets: %s", are(len(conflicts), "tool"), list(conflicts)))
 	} else {
 		set(v1alpha1.ConditionConflicted, metav1.ConditionFalse, v1alpha1.ReasonNoConflict, "this ToolSet owns every name it exposes")
 	}
@@ -214,7 +214,15 @@ func invalidSummary(a assembly) string {
 			names = append(names, t.Name)
 		}
 	}
-	return fmt.Sprintf("%s invalid (reasons in status.tools): %s", plural(len(names), "tool is"), list(names))
+	return fmt.Sprintf("%s invalid (reasons in status.tools): %s", are(len(names), "tool"), list(names))
+}
+
+// are counts with its verb: "1 tool is", "2 tools are".
+func are(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun + " is"
+	}
+	return plural(n, noun) + " are"
 }
 
 // list joins names, at most maxListed of them.
