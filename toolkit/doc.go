@@ -88,7 +88,7 @@
 // A [Middleware] wraps every call on every transport, since every transport
 // calls [Registry.Call]. This package provides [Logging], [Recover],
 // [CallTimeout], [ConcurrencyLimit], [RequireScopes] and [Authorize]; the
-// subpackages otel and prom provide OpenTelemetry tracing and Prometheus
+// subpackages tracing and metrics provide OpenTelemetry spans and Prometheus
 // metrics, so that a service pulls those dependencies in only when it uses
 // them.
 package toolkit
