@@ -17,6 +17,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
@@ -29,12 +30,15 @@ import (
 // The suite runs against a real kube-apiserver and etcd, built by
 // `make envtest` and found through KUBEBUILDER_ASSETS, with the manager
 // running the ToolSet reconciler.
+// tableNamespace is where the suite's manager publishes the tool table.
+const tableNamespace = "toolplane-system"
+
 var (
 	cfg       *rest.Config
 	k8sClient client.Client
 	testEnv   *envtest.Environment
 	scheme    = runtime.NewScheme()
-	publisher *memPublisher
+	publisher *TablePublisher
 	// managerLog holds everything the manager logged, at every verbosity,
 	// so that specs can assert what never appears in it.
 	managerLog  = &syncBuffer{}
@@ -65,19 +69,32 @@ var _ = BeforeSuite(func() {
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 
+	ctx := context.Background()
+	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tableNamespace}})).To(Succeed())
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{tableNamespace: {}}},
+		}},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	publisher = newMemPublisher()
+	// The operator's own publisher, writing the table that the reconciler's
+	// specs read back.
+	publisher = &TablePublisher{
+		Namespace: tableNamespace,
+		Name:      "toolplane-tools",
+		Debounce:  10 * time.Millisecond,
+		MaxDelay:  100 * time.Millisecond,
+	}
+	Expect(publisher.SetupWithManager(mgr)).To(Succeed())
 	Expect((&ToolSetReconciler{
 		Publisher:            publisher,
 		MaxConcurrentScrapes: 8,
 		MaxResponseBytes:     testMaxResponseBytes,
 	}).SetupWithManager(mgr)).To(Succeed())
 
-	ctx, cancel := context.WithCancel(context.Background())
+	ctx, cancel := context.WithCancel(ctx)
 	stopManager = cancel
 	go func() {
 		defer GinkgoRecover()

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -83,6 +84,8 @@ type toolSetMemory struct {
 	outageSince time.Time
 	// dropped is set when the grace period ended and the held tools went.
 	dropped bool
+	// recalled is set once the held tools were looked up in the table.
+	recalled bool
 }
 
 // SetupWithManager registers the reconciler and its watches.
@@ -183,6 +186,9 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	} else {
 		// An outage: no Pod could be scraped. Hold the last good tools for
 		// a bounded grace period, then drop them.
+		if err := r.recall(ctx, ts, mem); err != nil {
+			return ctrl.Result{}, err
+		}
 		if mem.outageSince.IsZero() {
 			mem.outageSince = now
 		}
@@ -202,6 +208,40 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	r.setStatus(ts, rd, a, offered, owners, held, mem)
 	recordTools(req.NamespacedName, ts.Status.Tools)
 	return ctrl.Result{RequeueAfter: requeue}, nil
+}
+
+// publishedLister is a Publisher that can tell which tools of a ToolSet
+// are in the table now, as TablePublisher can right after a restart.
+type publishedLister interface {
+	Published(ctx context.Context, toolSet types.NamespacedName) ([]spec.TableTool, error)
+}
+
+// recall, once per ToolSet after the operator starts, takes the tools to
+// hold through an outage from the table, so that an outage spanning a
+// restart holds the tools for its grace period instead of dropping them at
+// once. The outage began when the Stale condition last turned True, if it
+// is True.
+func (r *ToolSetReconciler) recall(ctx context.Context, ts *v1alpha1.ToolSet, mem *toolSetMemory) error {
+	if mem.recalled {
+		return nil
+	}
+	mem.recalled = true
+	pl, ok := r.Publisher.(publishedLister)
+	if !ok || len(mem.held) > 0 {
+		return nil
+	}
+	held, err := pl.Published(ctx, client.ObjectKeyFromObject(ts))
+	if err != nil {
+		return fmt.Errorf("reading the published tools: %w", err)
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	mem.held, mem.heldRevision = held, ts.Status.Revision
+	if stale := meta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionStale); stale != nil && stale.Status == metav1.ConditionTrue {
+		mem.outageSince = stale.LastTransitionTime.Time
+	}
+	return nil
 }
 
 // withdraw releases the names of a ToolSet that is gone. The reconciler

@@ -1,7 +1,6 @@
 package controllers
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"net"
@@ -9,7 +8,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -18,94 +16,24 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 
-	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 const testMaxResponseBytes = 64 << 10
 
-// memPublisher is the tests' Publisher: first claimant wins, and a released
-// name goes to the earliest-created remaining claimant.
-type memPublisher struct {
-	mu      sync.Mutex
-	offers  map[types.NamespacedName]Offer
-	owners  map[string]types.NamespacedName
-	changed chan event.TypedGenericEvent[*v1alpha1.ToolSet]
-}
-
-func newMemPublisher() *memPublisher {
-	return &memPublisher{
-		offers:  map[types.NamespacedName]Offer{},
-		owners:  map[string]types.NamespacedName{},
-		changed: make(chan event.TypedGenericEvent[*v1alpha1.ToolSet], 1024),
-	}
-}
-
-func (p *memPublisher) Offer(_ context.Context, o Offer) (map[string]types.NamespacedName, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.offers[o.ToolSet] = o
-	p.settle(o.ToolSet)
-	owners := map[string]types.NamespacedName{}
-	for _, t := range o.Tools {
-		owners[t.Name] = p.owners[t.Name]
-	}
-	return owners, nil
-}
-
-func (p *memPublisher) Withdraw(_ context.Context, ts types.NamespacedName) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.offers, ts)
-	p.settle(ts)
-	return nil
-}
-
-func (p *memPublisher) Changed() <-chan event.TypedGenericEvent[*v1alpha1.ToolSet] { return p.changed }
-
-// settle drops owners that no longer offer their names, gives every free
-// name to its earliest claimant and tells the other claimants whose names
-// moved; the caller learns its own from the returned owners.
-func (p *memPublisher) settle(caller types.NamespacedName) {
-	claimants := map[string][]Offer{}
-	for _, o := range p.offers {
-		for _, t := range o.Tools {
-			claimants[t.Name] = append(claimants[t.Name], o)
+// tableEntries returns the entries of the published tool table that a
+// ToolSet owns, as the API server stores the table now.
+func tableEntries(ctx context.Context, g Gomega, key types.NamespacedName) []spec.TableTool {
+	t, _, err := storedTable(ctx, tableNamespace)
+	g.Expect(err).NotTo(HaveOccurred())
+	var out []spec.TableTool
+	for _, tt := range t.Tools {
+		if tt.ToolSet == (spec.ObjectReference{Namespace: key.Namespace, Name: key.Name}) {
+			out = append(out, tt)
 		}
 	}
-	touched := map[types.NamespacedName]bool{}
-	for name, owner := range p.owners {
-		if !slices.ContainsFunc(claimants[name], func(o Offer) bool { return o.ToolSet == owner }) {
-			delete(p.owners, name)
-		}
-	}
-	for name, cs := range claimants {
-		if _, owned := p.owners[name]; owned {
-			continue
-		}
-		first := slices.MinFunc(cs, func(a, b Offer) int {
-			return cmp.Or(a.Created.Compare(b.Created.Time), strings.Compare(a.ToolSet.String(), b.ToolSet.String()))
-		})
-		p.owners[name] = first.ToolSet
-		for _, c := range cs {
-			if c.ToolSet != caller {
-				touched[c.ToolSet] = true
-			}
-		}
-	}
-	for key := range touched {
-		p.changed <- event.TypedGenericEvent[*v1alpha1.ToolSet]{Object: &v1alpha1.ToolSet{
-			ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}}
-	}
-}
-
-// offered returns what a ToolSet offers now.
-func (p *memPublisher) offered(ts types.NamespacedName) []spec.TableTool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.offers[ts].Tools
+	return out
 }
 
 // workload is a workload serving a spec document on loopback, as a toolkit

@@ -87,8 +87,14 @@ func main() {
 		log.Error(err, "Unable to set up the tool-table publisher")
 		os.Exit(1)
 	}
-	_ = maxScrapes
-	_ = maxResponseSize
+	if err := (&controllers.ToolSetReconciler{
+		Publisher:            publisher,
+		MaxConcurrentScrapes: maxScrapes,
+		MaxResponseBytes:     maxResponseSize,
+	}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "Unable to set up the ToolSet reconciler")
+		os.Exit(1)
+	}
 
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
 		log.Error(err, "Unable to set up the health check")
