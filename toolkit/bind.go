@@ -21,23 +21,20 @@ import (
 // maxReceived bounds how much of a bad value an error message quotes back.
 const maxReceived = 80
 
-// pathElem is one step of a JSON path. Paths are linked on the stack while
-// binding and turned into text only for a problem.
-type pathElem struct {
-	parent *pathElem
-	key    string
-	index  int // -1 for a key
+// step is one step of a JSON path: an object key, or an array index when
+// index >= 0. The binder keeps the steps to the current value on a stack,
+// and turns them into text only for a problem, so that binding valid
+// arguments allocates nothing for paths.
+type step struct {
+	key   string
+	index int
 }
 
-func (p *pathElem) String() string {
-	var steps []*pathElem
-	for e := p; e != nil; e = e.parent {
-		steps = append(steps, e)
-	}
+func pathString(steps []step) string {
 	var b strings.Builder
 	b.WriteByte('$')
-	for i := len(steps) - 1; i >= 0; i-- {
-		writeStep(&b, steps[i].key, steps[i].index)
+	for _, s := range steps {
+		writeStep(&b, s.key, s.index)
 	}
 	return b.String()
 }
@@ -72,14 +69,27 @@ func isIdentifier(s string) bool {
 	return true
 }
 
-// binder collects problems while repairing one call's arguments.
+// binder collects problems while repairing and decoding one call's
+// arguments.
 type binder struct {
 	problems []Problem
 	paths    map[string]bool // paths that have a problem already
+	path     []step
+	stack    [8]step // backing for path, so shallow arguments need no allocation
 }
 
-func (b *binder) add(at *pathElem, expected, received string, valid []string) {
-	path := at.String()
+func (b *binder) push(key string, index int) {
+	if b.path == nil {
+		b.path = b.stack[:0]
+	}
+	b.path = append(b.path, step{key: key, index: index})
+}
+
+func (b *binder) pop() { b.path = b.path[:len(b.path)-1] }
+
+// add records a problem with the value at the current path.
+func (b *binder) add(expected, received string, valid []string) {
+	path := pathString(b.path)
 	if b.paths == nil {
 		b.paths = map[string]bool{}
 	}
@@ -127,7 +137,7 @@ func parseStrict(data []byte) (any, error) {
 
 // repair fixes what can be fixed without loss, in place where it can, and
 // records what cannot. It returns the repaired value.
-func (b *binder) repair(p *plan, v any, at *pathElem) any {
+func (b *binder) repair(p *plan, v any) any {
 	p = p.resolve()
 	if p == nil || p.opaque {
 		return v
@@ -135,7 +145,12 @@ func (b *binder) repair(p *plan, v any, at *pathElem) any {
 	switch x := v.(type) {
 	case string:
 		if p.types == 0 || p.types&tString != 0 {
-			return b.repairEnum(p, x, at)
+			if len(p.enum) > 0 {
+				if declared, changed := b.repairEnum(p, x); changed {
+					return declared
+				}
+			}
+			return v
 		}
 		s := strings.TrimSpace(x)
 		if p.types&(tObject|tArray) != 0 && s != "" && (s[0] == '{' || s[0] == '[') {
@@ -144,17 +159,17 @@ func (b *binder) repair(p *plan, v any, at *pathElem) any {
 				switch inner.(type) {
 				case map[string]any:
 					if p.types&tObject != 0 {
-						return b.repair(p, inner, at)
+						return b.repair(p, inner)
 					}
 				case []any:
 					if p.types&tArray != 0 {
-						return b.repair(p, inner, at)
+						return b.repair(p, inner)
 					}
 				}
 			}
 		}
 		if p.types&(tInteger|tNumber) != 0 && isJSONNumber(s) {
-			return b.repair(p, json.Number(s), at)
+			return b.repair(p, json.Number(s))
 		}
 		if p.types&tBoolean != 0 {
 			switch strings.ToLower(s) {
@@ -163,7 +178,7 @@ func (b *binder) repair(p *plan, v any, at *pathElem) any {
 			case "false":
 				return false
 			}
-			b.add(at, "a boolean (true or false)", received(x), nil)
+			b.add("a boolean (true or false)", received(x), nil)
 		}
 		return v
 	case json.Number:
@@ -171,10 +186,10 @@ func (b *binder) repair(p *plan, v any, at *pathElem) any {
 			c, verdict := integerText(string(x))
 			switch verdict {
 			case notIntegral:
-				b.add(at, "an integer", received(x), nil)
+				b.add("an integer", received(x), nil)
 				return v
 			case tooLarge:
-				b.add(at, "an integer in range", received(x), nil)
+				b.add("an integer in range", received(x), nil)
 				return v
 			}
 			if c != string(x) {
@@ -184,13 +199,15 @@ func (b *binder) repair(p *plan, v any, at *pathElem) any {
 		return v
 	case map[string]any:
 		if p.types == 0 || p.types&tObject != 0 {
-			b.repairObject(p, x, at)
+			b.repairObject(p, x)
 		}
 		return v
 	case []any:
 		if p.items != nil && (p.types == 0 || p.types&tArray != 0) {
 			for i, e := range x {
-				x[i] = b.repair(p.items, e, &pathElem{parent: at, index: i})
+				b.push("", i)
+				x[i] = b.repair(p.items, e)
+				b.pop()
 			}
 		}
 		return v
@@ -198,29 +215,29 @@ func (b *binder) repair(p *plan, v any, at *pathElem) any {
 	return v
 }
 
-func (b *binder) repairEnum(p *plan, s string, at *pathElem) any {
-	if len(p.enum) == 0 {
-		return s
+// repairEnum returns the declared spelling of s, and whether it differs.
+func (b *binder) repairEnum(p *plan, s string) (string, bool) {
+	for _, e := range p.enum {
+		if e == s {
+			return s, false
+		}
 	}
 	if p.enumFold != nil {
 		if declared, ok := p.enumFold[strings.ToLower(s)]; ok {
-			return declared
+			return declared, true
 		}
 	}
-	for _, e := range p.enum {
-		if e == s {
-			return s
-		}
-	}
-	b.add(at, "one of "+listValues(p.enum), received(s), nil)
-	return s
+	b.add("one of "+listValues(p.enum), received(s), nil)
+	return s, false
 }
 
-func (b *binder) repairObject(p *plan, m map[string]any, at *pathElem) {
+func (b *binder) repairObject(p *plan, m map[string]any) {
 	var renames [][2]string
 	for k, v := range m {
 		if cp, ok := p.props[k]; ok {
-			m[k] = b.repair(cp, v, &pathElem{parent: at, key: k, index: -1})
+			b.push(k, -1)
+			m[k] = b.repair(cp, v)
+			b.pop()
 			continue
 		}
 		if name, ok := p.fold[strings.ToLower(k)]; ok {
@@ -229,18 +246,20 @@ func (b *binder) repairObject(p *plan, m map[string]any, at *pathElem) {
 				continue
 			}
 		}
+		b.push(k, -1)
 		if p.closed {
-			b.add(&pathElem{parent: at, key: k, index: -1}, "a known argument name", "unknown name "+strconv.Quote(k), p.names)
-			continue
+			b.add("a known argument name", "unknown name "+strconv.Quote(k), p.names)
+		} else if p.extra != nil {
+			m[k] = b.repair(p.extra, v)
 		}
-		if p.extra != nil {
-			m[k] = b.repair(p.extra, v, &pathElem{parent: at, key: k, index: -1})
-		}
+		b.pop()
 	}
 	for _, r := range renames {
 		v := m[r[0]]
 		delete(m, r[0])
-		m[r[1]] = b.repair(p.props[r[1]], v, &pathElem{parent: at, key: r[1], index: -1})
+		b.push(r[1], -1)
+		m[r[1]] = b.repair(p.props[r[1]], v)
+		b.pop()
 	}
 	for _, name := range p.names {
 		cp := p.props[name].resolve()
@@ -259,7 +278,9 @@ func (b *binder) repairObject(p *plan, m map[string]any, at *pathElem) {
 			continue
 		}
 		if required {
-			b.add(&pathElem{parent: at, key: name, index: -1}, p.props[name].describe()+" (required)", "nothing", nil)
+			b.push(name, -1)
+			b.add(p.props[name].describe()+" (required)", "nothing", nil)
+			b.pop()
 		}
 	}
 	// A required name without a property schema is still required.
@@ -268,7 +289,9 @@ func (b *binder) repairObject(p *plan, m map[string]any, at *pathElem) {
 			continue
 		}
 		if _, present := m[name]; !present {
-			b.add(&pathElem{parent: at, key: name, index: -1}, "a value (required)", "nothing", nil)
+			b.push(name, -1)
+			b.add("a value (required)", "nothing", nil)
+			b.pop()
 		}
 	}
 }

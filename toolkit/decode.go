@@ -21,7 +21,7 @@ import (
 // schema cannot say: an integer beyond int64 or uint64, a float beyond
 // float32, bad base64, or a value its own UnmarshalJSON rejects.
 type decoder struct {
-	fn func(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem)
+	fn func(d *decoder, b *binder, v any, rv reflect.Value)
 	// For structs: the members by JSON name.
 	fields map[string]*fieldDecoder
 	elem   *decoder
@@ -129,11 +129,11 @@ func (c decoderCache) compile(t reflect.Type, quoted bool) (*decoder, error) {
 	return d, nil
 }
 
-func (d *decoder) decode(b *binder, v any, rv reflect.Value, at *pathElem) {
-	d.fn(d, b, v, rv, at)
+func (d *decoder) decode(b *binder, v any, rv reflect.Value) {
+	d.fn(d, b, v, rv)
 }
 
-func decodeBool(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeBool(d *decoder, b *binder, v any, rv reflect.Value) {
 	switch x := v.(type) {
 	case bool:
 		rv.SetBool(x)
@@ -153,7 +153,7 @@ func numberText(v any) (string, bool) {
 	return "", false
 }
 
-func decodeInt(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeInt(d *decoder, b *binder, v any, rv reflect.Value) {
 	s, ok := numberText(v)
 	if !ok {
 		return
@@ -167,13 +167,13 @@ func decodeInt(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
 			}
 		}
 		lo, hi := int64(-1)<<(d.bits-1), int64(1)<<(d.bits-1)-1
-		b.add(at, fmt.Sprintf("an integer from %d to %d", lo, hi), received(v), nil)
+		b.add(fmt.Sprintf("an integer from %d to %d", lo, hi), received(v), nil)
 		return
 	}
 	rv.SetInt(n)
 }
 
-func decodeUint(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeUint(d *decoder, b *binder, v any, rv reflect.Value) {
 	s, ok := numberText(v)
 	if !ok {
 		return
@@ -186,26 +186,26 @@ func decodeUint(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
 				return
 			}
 		}
-		b.add(at, fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64)>>(64-d.bits)), received(v), nil)
+		b.add(fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64)>>(64-d.bits)), received(v), nil)
 		return
 	}
 	rv.SetUint(n)
 }
 
-func decodeFloat(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeFloat(d *decoder, b *binder, v any, rv reflect.Value) {
 	s, ok := numberText(v)
 	if !ok {
 		return
 	}
 	f, err := strconv.ParseFloat(s, d.bits)
 	if err != nil {
-		b.add(at, fmt.Sprintf("a number that fits in %d bits", d.bits), received(v), nil)
+		b.add(fmt.Sprintf("a number that fits in %d bits", d.bits), received(v), nil)
 		return
 	}
 	rv.SetFloat(f)
 }
 
-func decodeString(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeString(d *decoder, b *binder, v any, rv reflect.Value) {
 	s, ok := v.(string)
 	if !ok {
 		return
@@ -220,13 +220,13 @@ func decodeString(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) 
 	rv.SetString(s)
 }
 
-func decodeNumber(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeNumber(d *decoder, b *binder, v any, rv reflect.Value) {
 	if s, ok := numberText(v); ok {
 		rv.SetString(s)
 	}
 }
 
-func decodeInterface(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeInterface(d *decoder, b *binder, v any, rv reflect.Value) {
 	if v == nil {
 		rv.SetZero()
 		return
@@ -234,7 +234,7 @@ func decodeInterface(d *decoder, b *binder, v any, rv reflect.Value, at *pathEle
 	rv.Set(reflect.ValueOf(v))
 }
 
-func decodePointer(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodePointer(d *decoder, b *binder, v any, rv reflect.Value) {
 	if v == nil {
 		rv.SetZero()
 		return
@@ -242,10 +242,10 @@ func decodePointer(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem)
 	if rv.IsNil() {
 		rv.Set(reflect.New(rv.Type().Elem()))
 	}
-	d.elem.decode(b, v, rv.Elem(), at)
+	d.elem.decode(b, v, rv.Elem())
 }
 
-func decodeBytes(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeBytes(d *decoder, b *binder, v any, rv reflect.Value) {
 	s, ok := v.(string)
 	if !ok {
 		rv.SetZero()
@@ -259,10 +259,10 @@ func decodeBytes(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
 			return
 		}
 	}
-	b.add(at, "a base64 string", received(v), nil)
+	b.add("a base64 string", received(v), nil)
 }
 
-func decodeSlice(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeSlice(d *decoder, b *binder, v any, rv reflect.Value) {
 	arr, ok := v.([]any)
 	if !ok {
 		rv.SetZero()
@@ -270,23 +270,27 @@ func decodeSlice(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
 	}
 	s := reflect.MakeSlice(rv.Type(), len(arr), len(arr))
 	for i, e := range arr {
-		d.elem.decode(b, e, s.Index(i), &pathElem{parent: at, index: i})
+		b.push("", i)
+		d.elem.decode(b, e, s.Index(i))
+		b.pop()
 	}
 	rv.Set(s)
 }
 
-func decodeArray(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeArray(d *decoder, b *binder, v any, rv reflect.Value) {
 	arr, _ := v.([]any)
 	for i := range rv.Len() {
 		if i < len(arr) {
-			d.elem.decode(b, arr[i], rv.Index(i), &pathElem{parent: at, index: i})
+			b.push("", i)
+			d.elem.decode(b, arr[i], rv.Index(i))
+			b.pop()
 		} else {
 			rv.Index(i).SetZero()
 		}
 	}
 }
 
-func decodeMap(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeMap(d *decoder, b *binder, v any, rv reflect.Value) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		rv.SetZero()
@@ -295,39 +299,46 @@ func decodeMap(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
 	t := rv.Type()
 	out := reflect.MakeMapWithSize(t, len(m))
 	for k, e := range m {
-		kat := &pathElem{parent: at, key: k, index: -1}
+		b.push(k, -1)
+		d.decodeEntry(b, k, e, out)
+		b.pop()
+	}
+	rv.Set(out)
+}
+
+func (d *decoder) decodeEntry(b *binder, k string, e any, out reflect.Value) {
+	{
 		kv := reflect.New(d.key).Elem()
 		switch {
 		case d.key.Kind() == reflect.String:
 			kv.SetString(k)
 		case implements(d.key, textUnmarshType):
 			if err := kv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(k)); err != nil {
-				b.add(kat, "a valid key", strconv.Quote(k), nil)
-				continue
+				b.add("a valid key", strconv.Quote(k), nil)
+				return
 			}
 		case isIntKind(d.key.Kind()):
 			n, err := strconv.ParseInt(k, 10, d.key.Bits())
 			if err != nil {
-				b.add(kat, "an integer key in range", strconv.Quote(k), nil)
-				continue
+				b.add("an integer key in range", strconv.Quote(k), nil)
+				return
 			}
 			kv.SetInt(n)
 		case isUintKind(d.key.Kind()):
 			n, err := strconv.ParseUint(k, 10, d.key.Bits())
 			if err != nil {
-				b.add(kat, "a non-negative integer key in range", strconv.Quote(k), nil)
-				continue
+				b.add("a non-negative integer key in range", strconv.Quote(k), nil)
+				return
 			}
 			kv.SetUint(n)
 		}
-		ev := reflect.New(t.Elem()).Elem()
-		d.elem.decode(b, e, ev, kat)
+		ev := reflect.New(out.Type().Elem()).Elem()
+		d.elem.decode(b, e, ev)
 		out.SetMapIndex(kv, ev)
 	}
-	rv.Set(out)
 }
 
-func decodeStruct(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeStruct(d *decoder, b *binder, v any, rv reflect.Value) {
 	m, ok := v.(map[string]any)
 	if !ok {
 		return
@@ -337,12 +348,13 @@ func decodeStruct(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) 
 		if fd == nil {
 			continue // validation refused unknown names already
 		}
-		fv, ok := fieldByIndex(rv, fd.index)
-		if !ok {
-			b.add(&pathElem{parent: at, key: k, index: -1}, "no value here (it cannot be set)", received(e), nil)
-			continue
+		b.push(k, -1)
+		if fv, ok := fieldByIndex(rv, fd.index); ok {
+			fd.dec.decode(b, e, fv)
+		} else {
+			b.add("no value here (it cannot be set)", received(e), nil)
 		}
-		fd.dec.decode(b, e, fv, &pathElem{parent: at, key: k, index: -1})
+		b.pop()
 	}
 }
 
@@ -365,32 +377,32 @@ func fieldByIndex(v reflect.Value, index []int) (reflect.Value, bool) {
 	return v, true
 }
 
-func decodeTime(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeTime(d *decoder, b *binder, v any, rv reflect.Value) {
 	s, ok := v.(string)
 	if !ok {
 		return
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		b.add(at, "a date-time such as 2006-01-02T15:04:05Z", received(v), nil)
+		b.add("a date-time such as 2006-01-02T15:04:05Z", received(v), nil)
 		return
 	}
 	rv.Set(reflect.ValueOf(t))
 }
 
-func decodeRaw(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeRaw(d *decoder, b *binder, v any, rv reflect.Value) {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		b.add(at, "a JSON value", received(v), nil)
+		b.add("a JSON value", received(v), nil)
 		return
 	}
 	rv.SetBytes(raw)
 }
 
-func decodeUnmarshaler(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeUnmarshaler(d *decoder, b *binder, v any, rv reflect.Value) {
 	raw, err := json.Marshal(v)
 	if err != nil {
-		b.add(at, "a JSON value", received(v), nil)
+		b.add("a JSON value", received(v), nil)
 		return
 	}
 	target := rv
@@ -406,16 +418,16 @@ func decodeUnmarshaler(d *decoder, b *binder, v any, rv reflect.Value, at *pathE
 		target = rv.Addr()
 	}
 	if err := target.Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
-		b.add(at, "a valid value", received(v)+" ("+err.Error()+")", nil)
+		b.add("a valid value", received(v)+" ("+err.Error()+")", nil)
 	}
 }
 
-func decodeText(d *decoder, b *binder, v any, rv reflect.Value, at *pathElem) {
+func decodeText(d *decoder, b *binder, v any, rv reflect.Value) {
 	s, ok := v.(string)
 	if !ok {
 		return
 	}
 	if err := rv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-		b.add(at, "a valid value", received(v)+" ("+err.Error()+")", nil)
+		b.add("a valid value", received(v)+" ("+err.Error()+")", nil)
 	}
 }

@@ -303,7 +303,7 @@ func (t *Tool) call(ctx context.Context, raw json.RawMessage) (*spec.CallResult,
 		}}}
 	}
 	var b binder
-	args = b.repair(t.plan, args, nil)
+	args = b.repair(t.plan, args)
 	b.validate(t.validator, t.plan, args)
 	if len(b.problems) > 0 {
 		return nil, b.err(t.Name())

@@ -90,7 +90,7 @@ func scanMethod(svc reflect.Value, m Method) (*Tool, error) {
 	return newTyped(name, m.Description, inType, outSchema, m.Options, func(dec *decoder) runFunc {
 		return func(ctx context.Context, b *binder, args any) (*spec.CallResult, error) {
 			in := reflect.New(inType).Elem()
-			dec.decode(b, args, in, nil)
+			dec.decode(b, args, in)
 			if len(b.problems) > 0 {
 				return nil, nil
 			}

@@ -59,7 +59,7 @@ func New[In, Out any](name, description string, fn func(context.Context, In) (Ou
 	return newTyped(name, description, inType, outSchema, opts, func(dec *decoder) runFunc {
 		return func(ctx context.Context, b *binder, args any) (*spec.CallResult, error) {
 			var in In
-			dec.decode(b, args, reflect.ValueOf(&in).Elem(), nil)
+			dec.decode(b, args, reflect.ValueOf(&in).Elem())
 			if len(b.problems) > 0 {
 				return nil, nil
 			}
@@ -81,7 +81,7 @@ func NewAction[In any](name, description string, fn func(context.Context, In) er
 	return newTyped(name, description, reflect.TypeFor[In](), nil, opts, func(dec *decoder) runFunc {
 		return func(ctx context.Context, b *binder, args any) (*spec.CallResult, error) {
 			var in In
-			dec.decode(b, args, reflect.ValueOf(&in).Elem(), nil)
+			dec.decode(b, args, reflect.ValueOf(&in).Elem())
 			if len(b.problems) > 0 {
 				return nil, nil
 			}
