@@ -248,7 +248,11 @@ func (b *binder) repairObject(p *plan, m map[string]any) {
 		}
 		b.push(k, -1)
 		if p.closed {
-			b.add("a known argument name", "unknown name "+strconv.Quote(k), p.names)
+			got := "unknown name " + strconv.Quote(k)
+			if near := nearest(k, p.names); near != "" {
+				got += " (did you mean " + strconv.Quote(near) + "?)"
+			}
+			b.add("a known argument name", got, p.names)
 		} else if p.extra != nil {
 			m[k] = b.repair(p.extra, v)
 		}
@@ -507,3 +511,47 @@ func sortProblems(ps []Problem) {
 }
 
 var printer = message.NewPrinter(language.English)
+
+// nearest returns the name closest to s by edit distance, if one is close
+// enough to be a likely misspelling (at most a third of its length, and at
+// most 3 edits), or "".
+func nearest(s string, names []string) string {
+	best, bestD := "", 0
+	for _, n := range names {
+		d := editDistance(strings.ToLower(s), strings.ToLower(n))
+		if limit := min(3, max(1, len(n)/3)); d <= limit && (best == "" || d < bestD) {
+			best, bestD = n, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of a and b, in
+// bytes: Levenshtein plus the swap of two neighbours, the commonest typo.
+// Names are short, and it runs only for an unknown name.
+func editDistance(a, b string) int {
+	// Row i lives in rows[i%3]: the current row, the one before, and the
+	// one before that (for swaps).
+	var rows [3][]int
+	for k := range rows {
+		rows[k] = make([]int, len(b)+1)
+	}
+	for j := range rows[0] {
+		rows[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur, prev, pp := rows[i%3], rows[(i+2)%3], rows[(i+1)%3]
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], pp[j-2]+1)
+			}
+		}
+	}
+	return rows[len(a)%3][len(b)]
+}

@@ -182,7 +182,8 @@ func TestBindRefusals(t *testing.T) {
 		{"null for a required argument", `{"name":null}`, `$.name: expected a string, received null`},
 		{"missing required argument in an object", `{"name":"a","addr":{"zip":"1"}}`, `$.addr.street: expected a string (required), received nothing`},
 		{"missing required argument in an array item", `{"name":"a","items":[{"sku":"x"},{"qty":1}]}`, `$.items[1].sku: expected a string (required), received nothing`},
-		{"unknown argument name", `{"name":"a","colour":"Red"}`, `$.colour: expected a known argument name, received unknown name "colour"; valid names are addr, any, big, color, count, data, extra, flag, huge, items, labels, limit, name, ratio, small, tags, units, when`},
+		{"unknown argument name", `{"name":"a","colour":"Red"}`, `$.colour: expected a known argument name, received unknown name "colour" (did you mean "color"?); valid names are addr, any, big, color, count, data, extra, flag, huge, items, labels, limit, name, ratio, small, tags, units, when`},
+		{"unknown argument name, nothing near it", `{"name":"a","zzzzzz":1}`, `$.zzzzzz: expected a known argument name, received unknown name "zzzzzz"; valid names are addr, any, big, color, count, data, extra, flag, huge, items, labels, limit, name, ratio, small, tags, units, when`},
 		{"unknown nested argument name", `{"name":"a","addr":{"street":"s","cty":"x"}}`, `$.addr.cty: expected a known argument name, received unknown name "cty"; valid names are street, zip`},
 		{"not JSON", `{"name":`, `$: expected a JSON object of arguments, received text that is not JSON (unexpected EOF)`},
 		{"not an object", `[1,2]`, `$: expected an object, received [1,2]`},
@@ -236,7 +237,7 @@ func TestBindReportsEveryProblemAtOnce(t *testing.T) {
 - $.flag: expected a boolean (true or false), received "maybe"
 - $.items[0].sku: expected a string, received 1
 - $.name: expected a string (required), received nothing
-- $.nmae: expected a known argument name, received unknown name "nmae"; valid names are addr, any, big, color, count, data, extra, flag, huge, items, labels, limit, name, ratio, small, tags, units, when`
+- $.nmae: expected a known argument name, received unknown name "nmae" (did you mean "name"?); valid names are addr, any, big, color, count, data, extra, flag, huge, items, labels, limit, name, ratio, small, tags, units, when`
 	if ae.Error() != want {
 		t.Errorf("message\n got: %s\nwant: %s", ae.Error(), want)
 	}
@@ -280,5 +281,31 @@ func TestBindStringOption(t *testing.T) {
 	b, _ := json.Marshal(in{ID: -5, Flag: true})
 	if _, err := r.Call(context.Background(), "t", b); err != nil || got.ID != -5 {
 		t.Errorf("round trip of %s: %v, %+v", b, err, got)
+	}
+}
+
+func TestNearestName(t *testing.T) {
+	names := []string{"city", "country", "days", "name", "units"}
+	for _, tc := range []struct{ typed, want string }{
+		{"nmae", "name"},  // swapped letters
+		{"cty", "city"},   // a letter missing
+		{"Days", "days"},  // case
+		{"unit", "units"}, // one short
+		{"contry", "country"},
+		{"zip", ""}, // nothing near
+		{"n", ""},   // too short to guess
+		{"weather", ""},
+	} {
+		if got := nearest(tc.typed, names); got != tc.want {
+			t.Errorf("nearest(%q) = %q, want %q", tc.typed, got, tc.want)
+		}
+	}
+	for _, c := range []struct {
+		a, b string
+		d    int
+	}{{"nmae", "name", 1}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"ab", "ba", 1}, {"same", "same", 0}, {"ca", "abc", 3}} {
+		if got := editDistance(c.a, c.b); got != c.d {
+			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
+		}
 	}
 }

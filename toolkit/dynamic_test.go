@@ -98,7 +98,7 @@ func TestDynamic(t *testing.T) {
 	}
 	res, _ = r.Call(ctx, "forecast", json.RawMessage(`{"city":"Oslo","days":0.5,"dayz":1}`))
 	if !res.IsError || !strings.Contains(res.Text(), "$.days: expected an integer, received 0.5") ||
-		!strings.Contains(res.Text(), `$.dayz: expected a known argument name, received unknown name "dayz"; valid names are city, days, units`) {
+		!strings.Contains(res.Text(), `$.dayz: expected a known argument name, received unknown name "dayz" (did you mean "days"?); valid names are city, days, units`) {
 		t.Errorf("refusal = %s", res.Text())
 	}
 	res, _ = r.Call(ctx, "forecast", json.RawMessage(`{"city":"nowhere"}`))

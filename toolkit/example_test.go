@@ -75,7 +75,7 @@ func ExampleNewAction() {
 	// invalid arguments for tool "update_email":
 	// - $.email: expected a string (required), received nothing
 	// - $.id: expected an integer, received 1.5
-	// - $.mail: expected a known argument name, received unknown name "mail"; valid names are email, id
+	// - $.mail: expected a known argument name, received unknown name "mail" (did you mean "email"?); valid names are email, id
 }
 
 type OrderService struct{}

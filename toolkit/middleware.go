@@ -111,9 +111,7 @@ func Recover(logger *slog.Logger) Middleware {
 					if l == nil {
 						l = slog.Default()
 					}
-					pe := &PanicError{Tool: req.Tool.Name(), Value: v, Stack: debug.Stack()}
-					l.ErrorContext(ctx, "Recovered a panic", "tool", pe.Tool, "panic", fmt.Sprint(v), "stack", string(pe.Stack))
-					res, err = nil, pe
+					res, err = nil, recovered(ctx, l, req.Tool.Name(), v)
 				}
 			}()
 			return next(ctx, req)
@@ -130,10 +128,7 @@ func CallTimeout(d time.Duration) Middleware {
 			ctx, cancel := context.WithTimeout(ctx, d)
 			defer cancel()
 			res, err := next(ctx, req)
-			if err != nil && errors.Is(ctx.Err(), context.DeadlineExceeded) && !strings.Contains(err.Error(), "did not finish") {
-				err = fmt.Errorf("tool %q did not finish within %s: %w", req.Tool.Name(), d, err)
-			}
-			return res, err
+			return res, timedOut(ctx, err, req.Tool.Name(), d)
 		}
 	}
 }
@@ -150,15 +145,55 @@ func ConcurrencyLimit(n int) Middleware {
 				s, _ = sems.LoadOrStore(req.Tool.Name(), make(chan struct{}, n))
 			}
 			sem := s.(chan struct{})
-			select {
-			case sem <- struct{}{}:
-				defer func() { <-sem }()
-			case <-ctx.Done():
-				return nil, fmt.Errorf("%w: tool %q is at its limit of %d concurrent calls: %w", ErrBusy, req.Tool.Name(), n, ctx.Err())
+			if err := acquire(ctx, sem, req.Tool.Name()); err != nil {
+				return nil, err
 			}
+			defer func() { <-sem }()
 			return next(ctx, req)
 		}
 	}
+}
+
+// acquire takes a slot of sem, waiting until ctx ends.
+func acquire(ctx context.Context, sem chan struct{}, tool string) error {
+	select {
+	case sem <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("%w: tool %q is at its limit of %d concurrent calls: %w", ErrBusy, tool, cap(sem), ctx.Err())
+	}
+}
+
+// recovered logs a recovered panic with its stack and returns the error it
+// becomes.
+func recovered(ctx context.Context, l *slog.Logger, tool string, v any) error {
+	pe := &PanicError{Tool: tool, Value: v, Stack: debug.Stack()}
+	l.ErrorContext(ctx, "Recovered a panic", "tool", tool, "panic", fmt.Sprint(v), "stack", string(pe.Stack))
+	return pe
+}
+
+// deadlineError says which bound a call ran into, for the model; it wraps
+// the tool's own error (usually context.DeadlineExceeded).
+type deadlineError struct {
+	tool string
+	d    time.Duration
+	err  error
+}
+
+func (e *deadlineError) Error() string {
+	return fmt.Sprintf("tool %q did not finish within %s: %v", e.tool, e.d, e.err)
+}
+
+func (e *deadlineError) Unwrap() error { return e.err }
+
+// timedOut explains err when the call's deadline of d has passed. The
+// innermost bound explains it; outer ones leave it alone.
+func timedOut(ctx context.Context, err error, tool string, d time.Duration) error {
+	var de *deadlineError
+	if err == nil || !errors.Is(ctx.Err(), context.DeadlineExceeded) || errors.As(err, &de) {
+		return err
+	}
+	return &deadlineError{tool: tool, d: d, err: err}
 }
 
 // AuthorizeFunc decides whether a call may go ahead; a non-nil error denies

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -273,23 +272,19 @@ func (r *Registry) callTool(ctx context.Context, req *Request) (res *spec.CallRe
 		defer cancel()
 	}
 	if t.sem != nil {
-		select {
-		case t.sem <- struct{}{}:
-			defer func() { <-t.sem }()
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%w: tool %q is at its limit of %d concurrent calls: %w", ErrBusy, t.Name(), cap(t.sem), ctx.Err())
+		if err := acquire(ctx, t.sem, t.Name()); err != nil {
+			return nil, err
 		}
+		defer func() { <-t.sem }()
 	}
 	defer func() {
 		if v := recover(); v != nil {
-			pe := &PanicError{Tool: t.Name(), Value: v, Stack: debug.Stack()}
-			r.logger().ErrorContext(ctx, "Recovered a panic in a tool", "tool", t.Name(), "panic", fmt.Sprint(v), "stack", string(pe.Stack))
-			res, err = nil, pe
+			res, err = nil, recovered(ctx, r.logger(), t.Name(), v)
 		}
 	}()
 	res, err = t.call(ctx, req.Arguments)
-	if err != nil && t.timeout > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		err = fmt.Errorf("tool %q did not finish within %s: %w", t.Name(), t.timeout, err)
+	if t.timeout > 0 {
+		err = timedOut(ctx, err, t.Name(), t.timeout)
 	}
 	return res, err
 }
