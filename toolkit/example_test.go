@@ -145,3 +145,49 @@ func ExampleNewDynamic() {
 	// ran "select 1" with limit 100
 	// {"type":"object","properties":{"sql":{"type":"string","description":"A read-only SQL query"},"limit":{"type":"integer","description":"Rows to return, at most","default":100,"minimum":1,"maximum":1000}},"required":["sql"],"additionalProperties":false}
 }
+
+// Middleware wraps every call on every transport. Here a tool declares the
+// scopes it needs, and RequireScopes checks them against the Caller that
+// the transport put into the context.
+func ExampleRequireScopes() {
+	deleteUser := toolkit.MustNewAction("delete_user", "Deletes a user.",
+		func(ctx context.Context, in struct {
+			ID int64 `json:"id"`
+		}) error {
+			return nil
+		}, toolkit.Scopes("users:write"))
+
+	var reg toolkit.Registry
+	_ = reg.Add(deleteUser)
+	reg.Use(toolkit.Recover(nil), toolkit.RequireScopes())
+
+	anonymous := context.Background()
+	res, _ := reg.Call(anonymous, "delete_user", json.RawMessage(`{"id":7}`))
+	fmt.Println(res.IsError, res.Text())
+
+	admin := toolkit.WithCaller(context.Background(), toolkit.Caller{Subject: "ada", Scopes: []string{"users:write"}})
+	res, _ = reg.Call(admin, "delete_user", json.RawMessage(`{"id":7}`))
+	fmt.Println(res.IsError, res.Text())
+	// Output:
+	// true toolkit: permission denied: tool "delete_user" requires the scopes users:write, and the caller lacks users:write
+	// false Success
+}
+
+// Subscribers hear of every change of the tool list, for example to send
+// MCP's notifications/tools/list_changed; the revision changes with it.
+func ExampleRegistry_Subscribe() {
+	var reg toolkit.Registry
+	cancel := reg.Subscribe(func() { fmt.Println("tools changed:", len(reg.Specs())) })
+	defer cancel()
+
+	before := reg.Revision()
+	_ = reg.Add(toolkit.MustNew("ping", "Answers pong.", func(context.Context, struct{}) (string, error) { return "pong", nil }))
+	fmt.Println(reg.Revision() != before)
+	reg.Remove("ping")
+	fmt.Println(reg.Revision() == before)
+	// Output:
+	// tools changed: 1
+	// true
+	// tools changed: 0
+	// true
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -132,5 +133,54 @@ func TestToolSpecMetadata(t *testing.T) {
 	}
 	if bare := greeter(t, "bare").Spec(); bare.Annotations != nil || bare.Meta != nil || bare.Title != "" {
 		t.Errorf("a tool without options has annotations or meta: %+v", bare)
+	}
+}
+
+func TestInputKinds(t *testing.T) {
+	t.Run("pointer to struct", func(t *testing.T) {
+		tool := MustNew("p", "", func(_ context.Context, in *greetIn) (string, error) { return in.Name, nil })
+		if res := call(t, tool, `{"name":"ptr"}`); res.Text() != "ptr" {
+			t.Errorf("text = %q", res.Text())
+		}
+	})
+	t.Run("map with string keys", func(t *testing.T) {
+		tool := MustNew("m", "", func(_ context.Context, in map[string]int) (int, error) { return in["a"] + in["b"], nil })
+		if got := string(tool.Spec().InputSchema); got != `{"type":"object","additionalProperties":{"type":"integer"}}` {
+			t.Errorf("schema %s", got)
+		}
+		if res := call(t, tool, `{"a":"2","b":3.0}`); res.Text() != "5" {
+			t.Errorf("text = %q", res.Text())
+		}
+	})
+	for _, bad := range []struct {
+		name string
+		new  func() error
+	}{
+		{"string input", func() error {
+			_, err := New("s", "", func(context.Context, string) (string, error) { return "", nil })
+			return err
+		}},
+		{"slice input", func() error {
+			_, err := NewAction("s", "", func(context.Context, []int) error { return nil })
+			return err
+		}},
+		{"time input", func() error {
+			_, err := NewAction("s", "", func(context.Context, time.Time) error { return nil })
+			return err
+		}},
+		{"channel output", func() error {
+			_, err := New("s", "", func(context.Context, greetIn) (chan int, error) { return nil, nil })
+			return err
+		}},
+		{"nil function", func() error {
+			_, err := New[greetIn, string]("s", "", nil)
+			return err
+		}},
+	} {
+		t.Run(bad.name, func(t *testing.T) {
+			if err := bad.new(); !errors.Is(err, ErrInvalidSchema) {
+				t.Errorf("err = %v, want ErrInvalidSchema", err)
+			}
+		})
 	}
 }

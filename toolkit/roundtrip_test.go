@@ -9,6 +9,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
 type RTEmbedded struct {
@@ -179,6 +181,19 @@ func TestSchemaRoundTrip(t *testing.T) {
 	if err := r.Add(tool); err != nil {
 		t.Fatal(err)
 	}
+	outDoc, err := jsonschema.UnmarshalJSON(bytes.NewReader(tool.Spec().OutputSchema))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	c.AssertFormat()
+	if err := c.AddResource("urn:out", outDoc); err != nil {
+		t.Fatal(err)
+	}
+	outSchema, err := c.Compile("urn:out")
+	if err != nil {
+		t.Fatal(err)
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	for i := range 500 {
 		var in rtIn
@@ -202,6 +217,14 @@ func TestSchemaRoundTrip(t *testing.T) {
 		}
 		if !bytes.Equal(res.StructuredContent, raw) {
 			t.Fatalf("round trip changed the value\n sent: %s\n back: %s", raw, res.StructuredContent)
+		}
+		// The structured result conforms to the advertised output schema.
+		out, err := parseStrict(res.StructuredContent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := outSchema.Validate(out); err != nil {
+			t.Fatalf("structured content fails the output schema: %s\n%v", res.StructuredContent, err)
 		}
 	}
 }
