@@ -64,7 +64,9 @@ func (c decoderCache) compile(t reflect.Type, quoted bool) (*decoder, error) {
 	case implements(t, unmarshalerType):
 		d.fn = decodeUnmarshaler
 		return d, nil
-	case implements(t, textUnmarshType) && t.Kind() != reflect.Pointer:
+	case textual(t) && t.Kind() != reflect.Pointer:
+		// Only when it also marshals as text: otherwise its schema follows
+		// its kind, and so must its decoding.
 		d.fn = decodeText
 		return d, nil
 	}
@@ -310,13 +312,14 @@ func (d *decoder) decodeEntry(b *binder, k string, e any, out reflect.Value) {
 	{
 		kv := reflect.New(d.key).Elem()
 		switch {
-		case d.key.Kind() == reflect.String:
-			kv.SetString(k)
 		case implements(d.key, textUnmarshType):
+			// Before the string kind, as in encoding/json.
 			if err := kv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(k)); err != nil {
 				b.add("a valid key", strconv.Quote(k), nil)
 				return
 			}
+		case d.key.Kind() == reflect.String:
+			kv.SetString(k)
 		case isIntKind(d.key.Kind()):
 			n, err := strconv.ParseInt(k, 10, d.key.Bits())
 			if err != nil {

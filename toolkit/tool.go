@@ -33,8 +33,8 @@ type Tool struct {
 func (t *Tool) Name() string { return t.spec.Name }
 
 // Spec returns the tool as MCP describes it: name, title, description,
-// input and output schemas, annotations and _meta. The schemas are shared:
-// do not modify them.
+// input and output schemas, annotations and _meta. The schemas,
+// annotations and _meta are shared with the tool: do not modify them.
 func (t *Tool) Spec() spec.Tool { return t.spec }
 
 // Scopes returns the scopes a caller must hold, as declared with [Scopes].
