@@ -240,7 +240,9 @@ func (b *binder) repairObject(p *plan, m map[string]any) {
 			b.pop()
 			continue
 		}
-		if name, ok := p.fold[strings.ToLower(k)]; ok {
+		// A name in another letter case is renamed only where unknown names
+		// are refused: in an open object it may be a property of its own.
+		if name, ok := p.fold[strings.ToLower(k)]; ok && p.closed {
 			if _, taken := m[name]; !taken {
 				renames = append(renames, [2]string{k, name})
 				continue

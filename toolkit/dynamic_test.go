@@ -192,3 +192,13 @@ func TestDynamicResults(t *testing.T) {
 		})
 	}
 }
+
+func TestDynamicOpenObjectKeepsNames(t *testing.T) {
+	var got map[string]any
+	tool := MustNewDynamic("open", "", json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`),
+		func(_ context.Context, args map[string]any) (any, error) { got = args; return nil, nil })
+	call(t, tool, `{"name":"a","NAME":"b"}`)
+	if want := map[string]any{"name": "a", "NAME": "b"}; !reflect.DeepEqual(got, want) {
+		t.Errorf("args = %v, want %v", got, want)
+	}
+}
