@@ -1,0 +1,69 @@
+// Package server serves a [toolkit.Registry] over HTTP: the spec document
+// that the toolplane operator scrapes, a plain invoke endpoint for simple
+// agents, and MCP for every MCP client. One [Handler] serves all three
+// from the same registry, so they always offer the same tools, bind
+// arguments the same way and run the same middleware.
+//
+//	reg := new(toolkit.Registry)
+//	reg.Add(toolkit.MustNew("get_weather", "Current weather of a city", getWeather))
+//	h := server.New(reg, &server.Options{Name: "weather-tools"})
+//	srv := &http.Server{Addr: ":8080", Handler: h}
+//	srv.RegisterOnShutdown(func() { h.Close() })
+//
+// # Endpoints
+//
+// GET /.well-known/toolplane/tools ([spec.DefaultPath], see
+// [Options.SpecPath]) returns the [spec.Document]: the tools sorted by name,
+// each a valid MCP Tool, and the registry's revision, which is also the
+// reply's ETag. A request whose If-None-Match holds the current ETag is
+// answered 304 with no body, so a scrape that finds nothing new costs next
+// to nothing.
+//
+// POST /tools/{name} calls a tool with the request body as its arguments.
+// The reply is 200 with a [spec.CallResult] (an MCP CallToolResult), also
+// when the arguments were wrong or the tool failed: then isError is set and
+// the text says what went wrong, so that a model can correct itself. Other
+// failures have a JSON [spec.ErrorResponse] body:
+//
+//	404 tool_not_found       no tool of that name
+//	400 bad_request          a body that is not JSON even read leniently
+//	413 body_too_large       a body over Options.MaxBodyBytes (1 MiB)
+//	405 method_not_allowed   any method but POST (the spec document: GET, HEAD)
+//
+// /mcp serves MCP Streamable HTTP through the official MCP Go SDK. Its
+// tools/list returns the spec document's tools, and its tools/call returns
+// what invoke returns for the same arguments. Tools are registered with the
+// SDK as raw tools, so the arguments a client sends reach toolkit's lenient
+// binding untouched: the SDK's strict decoding never runs.
+//
+// # MCP protocol eras and list_changed
+//
+// /mcp answers clients of both MCP protocol eras. How a change of the
+// registry reaches a client depends on its era:
+//
+//   - 2026-07-28 clients (server/discover, SEP-2575) are always served
+//     statelessly. They receive notifications/tools/list_changed on a
+//     subscriptions/listen request, which stays open for as long as the
+//     client listens.
+//   - 2025-era clients (initialize, such as 2025-11-25) are served
+//     statelessly by default too: every request stands alone, which is what
+//     several replicas behind one Kubernetes Service need. Such a client
+//     gets no notifications, since the stateless transport has no standalone
+//     SSE stream (its GET is answered 405, which clients expect); it sees a
+//     change the next time it lists tools. With [Options.MCPSessions], a
+//     2025-era client gets a session instead, and with it the standalone SSE
+//     stream on which list_changed arrives. Sessions live in one process: use
+//     them with one replica, or with session affinity.
+//
+// # The caller
+//
+// Each call's context carries a [toolkit.Caller] for the authorization
+// hook and the tools: the request's HTTP header, and the subject and
+// scopes that an outer middleware put in the request's context with
+// [toolkit.WithCaller], or otherwise those of a bearer token verified by
+// the MCP SDK's auth.RequireBearerToken middleware. On invoke and on
+// stateless MCP the tool's context derives from the HTTP request's, so
+// values that outer middleware put there, such as a trace span, reach the
+// tool. In an MCP session (Options.MCPSessions) the context is the
+// session's, so only the header and the verified token are per request.
+package server

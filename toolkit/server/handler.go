@@ -1,0 +1,229 @@
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/toolplane/toolplane/toolkit"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// DefaultMaxBodyBytes is the default bound on an invoke body and on an MCP
+// message: 1 MiB.
+const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultSessionTimeout closes an idle MCP session when
+// [Options.MCPSessions] is set and [Options.SessionTimeout] is zero.
+const DefaultSessionTimeout = 10 * time.Minute
+
+// Error codes of the invoke endpoint's JSON error bodies
+// ([spec.ErrorDetail.Code]).
+const (
+	CodeToolNotFound     = "tool_not_found"
+	CodeBadRequest       = "bad_request"
+	CodeBodyTooLarge     = "body_too_large"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeNotFound         = "not_found"
+	// CodeInvalidArguments and CodeToolFailed are only used when the
+	// registry propagates errors ([toolkit.Registry.PropagateErrors]);
+	// otherwise both are a 200 reply with isError set.
+	CodeInvalidArguments = "invalid_arguments"
+	CodeToolFailed       = "tool_failed"
+)
+
+// Options configure a [Handler]. The zero value serves with the defaults.
+type Options struct {
+	// Name identifies the workload in the spec document and in MCP's
+	// serverInfo. The default is "toolkit".
+	Name string
+	// Version is the workload's version, served next to Name.
+	Version string
+	// Instructions, if set, are MCP's server instructions: a hint to the
+	// model on how to use the tools together.
+	Instructions string
+	// SpecPath is where the spec document is served. The default is
+	// [spec.DefaultPath]; it must be a plain path, with no pattern syntax.
+	SpecPath string
+	// MaxBodyBytes bounds the body of an invoke request and of an MCP
+	// request. Zero means [DefaultMaxBodyBytes]. A larger body is refused
+	// with 413.
+	MaxBodyBytes int64
+	// MCPSessions gives MCP clients of the 2025 protocol era (those that
+	// send initialize) a session, so that registry changes reach them as
+	// notifications/tools/list_changed on their standalone SSE stream.
+	// Without it, /mcp is stateless for every client, which is what a
+	// Deployment with several replicas behind a Service needs: a session
+	// lives in one process, and a later request of the session that the
+	// Service sends to another replica fails. Clients of the 2026-07-28 era
+	// are served statelessly either way, and get list_changed through
+	// subscriptions/listen. See the package documentation.
+	MCPSessions bool
+	// SessionTimeout closes an MCP session after this long without a
+	// request. Zero means [DefaultSessionTimeout]. Only used with
+	// MCPSessions.
+	SessionTimeout time.Duration
+	// Logger receives the transport's own errors, and the MCP SDK's logs.
+	// The default is [slog.Default].
+	Logger *slog.Logger
+}
+
+// Handler serves a [toolkit.Registry] over HTTP, from one registry and one
+// middleware chain:
+//
+//   - GET {SpecPath}: the spec document ([spec.Document]), with an ETag;
+//   - POST /tools/{name}: invoke a tool with the body as its arguments;
+//   - /mcp: MCP Streamable HTTP, served by the official MCP Go SDK.
+//
+// Every call goes through [toolkit.Registry.Call], so binding, validation
+// and middleware are the same on every transport. The transport puts a
+// [toolkit.Caller] in the call's context: the request's headers, and the
+// subject and scopes of a caller that an outer middleware set with
+// [toolkit.WithCaller] or that the MCP SDK's auth middleware verified
+// ([auth.TokenInfo]).
+//
+// A Handler is safe for concurrent use. It follows the registry as tools
+// are added and removed. Call [Handler.Close] when done with it (typically
+// with [http.Server.RegisterOnShutdown]): it stops following the registry
+// and ends open MCP streams, which [http.Server.Shutdown] would otherwise
+// wait for.
+type Handler struct {
+	reg     *toolkit.Registry
+	info    spec.Server
+	maxBody int64
+	logger  *slog.Logger
+	mux     *http.ServeMux
+	mcp     *mcpBridge
+
+	doc atomic.Pointer[document]
+
+	closeOnce   sync.Once
+	unsubscribe func()
+}
+
+// New returns a Handler that serves reg. opts may be nil.
+func New(reg *toolkit.Registry, opts *Options) *Handler {
+	if reg == nil {
+		panic("server.New: nil registry")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Name == "" {
+		o.Name = "toolkit"
+	}
+	if o.SpecPath == "" {
+		o.SpecPath = spec.DefaultPath
+	}
+	if !strings.HasPrefix(o.SpecPath, "/") || strings.ContainsAny(o.SpecPath, "{} ") {
+		panic(fmt.Sprintf("server.New: SpecPath %q is not a plain absolute path", o.SpecPath))
+	}
+	if o.MaxBodyBytes <= 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.SessionTimeout <= 0 {
+		o.SessionTimeout = DefaultSessionTimeout
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	h := &Handler{
+		reg:     reg,
+		info:    spec.Server{Name: o.Name, Version: o.Version},
+		maxBody: o.MaxBodyBytes,
+		logger:  o.Logger,
+		mux:     http.NewServeMux(),
+	}
+	h.mcp = newMCPBridge(reg, &o)
+	// The method checks are the handlers' own, so that a wrong method gets
+	// a JSON error body like every other failure here; ServeMux's own 405
+	// is plain text.
+	h.mux.HandleFunc(o.SpecPath, h.serveSpec)
+	h.mux.HandleFunc(spec.InvokePrefix+"{name}", h.serveInvoke)
+	h.mux.Handle(spec.MCPPath, h.mcp)
+	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, CodeNotFound, "no such endpoint; tools are listed at "+o.SpecPath)
+	})
+	h.unsubscribe = reg.Subscribe(h.mcp.sync)
+	return h
+}
+
+// ServeHTTP implements [http.Handler].
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.mux.ServeHTTP(w, r)
+}
+
+// Close stops following the registry and closes every MCP session, which
+// ends their open streams (a 2026-era subscriptions/listen, a 2025-era
+// standalone SSE stream). Requests that arrive after Close are still
+// served, statelessly. Close is idempotent and always returns nil.
+func (h *Handler) Close() error {
+	h.closeOnce.Do(func() {
+		h.unsubscribe()
+		h.mcp.close()
+	})
+	return nil
+}
+
+// callContext returns ctx carrying the caller of this request: the subject
+// and scopes that an outer middleware set, or failing that those of a token
+// that the MCP SDK's auth middleware verified, and the request's header.
+func callContext(ctx context.Context, header http.Header, token *auth.TokenInfo) context.Context {
+	c, _ := toolkit.CallerFrom(ctx)
+	if c.Subject == "" && len(c.Scopes) == 0 && token != nil {
+		c.Subject = token.UserID
+		c.Scopes = token.Scopes
+	}
+	if header != nil {
+		c.Header = header
+	}
+	return toolkit.WithCaller(ctx, c)
+}
+
+// writeJSON writes v with status. v is always one of this package's own
+// values, so an encoding failure is a bug; it is reported as a 500.
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status = http.StatusInternalServerError
+		b, _ = json.Marshal(spec.ErrorResponse{Error: spec.ErrorDetail{Code: "internal", Message: "encoding the reply failed"}})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	writeJSON(w, status, spec.ErrorResponse{Error: spec.ErrorDetail{Code: code, Message: message}})
+}
+
+func methodNotAllowed(w http.ResponseWriter, allow ...string) {
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "use "+strings.Join(allow, " or "))
+}
+
+// quote quotes a caller-supplied string for an error message, cut to a
+// bounded length so that a reply never grows with the request.
+func quote(s string) string {
+	const max = 128
+	if len(s) > max {
+		s = s[:max] + "…"
+	}
+	return fmt.Sprintf("%q", s)
+}
+
+// discard drains what is left of a body a handler did not read, up to a
+// bound, so that the connection can be reused without reading a huge body.
+func discard(r io.Reader) { _, _ = io.CopyN(io.Discard, r, 4<<10) }

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+
+	"github.com/tailscale/hujson"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/toolplane/toolplane/toolkit"
+)
+
+// serveInvoke serves POST /tools/{name}: the body is the arguments object,
+// handed to the registry as it came, so that the registry's lenient binding
+// repairs it exactly as it does for MCP.
+func (h *Handler) serveInvoke(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		methodNotAllowed(w, http.MethodPost)
+		return
+	}
+	name := r.PathValue("name")
+	if _, ok := h.reg.Lookup(name); !ok {
+		discard(r.Body)
+		writeError(w, http.StatusNotFound, CodeToolNotFound, "no tool named "+quote(name))
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if err != nil {
+		if mbe := (*http.MaxBytesError)(nil); errors.As(err, &mbe) {
+			writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+				"the arguments exceed the limit of "+byteCount(mbe.Limit))
+			return
+		}
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "the request body could not be read")
+		return
+	}
+	if len(bytes.TrimSpace(body)) == 0 {
+		// No body is no arguments, as MCP's absent "arguments" is.
+		body = []byte("{}")
+	}
+	if err := readable(body); err != nil {
+		writeError(w, http.StatusBadRequest, CodeBadRequest, "the body is not JSON, even read leniently: "+err.Error())
+		return
+	}
+
+	ctx := callContext(r.Context(), r.Header, auth.TokenInfoFromContext(r.Context()))
+	res, err := h.reg.Call(ctx, name, body)
+	switch {
+	case err == nil:
+		writeJSON(w, http.StatusOK, res)
+	case errors.Is(err, toolkit.ErrToolNotFound):
+		// Removed between the lookup and the call.
+		writeError(w, http.StatusNotFound, CodeToolNotFound, "no tool named "+quote(name))
+	case errors.Is(err, toolkit.ErrInvalidArguments):
+		// Only a registry that propagates errors gets here.
+		writeError(w, http.StatusBadRequest, CodeInvalidArguments, err.Error())
+	default:
+		writeError(w, http.StatusInternalServerError, CodeToolFailed, err.Error())
+	}
+}
+
+// readable reports whether body is JSON as the registry reads it: strict
+// JSON, or JWCC (JSON with comments and trailing commas). What it accepts
+// may still be wrong arguments, which is the registry's to report; what it
+// refuses could never be arguments.
+func readable(body []byte) error {
+	if json.Valid(body) {
+		return nil
+	}
+	_, err := hujson.Parse(body)
+	return err
+}
+
+func byteCount(n int64) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return strconv.FormatInt(n>>20, 10) + " MiB"
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return strconv.FormatInt(n>>10, 10) + " KiB"
+	default:
+		return strconv.FormatInt(n, 10) + " bytes"
+	}
+}

@@ -1,0 +1,224 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolplane/toolplane/toolkit"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// modernProtocol is the first MCP protocol version of the stateless era
+// (SEP-2575): its clients send server/discover and an Mcp-Protocol-Version
+// header on every request, and receive notifications on
+// subscriptions/listen rather than on a session's SSE stream.
+const modernProtocol = "2026-07-28"
+
+// mcpBridge keeps an MCP server's tools equal to the registry's and serves
+// it over Streamable HTTP. The SDK's tools are raw tools: their arguments
+// reach [toolkit.Registry.Call] untouched, so that toolkit's lenient binding
+// and middleware run instead of the SDK's strict decoding.
+type mcpBridge struct {
+	reg    *toolkit.Registry
+	server *mcp.Server
+	logger *slog.Logger
+
+	stateless http.Handler
+	sessions  http.Handler // nil unless Options.MCPSessions
+
+	mu     sync.Mutex
+	served map[string]string // tool name → revision of its spec as served
+}
+
+func newMCPBridge(reg *toolkit.Registry, o *Options) *mcpBridge {
+	b := &mcpBridge{reg: reg, logger: o.Logger, served: map[string]string{}}
+	// The SDK logs every stateless request at Info: one line per call.
+	sdkLogger := slog.New(minLevel{Handler: o.Logger.Handler(), min: slog.LevelWarn})
+	b.server = mcp.NewServer(
+		&mcp.Implementation{Name: o.Name, Version: o.Version},
+		&mcp.ServerOptions{
+			Instructions: o.Instructions,
+			Logger:       sdkLogger,
+			// Advertise tools with list_changed even while the registry is
+			// empty, and nothing else: no logging, prompts or resources.
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		},
+	)
+	getServer := func(*http.Request) *mcp.Server { return b.server }
+	b.stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless:           true,
+		Logger:              sdkLogger,
+		MaxRequestBodyBytes: o.MaxBodyBytes,
+		// A tool call ends when its client goes away, as an invoke does.
+		PropagateRequestCancellation: true,
+	})
+	if o.MCPSessions {
+		b.sessions = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Logger:              sdkLogger,
+			MaxRequestBodyBytes: o.MaxBodyBytes,
+			SessionTimeout:      o.SessionTimeout,
+		})
+	}
+	b.sync()
+	return b
+}
+
+// ServeHTTP routes a request of the 2026 era to the stateless handler, and
+// one of the 2025 era to the session handler when there is one. Both share
+// one MCP server, so both see the same tools.
+func (b *mcpBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if b.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
+		b.sessions.ServeHTTP(w, r)
+		return
+	}
+	b.stateless.ServeHTTP(w, r)
+}
+
+// sync makes the MCP server's tools equal to the registry's. It adds or
+// replaces only the tools whose spec changed, and removes the rest in one
+// call, so that a change is one debounced list_changed notification.
+func (b *mcpBridge) sync() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tools := b.reg.Specs()
+	seen := make(map[string]bool, len(tools))
+	for _, t := range tools {
+		seen[t.Name] = true
+		rev := spec.Revision([]spec.Tool{t})
+		if b.served[t.Name] == rev {
+			continue
+		}
+		if err := b.add(t); err != nil {
+			b.logger.Error("Serving a tool over MCP failed", "tool", t.Name, "error", err)
+			continue
+		}
+		b.served[t.Name] = rev
+	}
+	var gone []string
+	for name := range b.served {
+		if !seen[name] {
+			gone = append(gone, name)
+			delete(b.served, name)
+		}
+	}
+	if len(gone) > 0 {
+		b.server.RemoveTools(gone...)
+	}
+}
+
+// add registers t with the SDK. The SDK panics on a schema it cannot serve;
+// that is turned into an error so that one bad tool does not take the
+// process down.
+func (b *mcpBridge) add(t spec.Tool) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	b.server.AddTool(mcpTool(t), b.call)
+	return nil
+}
+
+// call is the one handler of every tool: it calls the registry exactly as
+// the invoke endpoint does.
+func (b *mcpBridge) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	var (
+		header http.Header
+		token  *auth.TokenInfo
+	)
+	if req.Extra != nil {
+		header = req.Extra.Header
+		token = req.Extra.TokenInfo
+	}
+	if req.Session != nil && req.Session.ID() != "" {
+		// A session's context is that of the request that opened it, so a
+		// caller in it would be stale; only this request's header and
+		// verified token speak for this request.
+		ctx = toolkit.WithCaller(ctx, toolkit.Caller{})
+	}
+	ctx = callContext(ctx, header, token)
+	res, err := b.reg.Call(ctx, req.Params.Name, req.Params.Arguments)
+	switch {
+	case err == nil:
+		return mcpResult(res), nil
+	case errors.Is(err, toolkit.ErrToolNotFound):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
+	case errors.Is(err, toolkit.ErrInvalidArguments):
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
+	default:
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+	}
+}
+
+// close ends every session, and with it every open stream.
+func (b *mcpBridge) close() {
+	for ss := range b.server.Sessions() {
+		_ = ss.Close()
+	}
+}
+
+// mcpTool is t as the SDK serves it. The schemas stay raw JSON, so that
+// tools/list carries them byte for byte as the spec document does.
+func mcpTool(t spec.Tool) *mcp.Tool {
+	mt := &mcp.Tool{
+		Name:        t.Name,
+		Title:       t.Title,
+		Description: t.Description,
+		InputSchema: t.InputSchema,
+		Meta:        mcp.Meta(t.Meta),
+	}
+	if len(t.OutputSchema) > 0 {
+		mt.OutputSchema = t.OutputSchema
+	}
+	if a := t.Annotations; a != nil {
+		// The SDK writes readOnlyHint and idempotentHint always, false
+		// included; false is also MCP's default for both, so the meaning
+		// is the spec document's.
+		mt.Annotations = &mcp.ToolAnnotations{
+			Title:           a.Title,
+			ReadOnlyHint:    a.ReadOnlyHint != nil && *a.ReadOnlyHint,
+			IdempotentHint:  a.IdempotentHint != nil && *a.IdempotentHint,
+			DestructiveHint: a.DestructiveHint,
+			OpenWorldHint:   a.OpenWorldHint,
+		}
+	}
+	return mt
+}
+
+// mcpResult is r as the SDK sends it: the same JSON as the invoke reply.
+func mcpResult(r *spec.CallResult) *mcp.CallToolResult {
+	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
+	for _, c := range r.Content {
+		out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
+	}
+	if len(r.StructuredContent) > 0 {
+		out.StructuredContent = r.StructuredContent
+	}
+	return out
+}
+
+// minLevel passes on only the records at or above min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}
