@@ -1,0 +1,109 @@
+// Command example-tools is toolplane's sample workload: a Go service that
+// declares tools with toolkit and serves them over the spec endpoint, plain
+// HTTP invoke and MCP, ready for a ToolSet to scrape.
+//
+//	example-tools --addr :8080 --only get_weather,add --name weather-tools
+//
+// It logs JSON to stderr and shuts down gracefully on SIGTERM or SIGINT.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/toolplane/toolplane/toolkit"
+	"github.com/toolplane/toolplane/toolkit/server"
+)
+
+// shutdownTimeout bounds the wait for calls in flight at shutdown; it stays
+// under Kubernetes' default grace period of 30 seconds.
+const shutdownTimeout = 20 * time.Second
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stderr, nil); err != nil {
+		fmt.Fprintln(os.Stderr, "example-tools:", err)
+		os.Exit(1)
+	}
+}
+
+// run serves until ctx is done, then shuts down gracefully. Logs go to
+// logOut; ready, if not nil, is told the address once it is listening.
+func run(ctx context.Context, args []string, logOut io.Writer, ready func(net.Addr)) error {
+	fs := flag.NewFlagSet("example-tools", flag.ContinueOnError)
+	fs.SetOutput(logOut)
+	addr := fs.String("addr", ":8080", "address to listen on")
+	only := fs.String("only", "", "serve only these tools, comma-separated (default all)")
+	name := fs.String("name", "example-tools", "server name, in the spec document and MCP's serverInfo")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+
+	logger := slog.New(slog.NewJSONHandler(logOut, nil))
+	reg := &toolkit.Registry{Logger: logger}
+	reg.Use(toolkit.Logging(logger))
+	all, err := exampleTools(reg, &Helpdesk{})
+	if err != nil {
+		return fmt.Errorf("declaring tools: %w", err)
+	}
+	tools, err := selectTools(all, *only)
+	if err != nil {
+		return err
+	}
+	if err := reg.Add(tools...); err != nil {
+		return fmt.Errorf("registering tools: %w", err)
+	}
+
+	h := server.New(reg, &server.Options{Name: *name, Version: version(), Logger: logger})
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		// No write timeout: MCP streams stay open for as long as a client
+		// listens. Close ends them at shutdown.
+		IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	srv.RegisterOnShutdown(func() { h.Close() })
+
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		return err
+	}
+	logger.Info("Serving tools", "addr", ln.Addr().String(), "name", *name, "tools", len(tools), "revision", reg.Revision())
+	if ready != nil {
+		ready(ln.Addr())
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	logger.Info("Shutting down", "timeout", shutdownTimeout.String())
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		return fmt.Errorf("shutting down: %w", err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	logger.Info("Stopped")
+	return nil
+}
