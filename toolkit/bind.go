@@ -62,7 +62,8 @@ func isIdentifier(s string) bool {
 		return false
 	}
 	for i, c := range s {
-		if c != '_' && c != '$' && !(c >= 'a' && c <= 'z') && !(c >= 'A' && c <= 'Z') && !(i > 0 && c >= '0' && c <= '9') {
+		letter := c == '_' || c == '$' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+		if !letter && (i == 0 || c < '0' || c > '9') {
 			return false
 		}
 	}

@@ -225,7 +225,7 @@ func assertNoGoTypes(t *testing.T, msg string) {
 func TestBindReportsEveryProblemAtOnce(t *testing.T) {
 	r, _ := bindTool(t)
 	_, err := r.Call(context.Background(), "bind", json.RawMessage(
-		`{"count":1.5,"flag":"maybe","color":"pink","addr":{},"items":[{"sku":1}],"nmae":"a"}`))
+		`{"count":1.5,"flag":"maybe","color":"pink","addr":{},"items":[{"sku":1}],"naem":"a"}`))
 	var ae *ArgumentError
 	if !errors.As(err, &ae) {
 		t.Fatalf("err = %v", err)
@@ -236,8 +236,8 @@ func TestBindReportsEveryProblemAtOnce(t *testing.T) {
 - $.count: expected an integer, received 1.5
 - $.flag: expected a boolean (true or false), received "maybe"
 - $.items[0].sku: expected a string, received 1
-- $.name: expected a string (required), received nothing
-- $.nmae: expected a known argument name, received unknown name "nmae" (did you mean "name"?); valid names are addr, any, big, color, count, data, extra, flag, huge, items, labels, limit, name, ratio, small, tags, units, when`
+- $.naem: expected a known argument name, received unknown name "naem" (did you mean "name"?); valid names are addr, any, big, color, count, data, extra, flag, huge, items, labels, limit, name, ratio, small, tags, units, when
+- $.name: expected a string (required), received nothing`
 	if ae.Error() != want {
 		t.Errorf("message\n got: %s\nwant: %s", ae.Error(), want)
 	}
@@ -287,7 +287,7 @@ func TestBindStringOption(t *testing.T) {
 func TestNearestName(t *testing.T) {
 	names := []string{"city", "country", "days", "name", "units"}
 	for _, tc := range []struct{ typed, want string }{
-		{"nmae", "name"},  // swapped letters
+		{"naem", "name"},  // swapped letters
 		{"cty", "city"},   // a letter missing
 		{"Days", "days"},  // case
 		{"unit", "units"}, // one short
@@ -303,7 +303,7 @@ func TestNearestName(t *testing.T) {
 	for _, c := range []struct {
 		a, b string
 		d    int
-	}{{"nmae", "name", 1}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"ab", "ba", 1}, {"same", "same", 0}, {"ca", "abc", 3}} {
+	}{{"naem", "name", 1}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"ab", "ba", 1}, {"same", "same", 0}, {"ca", "abc", 3}} {
 		if got := editDistance(c.a, c.b); got != c.d {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
 		}

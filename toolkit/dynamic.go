@@ -238,7 +238,7 @@ func (p *Params) Schema() json.RawMessage {
 // in building them.
 func (p *Params) Build() (json.RawMessage, error) {
 	if p.err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidSchema, p.err)
+		return nil, fmt.Errorf("%w: %w", ErrInvalidSchema, p.err)
 	}
 	return json.Marshal(p.object())
 }

@@ -92,7 +92,7 @@ func TestDynamic(t *testing.T) {
 	if string(res.StructuredContent) != `{"city":"Oslo","days":3}` {
 		t.Errorf("structuredContent = %s", res.StructuredContent)
 	}
-	res, _ = r.Call(ctx, "forecast", json.RawMessage(`{"city":"Oslo","days":"9223372036854775807"}`))
+	_, _ = r.Call(ctx, "forecast", json.RawMessage(`{"city":"Oslo","days":"9223372036854775807"}`))
 	if got["days"] != json.Number("9223372036854775807") {
 		t.Errorf("days = %#v, want the exact number", got["days"])
 	}

@@ -51,7 +51,7 @@ func FuzzBind(f *testing.F) {
 		`{"name":"a","when":"2026-01-02T03:04:05Z","data":"aGk=","extra":[1,{"x":null}],"any":1e400}`,
 		`{"s":"abc","i":"-3","e":"UP","a":"[1,2.0]","o":{"b":"false","n":"1e-3"}}`,
 		`{"NAME":"a","Count":1e2,"labels":{"k":"7"}}`,
-		`{"name":null,"count":1.5,"nmae":1}`,
+		`{"name":null,"count":1.5,"naem":1}`,
 		`[1,2,3]`, `null`, ``, `{"name":"a" /* c */}`,
 	} {
 		f.Add([]byte(seed))

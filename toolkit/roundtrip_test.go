@@ -61,26 +61,26 @@ type rtIn struct {
 	Num      json.Number       `json:"num"`
 	Skipped  func()            `json:"-"`
 	Omitted  map[string]string `json:"omitted,omitempty"`
-	private  int
+	private  int               //nolint:unused // unexported fields must stay out of the schema
 }
 
 // randomValue fills v with random contents, as a property-based generator
 // that knows the types toolkit maps.
 func randomValue(r *rand.Rand, v reflect.Value, depth int) {
 	t := v.Type()
-	switch {
-	case t == timeType:
+	switch t {
+	case timeType:
 		sec := r.Int64N(1 << 35)
 		loc := time.FixedZone("", (r.IntN(27)-13)*3600)
 		v.Set(reflect.ValueOf(time.Unix(sec, r.Int64N(1e9)).In(loc)))
 		return
-	case t == rawMessageType:
+	case rawMessageType:
 		raws := []string{"", `{"a":[1,2.5,"x"]}`, `"s"`, `12345678901234567890`, `null`}
 		if s := raws[r.IntN(len(raws))]; s != "" {
 			v.SetBytes([]byte(s))
 		}
 		return
-	case t == numberType:
+	case numberType:
 		nums := []string{"0", "-1.5e300", "18446744073709551615", "3.14"}
 		v.SetString(nums[r.IntN(len(nums))])
 		return

@@ -84,7 +84,7 @@ func scanMethod(svc reflect.Value, m Method) (*Tool, error) {
 	if ft.NumOut() == 2 {
 		var err error
 		if result, outSchema, err = resultFor(ft.Out(0)); err != nil {
-			return nil, fmt.Errorf("%w: tool %q output: %v", ErrInvalidSchema, name, err)
+			return nil, fmt.Errorf("%w: tool %q output: %w", ErrInvalidSchema, name, err)
 		}
 	}
 	return newTyped(name, m.Description, inType, outSchema, m.Options, func(dec *decoder) runFunc {

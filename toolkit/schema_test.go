@@ -185,8 +185,8 @@ type embedder struct {
 	*leaf
 	Shared  string `json:"shared"` // shallower: wins over Embedded.Shared
 	Skipped string `json:"-"`
-	Dash    string `json:"-,"`
-	private string
+	Dash    string `json:"-,"` //nolint:staticcheck // deliberately the name "-", as encoding/json allows
+	private string //nolint:unused // unexported fields must stay out of the schema
 }
 
 type tree struct {

@@ -54,7 +54,7 @@ func New[In, Out any](name, description string, fn func(context.Context, In) (Ou
 	inType, outType := reflect.TypeFor[In](), reflect.TypeFor[Out]()
 	result, outSchema, err := resultFor(outType)
 	if err != nil {
-		return nil, fmt.Errorf("%w: tool %q output: %v", ErrInvalidSchema, name, err)
+		return nil, fmt.Errorf("%w: tool %q output: %w", ErrInvalidSchema, name, err)
 	}
 	return newTyped(name, description, inType, outSchema, opts, func(dec *decoder) runFunc {
 		return func(ctx context.Context, b *binder, args any) (*spec.CallResult, error) {
@@ -122,15 +122,15 @@ func newTyped(name, description string, inType reflect.Type, outSchema json.RawM
 	}
 	s, err := generateSchema(inType)
 	if err != nil {
-		return nil, fmt.Errorf("%w: tool %q input: %v", ErrInvalidSchema, name, err)
+		return nil, fmt.Errorf("%w: tool %q input: %w", ErrInvalidSchema, name, err)
 	}
 	raw, err := json.Marshal(s)
 	if err != nil {
-		return nil, fmt.Errorf("%w: tool %q input: %v", ErrInvalidSchema, name, err)
+		return nil, fmt.Errorf("%w: tool %q input: %w", ErrInvalidSchema, name, err)
 	}
 	dec, err := compileDecoder(inType)
 	if err != nil {
-		return nil, fmt.Errorf("%w: tool %q input: %v", ErrInvalidSchema, name, err)
+		return nil, fmt.Errorf("%w: tool %q input: %w", ErrInvalidSchema, name, err)
 	}
 	t, err := newTool(name, description, raw, outSchema, opts)
 	if err != nil {
@@ -152,7 +152,7 @@ func newTool(name, description string, inSchema, outSchema json.RawMessage, opts
 	}
 	doc, validator, p, err := compileSchema(inSchema)
 	if err != nil {
-		return nil, fmt.Errorf("%w: tool %q: %v", ErrInvalidSchema, name, err)
+		return nil, fmt.Errorf("%w: tool %q: %w", ErrInvalidSchema, name, err)
 	}
 	if m, ok := doc.(map[string]any); !ok || m["type"] != "object" {
 		return nil, fmt.Errorf("%w: tool %q input schema must have type \"object\"", ErrInvalidSchema, name)
@@ -191,7 +191,7 @@ const schemaURL = "urn:toolplane:tool-input"
 func compileSchema(raw json.RawMessage) (any, *jsonschema.Schema, *plan, error) {
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("input schema is not JSON: %v", err)
+		return nil, nil, nil, fmt.Errorf("input schema is not JSON: %w", err)
 	}
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
@@ -210,7 +210,7 @@ func compileSchema(raw json.RawMessage) (any, *jsonschema.Schema, *plan, error) 
 			return nil, nil, nil, err
 		}
 		if err := sub.Validate(d.value); err != nil {
-			return nil, nil, nil, fmt.Errorf("the default %s at %s breaks its own schema: %v", received(d.value), d.pointer, err)
+			return nil, nil, nil, fmt.Errorf("the default %s at %s breaks its own schema: %w", received(d.value), d.pointer, err)
 		}
 	}
 	return doc, sch, p, nil

@@ -56,7 +56,7 @@ func TestMiddleware(t *testing.T) {
 		}
 		attrs := map[string]string{}
 		for _, kv := range s.Attributes() {
-			attrs[string(kv.Key)] = kv.Value.Emit()
+			attrs[string(kv.Key)] = kv.Value.AsString()
 		}
 		if attrs["gen_ai.tool.name"] != "square" || attrs["gen_ai.operation.name"] != "execute_tool" || attrs["toolkit.outcome"] != w.outcome {
 			t.Errorf("span %d attributes %v, want outcome %s", i, attrs, w.outcome)
