@@ -8,6 +8,8 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
+var callResultType = reflect.TypeFor[*spec.CallResult]()
+
 // successText is the result of a tool with no output.
 const successText = "Success"
 
@@ -38,6 +40,9 @@ func jsonResult(b []byte) *spec.CallResult {
 // t's output schema, when it has one.
 func resultFor(t reflect.Type) (func(any) (*spec.CallResult, error), json.RawMessage, error) {
 	switch {
+	case t == callResultType || t.Kind() == reflect.Interface:
+		// A tool that builds its own result, or decides its shape per call.
+		return resultOfAny, nil, nil
 	case t.Kind() == reflect.String && !customJSON(t):
 		return func(v any) (*spec.CallResult, error) {
 			return textResult(reflect.ValueOf(v).String()), nil
@@ -80,6 +85,9 @@ func resultOfAny(v any) (*spec.CallResult, error) {
 		}
 		return jsonResult(x), nil
 	case *spec.CallResult:
+		if x == nil {
+			return successResult(), nil
+		}
 		return x, nil
 	}
 	b, err := json.Marshal(v)

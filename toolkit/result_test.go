@@ -85,6 +85,25 @@ func TestResults(t *testing.T) {
 			text: `9007199254740993`,
 		},
 		{
+			name: "any is judged per call: a string is text",
+			tool: MustNew("t", "", func(context.Context, greetIn) (any, error) { return "as text", nil }),
+			text: "as text",
+		},
+		{
+			name:       "any is judged per call: a map is structured",
+			tool:       MustNew("t", "", func(context.Context, greetIn) (any, error) { return map[string]int{"n": 1}, nil }),
+			text:       `{"n":1}`,
+			structured: `{"n":1}`,
+		},
+		{
+			name: "a CallResult is returned as it is",
+			tool: MustNew("t", "", func(context.Context, greetIn) (*spec.CallResult, error) {
+				return &spec.CallResult{Content: []spec.Content{{Type: "text", Text: "a"}, {Type: "text", Text: "b"}}, IsError: true}, nil
+			}),
+			text:    "ab",
+			isError: true,
+		},
+		{
 			name:    "error is an error result with its message",
 			tool:    MustNew("t", "", func(context.Context, greetIn) (string, error) { return "", errors.New("no such city") }),
 			text:    "no such city",

@@ -44,7 +44,9 @@ func (t *Tool) Scopes() []string { return t.scopes }
 // from In, which must be a struct (or a map with string keys, or a pointer
 // to either); the output schema from Out. A string Out is returned as text,
 // an empty struct Out as "Success", anything else as JSON text plus
-// structuredContent when it is a JSON object.
+// structuredContent when it is a JSON object. An Out of interface type is
+// judged per call, as for [NewDynamic]; a *spec.CallResult Out is returned
+// as it is, for a tool that builds its own result.
 //
 // The error wraps [ErrInvalidName] or [ErrInvalidSchema].
 func New[In, Out any](name, description string, fn func(context.Context, In) (Out, error), opts ...Option) (*Tool, error) {
