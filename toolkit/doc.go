@@ -57,8 +57,9 @@
 //   - Repaired: trailing commas (and comments), an argument object sent as
 //     a JSON string, arrays and objects double-encoded as strings, numbers
 //     sent as strings, integral floats such as 5.0 for integers, "true" and
-//     "false" for booleans, enum values and argument names in the wrong
-//     letter case (returned in their declared spelling), null for an
+//     "false" for booleans, enum values in the wrong letter case (returned
+//     in their declared spelling), argument names in the wrong letter case
+//     (in objects that refuse unknown names, as structs do), null for an
 //     optional argument, and a missing optional argument (which takes its
 //     default).
 //   - Exact: integers are parsed from their text over the full int64 and
@@ -67,7 +68,8 @@
 //   - Refused: a non-integral value for an integer, a value out of range for
 //     its Go type or its schema, any other string for a boolean, an enum
 //     value not in the list, a missing required argument at any depth, and
-//     an unknown argument name (the error names the valid ones).
+//     an unknown argument name (the error names the valid ones, and the one
+//     most likely meant).
 //
 // After repair the arguments are validated against the tool's JSON Schema
 // (2020-12), compiled once when the tool is declared. Every problem is
