@@ -12,6 +12,12 @@ GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 HELM ?= $(LOCALBIN)/helm
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s/$(K8S_VERSION)
 
+# The image `make docker-build` builds and `make docker-push` pushes; it holds
+# both /manager and /example-tools.
+IMG ?= ghcr.io/toolplane/toolplane:0.1.0
+CONTAINER_TOOL ?= docker
+PLATFORMS ?= linux/amd64,linux/arm64
+
 # Go modules of the repository that hold the project's code.
 MODULES := . toolkit
 GO_TEST_FLAGS ?= -race -timeout 30m
@@ -38,8 +44,8 @@ demo: build envtest ## Run the whole system on an embedded control plane and pri
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./hack/demo --bin $(LOCALBIN) $(DEMO_FLAGS)
 
 .PHONY: test
-test: manifests generate envtest ## Run every test: unit, envtest (real kube-apiserver and etcd), and brief fuzzing.
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test $(GO_TEST_FLAGS) ./...
+test: manifests generate envtest helm ## Run every test: unit, envtest (real kube-apiserver and etcd), the install manifests and chart, and brief fuzzing.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	cd toolkit && go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZ_TIME_SHORT) $(MODULES)
 
@@ -63,6 +69,10 @@ bench-scale: build envtest ## Measure 1,000 ToolSets against the API server's ow
 manifests: controller-gen ## Generate the CRD and RBAC manifests from the API types and markers.
 	$(CONTROLLER_GEN) rbac:roleName=manager-role crd paths="./api/...;./controllers/..." output:crd:artifacts:config=config/crd/bases output:rbac:artifacts:config=config/rbac
 
+.PHONY: chart-crds
+chart-crds: manifests ## Copy the generated CRDs into the Helm chart (test/install fails when they drift).
+	hack/chart/crds.sh config/crd/bases charts/toolplane/templates/crd
+
 .PHONY: generate
 generate: controller-gen ## Generate the DeepCopy methods of the API types.
 	$(CONTROLLER_GEN) object:headerFile="hack/boilerplate.go.txt" paths="./api/..."
@@ -80,7 +90,7 @@ lint: golangci-lint ## Run golangci-lint on every module.
 	@for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run ./...); done
 
 .PHONY: verify
-verify: manifests generate fmt ## Regenerate and tidy everything, then fail if the tree changed.
+verify: manifests generate chart-crds fmt ## Regenerate and tidy everything, then fail if the tree changed.
 	@for m in $(MODULES); do (cd $$m && go mod tidy); done
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "The tree is dirty after regenerating; commit the result:"; git status --porcelain; git --no-pager diff --stat; exit 1; fi
@@ -90,6 +100,20 @@ verify: manifests generate fmt ## Regenerate and tidy everything, then fail if t
 .PHONY: build
 build: manifests generate ## Build the manager and example-tools binaries into bin/.
 	go build -o $(LOCALBIN)/manager ./cmd/manager
+
+# The image targets need a container engine (Docker, or CONTAINER_TOOL=podman);
+# nothing else in this Makefile does.
+.PHONY: docker-build
+docker-build: ## Build the image IMG (default ghcr.io/toolplane/toolplane:0.1.0), holding /manager and /example-tools; needs Docker (or CONTAINER_TOOL=podman).
+	$(CONTAINER_TOOL) build -t $(IMG) .
+
+.PHONY: docker-push
+docker-push: ## Push the image IMG.
+	$(CONTAINER_TOOL) push $(IMG)
+
+.PHONY: docker-buildx
+docker-buildx: ## Build and push IMG for every platform in PLATFORMS (default linux/amd64,linux/arm64) with docker buildx.
+	$(CONTAINER_TOOL) buildx build --platform=$(PLATFORMS) --push -t $(IMG) .
 
 ##@ Dependencies
 
