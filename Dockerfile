@@ -15,7 +15,8 @@ COPY . .
 ARG TARGETOS=linux
 ARG TARGETARCH
 ENV CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH
-RUN go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager
+RUN go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager && \
+    go build -trimpath -ldflags="-s -w" -o /out/example-tools ./cmd/example-tools
 
 # distroless/static has no shell or package manager; :nonroot runs as UID and
 # GID 65532, which the manifests' runAsNonRoot check needs numerically.

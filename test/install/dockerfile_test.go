@@ -1,9 +1,6 @@
 package install
 
 import (
-	"errors"
-	"fmt"
-	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -66,11 +63,6 @@ var _ = Describe("The Dockerfile", func() {
 				for _, c := range fromUnstructured[appsv1.Deployment](u).Spec.Template.Spec.Containers {
 					if len(c.Command) == 0 {
 						continue
-					}
-					if _, err := os.Stat(filepath.Join(repoRoot, "cmd", filepath.Base(c.Command[0]))); errors.Is(err, fs.ErrNotExist) {
-						// TODO(install): drop this once cmd/example-tools is
-						// on main and the Dockerfile builds it.
-						Skip(fmt.Sprintf("%s: %s runs %s, whose cmd/ has not landed yet", r.name, u.GetName(), c.Command[0]))
 					}
 					Expect(image).To(HaveKey(c.Command[0]), "%s: %s runs %s", r.name, u.GetName(), c.Command[0])
 				}
