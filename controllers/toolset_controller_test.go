@@ -37,6 +37,16 @@ func toolSet(ns, name string) *v1alpha1.ToolSet {
 	}
 }
 
+// createToolSet creates a ToolSet and deletes it when the spec ends, so
+// that it stops being scraped in the background of later specs.
+func createToolSet(ctx context.Context, ts *v1alpha1.ToolSet) {
+	GinkgoHelper()
+	Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+	DeferCleanup(func(ctx context.Context) {
+		Expect(client.IgnoreNotFound(k8sClient.Delete(ctx, ts))).To(Succeed())
+	})
+}
+
 func getToolSet(ctx context.Context, g Gomega, ts *v1alpha1.ToolSet) *v1alpha1.ToolSet {
 	got := &v1alpha1.ToolSet{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), got)).To(Succeed())
@@ -72,7 +82,7 @@ var _ = Describe("The ToolSet reconciler", func() {
 		w := newWorkload(tool("query_customer"), tool("get_order"))
 		createReadyPod(ctx, ns, "crm-0", map[string]string{"app": "crm"}, w.port())
 		ts := toolSet(ns, "crm")
-		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		createToolSet(ctx, ts)
 
 		Eventually(func(g Gomega) {
 			got := getToolSet(ctx, g, ts)
@@ -105,7 +115,7 @@ var _ = Describe("The ToolSet reconciler", func() {
 		createReadyPod(ctx, ns, "p-0", map[string]string{"app": "p"}, w1.port())
 		ts := toolSet(ns, "p")
 		ts.Spec.Interval = &metav1.Duration{Duration: time.Hour}
-		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		createToolSet(ctx, ts)
 		Eventually(func(g Gomega) {
 			g.Expect(getToolSet(ctx, g, ts).Status.Pods.Scraped).To(BeEquivalentTo(1))
 		}).Should(Succeed())
@@ -126,8 +136,8 @@ var _ = Describe("The ToolSet reconciler", func() {
 		good := newWorkload(tool("good_fine"))
 		createReadyPod(ctx, ns, "good-0", map[string]string{"app": "good"}, good.port())
 		badTS, goodTS := toolSet(ns, "bad"), toolSet(ns, "good")
-		Expect(k8sClient.Create(ctx, badTS)).To(Succeed())
-		Expect(k8sClient.Create(ctx, goodTS)).To(Succeed())
+		createToolSet(ctx, badTS)
+		createToolSet(ctx, goodTS)
 
 		Eventually(func(g Gomega) {
 			ready := readyCondition(getToolSet(ctx, g, badTS))
@@ -182,13 +192,13 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		hungTS := toolSet(ns, "hung")
 		hungTS.Spec.Interval = &metav1.Duration{Duration: 30 * time.Second}
 		hungTS.Spec.Timeout = &metav1.Duration{Duration: 8 * time.Second}
-		Expect(k8sClient.Create(ctx, hungTS)).To(Succeed())
+		createToolSet(ctx, hungTS)
 		Eventually(hung.inflight.Load).Should(BeEquivalentTo(1))
 
 		good := newWorkload(tool("hung_fine"))
 		createReadyPod(ctx, ns, "good-0", map[string]string{"app": "good"}, good.port())
 		goodTS := toolSet(ns, "good")
-		Expect(k8sClient.Create(ctx, goodTS)).To(Succeed())
+		createToolSet(ctx, goodTS)
 		Eventually(func(g Gomega) {
 			g.Expect(readyCondition(getToolSet(ctx, g, goodTS)).Status).To(Equal(metav1.ConditionTrue))
 		}).Should(Succeed())
@@ -214,7 +224,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 			if maxTools > 0 {
 				ts.Spec.Limits.MaxTools = maxTools
 			}
-			Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+			createToolSet(ctx, ts)
 			Eventually(func(g Gomega) {
 				ready := readyCondition(getToolSet(ctx, g, ts))
 				g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
@@ -256,7 +266,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		createReadyPod(ctx, ns, "w-0", map[string]string{"app": "w"}, w.port())
 		ts := toolSet(ns, "w")
 		ts.Spec.Limits.MaxSchemaBytes = 256
-		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		createToolSet(ctx, ts)
 
 		reason := func(s string) OmegaMatcher { return HaveField("Reason", ContainSubstring(s)) }
 		Eventually(func(g Gomega) {
@@ -288,7 +298,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 			createReadyPod(ctx, ns, fmt.Sprintf("r-%d", i), map[string]string{"app": "r"}, w.port())
 		}
 		ts := toolSet(ns, "r")
-		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		createToolSet(ctx, ts)
 
 		Eventually(func(g Gomega) {
 			got := getToolSet(ctx, g, ts)
@@ -321,7 +331,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		w := newWorkload(tool("stale_a"), tool("stale_b"))
 		createReadyPod(ctx, ns, "s-0", map[string]string{"app": "s"}, w.port())
 		ts := toolSet(ns, "s")
-		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		createToolSet(ctx, ts)
 		Eventually(func(g Gomega) {
 			g.Expect(getToolSet(ctx, g, ts).Status.PublishedTools).To(BeEquivalentTo(2))
 		}).Should(Succeed())
@@ -366,7 +376,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		ts.Spec.Prefix = "crm_"
 		ts.Spec.Include = []string{"query_*", "get_*"}
 		ts.Spec.Exclude = []string{"get_secret"}
-		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		createToolSet(ctx, ts)
 
 		Eventually(func(g Gomega) {
 			g.Expect(getToolSet(ctx, g, ts).Status.Tools).To(ConsistOf(
@@ -389,7 +399,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		own := newWorkload(tool("own"))
 		createReadyPod(ctx, ns, "x-0", map[string]string{"app": "x"}, own.port())
 		ts := toolSet(ns, "x")
-		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		createToolSet(ctx, ts)
 
 		Eventually(func(g Gomega) {
 			g.Expect(getToolSet(ctx, g, ts).Status.Tools).To(ConsistOf(toolNamed("own", v1alpha1.ToolPublished)))
@@ -406,7 +416,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		createReadyPod(ctx, ns, "t-0", map[string]string{"app": "t"}, w.port())
 		ts := toolSet(ns, "t")
 		ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "scrape-token", Key: "token"}}
-		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		createToolSet(ctx, ts)
 
 		// Without the Secret the user is told what is missing.
 		Eventually(func(g Gomega) {
@@ -453,7 +463,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		w := newWorkload(tool("steady"))
 		createReadyPod(ctx, ns, "z-0", map[string]string{"app": "z"}, w.port())
 		ts := toolSet(ns, "z")
-		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		createToolSet(ctx, ts)
 		Eventually(func(g Gomega) {
 			g.Expect(readyCondition(getToolSet(ctx, g, ts)).Status).To(Equal(metav1.ConditionTrue))
 		}).Should(Succeed())
@@ -474,7 +484,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		w1 := newWorkload(tool("shared"), tool("mine"))
 		createReadyPod(ctx, other, "first-0", map[string]string{"app": "first"}, w1.port())
 		first := toolSet(other, "first")
-		Expect(k8sClient.Create(ctx, first)).To(Succeed())
+		createToolSet(ctx, first)
 		Eventually(func(g Gomega) {
 			g.Expect(getToolSet(ctx, g, first).Status.PublishedTools).To(BeEquivalentTo(2))
 		}).Should(Succeed())
@@ -482,7 +492,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		w2 := newWorkload(tool("shared"))
 		createReadyPod(ctx, ns, "second-0", map[string]string{"app": "second"}, w2.port())
 		second := toolSet(ns, "second")
-		Expect(k8sClient.Create(ctx, second)).To(Succeed())
+		createToolSet(ctx, second)
 		Eventually(func(g Gomega) {
 			got := getToolSet(ctx, g, second)
 			g.Expect(got.Status.Tools).To(ConsistOf(And(toolNamed("shared", v1alpha1.ToolConflicted), HaveField("Owner", other+"/first"))))
@@ -509,7 +519,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		createReadyPod(ctx, ns, "n-0", map[string]string{"app": "n"}, w.port())
 		ts := toolSet(ns, "n")
 		ts.Spec.Service = nil
-		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		createToolSet(ctx, ts)
 		Eventually(func(g Gomega) {
 			ready := readyCondition(getToolSet(ctx, g, ts))
 			g.Expect(ready.Status).To(Equal(metav1.ConditionTrue))

@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -102,7 +103,9 @@ func ParseDocument(body []byte) (*spec.Document, error) {
 	if doc.Tools == nil {
 		doc.Tools = []spec.Tool{}
 	}
-	spec.SortTools(doc.Tools)
+	// Stable, so that a document and its re-encoding parse alike even when
+	// a name is served twice.
+	slices.SortStableFunc(doc.Tools, func(a, b spec.Tool) int { return strings.Compare(a.Name, b.Name) })
 	if doc.Revision == "" {
 		doc.Revision = spec.Revision(doc.Tools)
 	}

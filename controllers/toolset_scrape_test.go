@@ -1,0 +1,343 @@
+package controllers
+
+import (
+	"bytes"
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+func encodeDoc(t testing.TB, tools ...spec.Tool) []byte {
+	t.Helper()
+	spec.SortTools(tools)
+	b, err := json.Marshal(spec.Document{SchemaVersion: spec.SchemaVersion, Revision: spec.Revision(tools), Server: spec.Server{Name: "t"}, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestParseDocument(t *testing.T) {
+	valid := string(encodeDoc(t, tool("b"), tool("a")))
+	tests := []struct {
+		name, body string
+		wantErr    string
+		wantTools  []string
+	}{
+		{name: "valid", body: valid, wantTools: []string{"a", "b"}},
+		{name: "unknown fields are ignored", body: `{"schemaVersion":"toolplane.io/v1alpha1","revision":"r","future":1,"tools":[{"name":"x","inputSchema":{"type":"object"},"icons":[]}]}`, wantTools: []string{"x"}},
+		{name: "unsorted tools come back sorted", body: `{"schemaVersion":"toolplane.io/v1alpha1","tools":[{"name":"z"},{"name":"m"},{"name":"a"}]}`, wantTools: []string{"a", "m", "z"}},
+		{name: "no tools", body: `{"schemaVersion":"toolplane.io/v1alpha1"}`, wantTools: []string{}},
+		{name: "invalid JSON", body: `{"schemaVersion":`, wantErr: "decoding spec document"},
+		{name: "not an object", body: `[1,2]`, wantErr: "decoding spec document"},
+		{name: "trailing data", body: valid + `{}`, wantErr: "data after the JSON object"},
+		{name: "other schema version", body: `{"schemaVersion":"v2","tools":[]}`, wantErr: `unsupported schemaVersion "v2"`},
+		{name: "no schema version", body: `{"tools":[]}`, wantErr: `unsupported schemaVersion ""`},
+		{name: "tools of the wrong type", body: `{"schemaVersion":"toolplane.io/v1alpha1","tools":{"a":1}}`, wantErr: "decoding spec document"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			doc, err := ParseDocument([]byte(tt.body))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("ParseDocument() error = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseDocument() error = %v", err)
+			}
+			names := []string{}
+			for _, tool := range doc.Tools {
+				names = append(names, tool.Name)
+			}
+			if strings.Join(names, ",") != strings.Join(tt.wantTools, ",") {
+				t.Errorf("tools = %v, want %v", names, tt.wantTools)
+			}
+			if doc.Revision == "" {
+				t.Error("revision is empty; want the served one or a computed one")
+			}
+		})
+	}
+}
+
+// FuzzParseDocument feeds the operator's parser arbitrary bodies, as a
+// hostile or broken workload could serve. Whatever it accepts must
+// re-encode into a document that parses the same, and must go through
+// validation and assembly without a panic.
+func FuzzParseDocument(f *testing.F) {
+	f.Add(encodeDoc(f, tool("query_customer"), tool("get_order")))
+	f.Add([]byte(`{"schemaVersion":"toolplane.io/v1alpha1","tools":[{"name":"a","inputSchema":{"type":"object","properties":{"x":{"$ref":"#/$defs/x"}},"$defs":{"x":{"type":"string"}}}},{"name":"a","inputSchema":{"type":"object"}}]}`))
+	f.Add([]byte(`{"schemaVersion":"toolplane.io/v1alpha1","revision":"sha256:00","tools":[{"name":"r","inputSchema":{"type":"object","$ref":"https://example.com/s.json"},"_meta":{"toolplane.io/version":"1"}}]}`))
+	f.Add([]byte(`{"schemaVersion":"toolplane.io/v1alpha1","tools":[{"name":"p","inputSchema":{"type":"object","properties":{"s":{"pattern":"(a+)+$"}}},"outputSchema":{"type":"object"},"annotations":{"readOnlyHint":true}}]}`))
+	f.Add([]byte(`{"schemaVersion":"toolplane.io/v1alpha1","tools":null}`))
+	f.Add([]byte(`{}`))
+	f.Add([]byte(`null`))
+	ts := &v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{
+		Prefix: "p_", Include: []string{"*"}, Exclude: []string{"x*"},
+		Service: &v1alpha1.ServiceReference{Name: "svc", Port: 80},
+		Limits:  v1alpha1.Limits{MaxTools: 256, MaxSchemaBytes: 4096},
+	}}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		doc, err := ParseDocument(body)
+		if err != nil {
+			if doc != nil {
+				t.Fatal("ParseDocument returned a document with an error")
+			}
+			return
+		}
+		if doc.SchemaVersion != spec.SchemaVersion || doc.Revision == "" || doc.Tools == nil {
+			t.Fatalf("accepted a document without its invariants: %+v", doc)
+		}
+		again, err := json.Marshal(doc)
+		if err != nil {
+			t.Fatalf("re-encoding an accepted document: %v", err)
+		}
+		doc2, err := ParseDocument(again)
+		if err != nil {
+			t.Fatalf("re-parsing an accepted document: %v\n%s", err, again)
+		}
+		if again2, _ := json.Marshal(doc2); !bytes.Equal(again, again2) {
+			t.Fatalf("round trip changed the document:\n%s\n%s", again, again2)
+		}
+		a := assemble(ts, []*spec.Document{doc, doc2})
+		if len(a.tools)+len(a.rejected) > len(doc.Tools) {
+			t.Fatalf("assembled %d tools from %d", len(a.tools)+len(a.rejected), len(doc.Tools))
+		}
+		for _, tt := range a.tools {
+			if !toolNameRE.MatchString(tt.Name) || tt.Endpoints == nil {
+				t.Fatalf("offered an unchecked tool: %+v", tt)
+			}
+		}
+	})
+}
+
+func TestValidateTool(t *testing.T) {
+	limits := v1alpha1.Limits{MaxTools: 256, MaxSchemaBytes: 512}
+	with := func(name, input, output string) spec.Tool {
+		tl := spec.Tool{Name: name, InputSchema: json.RawMessage(input)}
+		if output != "" {
+			tl.OutputSchema = json.RawMessage(output)
+		}
+		return tl
+	}
+	tests := []struct {
+		name      string
+		published string
+		tool      spec.Tool
+		wantErr   string
+	}{
+		{"valid", "crm_q", with("q", `{"type":"object","properties":{"a":{"type":"integer","minimum":1}},"required":["a"]}`, ""), ""},
+		{"local $ref and $defs", "r", with("r", `{"type":"object","properties":{"n":{"$ref":"#/$defs/n"}},"$defs":{"n":{"type":"string"}}}`, ""), ""},
+		{"valid output schema", "o", with("o", `{"type":"object"}`, `{"type":"object","properties":{"x":{"type":"number"}}}`), ""},
+		{"draft-07 by $schema", "d", with("d", `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object"}`, ""), ""},
+		{"name with a space", "a b", with("a b", `{"type":"object"}`, ""), "does not match"},
+		{"name too long", strings.Repeat("n", 129), with("n", `{"type":"object"}`, ""), "does not match"},
+		{"name empty", "", with("", `{"type":"object"}`, ""), "does not match"},
+		{"dot-dot source name", "p_..", with("..", `{"type":"object"}`, ""), "cannot be addressed"},
+		{"no input schema", "x", with("x", ``, ""), "inputSchema is missing"},
+		{"null input schema", "x", with("x", `null`, ""), "inputSchema is missing"},
+		{"input schema not an object schema", "x", with("x", `{"type":"array"}`, ""), `"type": "object"`},
+		{"input schema without type", "x", with("x", `{"properties":{}}`, ""), `"type": "object"`},
+		{"input schema a boolean", "x", with("x", `true`, ""), `"type": "object"`},
+		{"input schema that does not compile", "x", with("x", `{"type":"object","properties":{"a":{"minimum":"one"}}}`, ""), "does not compile"},
+		{"input schema with a bad regexp", "x", with("x", `{"type":"object","properties":{"a":{"pattern":"("}}}`, ""), "does not compile"},
+		{"remote $ref", "x", with("x", `{"type":"object","properties":{"a":{"$ref":"https://example.com/a.json"}}}`, ""), "external $ref is not allowed"},
+		{"file $ref", "x", with("x", `{"type":"object","properties":{"a":{"$ref":"file:///etc/passwd"}}}`, ""), "external $ref is not allowed"},
+		{"relative $ref under a remote $id", "x", with("x", `{"$id":"https://example.com/root.json","type":"object","properties":{"a":{"$ref":"other.json"}}}`, ""), "external $ref is not allowed"},
+		{"input schema over the limit", "x", with("x", `{"type":"object","description":"`+strings.Repeat("d", 600)+`"}`, ""), "more than limits.maxSchemaBytes 512"},
+		{"output schema not an object schema", "x", with("x", `{"type":"object"}`, `{"type":"string"}`), `outputSchema must be`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := validateTool(tt.published, tt.tool, limits)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("validateTool() = %v, want nil", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+				t.Fatalf("validateTool() = %v, want an error containing %q", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestAssembleIsIndependentOfPodOrder(t *testing.T) {
+	formX, formY := tool("a"), tool("a")
+	formX.Description, formY.Description = "x", "y"
+	d1 := &spec.Document{Revision: "r1", Tools: []spec.Tool{formX}}
+	d2 := &spec.Document{Revision: "r2", Tools: []spec.Tool{formY}}
+	ts := &v1alpha1.ToolSet{}
+	// One Pod each: a tie, broken by the forms' bytes, never by order.
+	a12, a21 := assemble(ts, []*spec.Document{d1, d2}), assemble(ts, []*spec.Document{d2, d1})
+	if len(a12.tools) != 1 || len(a21.tools) != 1 || a12.tools[0].Description != a21.tools[0].Description {
+		t.Fatalf("assembly depends on the order of the Pods: %+v vs %+v", a12.tools, a21.tools)
+	}
+	if a12.revision != a21.revision || a12.skew != a21.skew || a12.skew == "" {
+		t.Fatalf("revision or skew depends on the order: %q/%q vs %q/%q", a12.revision, a12.skew, a21.revision, a21.skew)
+	}
+}
+
+func TestResolvePort(t *testing.T) {
+	pod := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{
+		{Ports: []corev1.ContainerPort{{Name: "metrics", ContainerPort: 9090}}},
+		{Ports: []corev1.ContainerPort{{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP}, {Name: "http", ContainerPort: 8080}}},
+	}}}
+	if p, err := resolvePort(pod, intstr.FromString("http")); err != nil || p != 8080 {
+		t.Errorf("by name: %d, %v; want 8080", p, err)
+	}
+	if p, err := resolvePort(pod, intstr.FromInt32(7000)); err != nil || p != 7000 {
+		t.Errorf("by number: %d, %v; want 7000", p, err)
+	}
+	if _, err := resolvePort(pod, intstr.FromString("dns")); err == nil {
+		t.Error("a UDP port was accepted")
+	}
+	if _, err := resolvePort(pod, intstr.FromString("grpc")); err == nil || !strings.Contains(err.Error(), `no TCP container port named "grpc"`) {
+		t.Errorf("a missing port: %v", err)
+	}
+}
+
+func TestFetch(t *testing.T) {
+	body := encodeDoc(t, tool("a"))
+	target := func(maxTools int32) scrapeTarget {
+		return scrapeTarget{
+			spec:    &v1alpha1.ToolSetSpec{Path: spec.DefaultPath, Scheme: "http", Limits: v1alpha1.Limits{MaxTools: maxTools}},
+			timeout: 2 * time.Second,
+			creds:   &credentials{token: "t0ken"},
+		}
+	}
+	serve := func(h http.HandlerFunc) string {
+		srv := httptest.NewServer(h)
+		t.Cleanup(srv.Close)
+		return srv.URL + spec.DefaultPath
+	}
+	fetch := func(s *scraper, tgt scrapeTarget, url string, prev *spec.Document) (*spec.Document, error) {
+		c := tgt.httpClient()
+		defer c.CloseIdleConnections()
+		return s.fetch(context.Background(), c, tgt, url, prev)
+	}
+
+	t.Run("a body of exactly the limit passes, one byte more fails", func(t *testing.T) {
+		padded := append(bytes.Clone(body), bytes.Repeat([]byte(" "), 100)...)
+		url := serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(padded) })
+		if _, err := fetch(newScraper(1, int64(len(padded))), target(0), url, nil); err != nil {
+			t.Fatalf("at the limit: %v", err)
+		}
+		_, err := fetch(newScraper(1, int64(len(padded)-1)), target(0), url, nil)
+		if !errors.Is(err, errTooLarge) || scrapeReason(err) != scrapeErrTooLarge {
+			t.Fatalf("over the limit: %v", err)
+		}
+	})
+	t.Run("a gzip bomb is capped after decompression", func(t *testing.T) {
+		var zipped bytes.Buffer
+		zw := gzip.NewWriter(&zipped)
+		_, _ = zw.Write(bytes.Repeat([]byte(" "), 8<<20))
+		_ = zw.Close()
+		url := serve(func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Encoding", "gzip")
+			_, _ = w.Write(zipped.Bytes())
+		})
+		if _, err := fetch(newScraper(1, 1<<20), target(0), url, nil); !errors.Is(err, errTooLarge) {
+			t.Fatalf("got %v, want errTooLarge", err)
+		}
+	})
+	t.Run("If-None-Match and 304 reuse the previous document", func(t *testing.T) {
+		prev, _ := ParseDocument(body)
+		var gotINM, gotAuth string
+		url := serve(func(w http.ResponseWriter, r *http.Request) {
+			gotINM, gotAuth = r.Header.Get("If-None-Match"), r.Header.Get("Authorization")
+			w.WriteHeader(http.StatusNotModified)
+		})
+		doc, err := fetch(newScraper(1, 0), target(0), url, prev)
+		if err != nil || doc != prev {
+			t.Fatalf("got %v, %v; want the previous document", doc, err)
+		}
+		if gotINM != spec.ETag(prev.Revision) || gotAuth != "Bearer t0ken" {
+			t.Fatalf("If-None-Match %q, Authorization %q", gotINM, gotAuth)
+		}
+		if _, err := fetch(newScraper(1, 0), target(0), url, nil); !errors.Is(err, errNotModifiedCold) {
+			t.Fatalf("a 304 with no previous document: %v", err)
+		}
+	})
+	t.Run("a redirect on the same host is followed, to another host refused", func(t *testing.T) {
+		url := serve(func(w http.ResponseWriter, r *http.Request) {
+			switch r.URL.Path {
+			case spec.DefaultPath:
+				http.Redirect(w, r, "/moved", http.StatusFound)
+			case "/moved":
+				_, _ = w.Write(body)
+			}
+		})
+		if _, err := fetch(newScraper(1, 0), target(0), url, nil); err != nil {
+			t.Fatalf("same host: %v", err)
+		}
+		elsewhere := serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(body) })
+		away := serve(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, strings.Replace(elsewhere, "127.0.0.1", "localhost", 1), http.StatusFound)
+		})
+		_, err := fetch(newScraper(1, 0), target(0), away, nil)
+		if !errors.Is(err, errRedirectHost) || scrapeReason(err) != scrapeErrRedirect {
+			t.Fatalf("another host: %v", err)
+		}
+	})
+	t.Run("more tools than maxTools rejects the document", func(t *testing.T) {
+		url := serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(encodeDoc(t, tool("a"), tool("b"))) })
+		_, err := fetch(newScraper(1, 0), target(1), url, nil)
+		if scrapeReason(err) != scrapeErrTooMany || !strings.Contains(err.Error(), "2 tools, more than limits.maxTools 1") {
+			t.Fatalf("got %v", err)
+		}
+	})
+	t.Run("a slow server times out", func(t *testing.T) {
+		url := serve(func(_ http.ResponseWriter, r *http.Request) { <-r.Context().Done() })
+		tgt := target(0)
+		tgt.timeout = 50 * time.Millisecond
+		_, err := fetch(newScraper(1, 0), tgt, url, nil)
+		if scrapeReason(err) != scrapeErrTimeout || !strings.Contains(err.Error(), "timed out") {
+			t.Fatalf("got %v", err)
+		}
+	})
+}
+
+// BenchmarkAssemble measures one round of validation and assembly of a
+// ToolSet of 256 tools over 3 Pods, with and without reuse of the last
+// round's assembly (what a round of 304s costs).
+func BenchmarkAssemble(b *testing.B) {
+	var tools []spec.Tool
+	for i := range 256 {
+		tl := tool("tool_" + strconv.Itoa(i))
+		tl.InputSchema = json.RawMessage(`{"type":"object","properties":{"id":{"type":"string","pattern":"^[a-z0-9-]+$"},"n":{"type":"integer","minimum":0,"maximum":100},"tags":{"type":"array","items":{"type":"string"}}},"required":["id"]}`)
+		tools = append(tools, tl)
+	}
+	doc, err := ParseDocument(encodeDoc(b, tools...))
+	if err != nil {
+		b.Fatal(err)
+	}
+	docs := []*spec.Document{doc, doc, doc}
+	ts := &v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{Limits: v1alpha1.Limits{MaxTools: 256, MaxSchemaBytes: 65536}}}
+	b.Run("cold", func(b *testing.B) {
+		for b.Loop() {
+			_ = assemble(ts, docs)
+		}
+	})
+	b.Run("unchanged", func(b *testing.B) {
+		mem := &toolSetMemory{}
+		for b.Loop() {
+			_ = mem.assemble(ts, docs)
+		}
+	})
+}
