@@ -1,10 +1,13 @@
 package toolkit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 
@@ -249,5 +252,20 @@ func TestRegistryConcurrent(t *testing.T) {
 	wg.Wait()
 	if len(r.Specs()) != 1 {
 		t.Errorf("left with %d tools, want 1", len(r.Specs()))
+	}
+}
+
+func TestRegistryWarnsOfNamesNotPortable(t *testing.T) {
+	var logs bytes.Buffer
+	r := &Registry{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
+	if err := r.Add(greeter(t, "portable_name"), greeter(t, "crm.query")); err != nil {
+		t.Fatal(err)
+	}
+	out := logs.String()
+	if !strings.Contains(out, "tool=crm.query") || !strings.Contains(out, "not portable") {
+		t.Errorf("no warning for crm.query: %s", out)
+	}
+	if strings.Contains(out, "portable_name") {
+		t.Errorf("warned about a portable name: %s", out)
 	}
 }
