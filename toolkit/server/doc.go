@@ -61,9 +61,13 @@
 // hook and the tools: the request's HTTP header, and the subject and
 // scopes that an outer middleware put in the request's context with
 // [toolkit.WithCaller], or otherwise those of a bearer token verified by
-// the MCP SDK's auth.RequireBearerToken middleware. On invoke and on
-// stateless MCP the tool's context derives from the HTTP request's, so
-// values that outer middleware put there, such as a trace span, reach the
-// tool. In an MCP session (Options.MCPSessions) the context is the
-// session's, so only the header and the verified token are per request.
+// the MCP SDK's auth.RequireBearerToken middleware.
+//
+// On invoke and on stateless MCP the tool's context derives from the HTTP
+// request's, so values that outer middleware put there, such as the span
+// of an instrumented HTTP handler, reach the tool and the tracing
+// middleware. In an MCP session (Options.MCPSessions) the context is the
+// session's, so only the header and the verified token are per request;
+// [Options.CallContext] derives the context from the header on every
+// transport, for example to extract a W3C trace context.
 package server

@@ -72,6 +72,16 @@ type Options struct {
 	// request. Zero means [DefaultSessionTimeout]. Only used with
 	// MCPSessions.
 	SessionTimeout time.Duration
+	// CallContext, if set, derives each call's context from the request's
+	// HTTP header, on invoke and on MCP alike. Use it to take a trace
+	// context from the header when no instrumented HTTP middleware (such as
+	// otelhttp) already put the request's span in the context, and in MCP
+	// sessions, whose context is not the request's:
+	//
+	//	CallContext: func(ctx context.Context, h http.Header) context.Context {
+	//		return otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(h))
+	//	},
+	CallContext func(ctx context.Context, header http.Header) context.Context
 	// Logger receives the transport's own errors, and the MCP SDK's logs.
 	// The default is [slog.Default].
 	Logger *slog.Logger
@@ -98,6 +108,7 @@ type Options struct {
 // wait for.
 type Handler struct {
 	reg     *toolkit.Registry
+	callCtx func(context.Context, http.Header) context.Context
 	info    spec.Server
 	maxBody int64
 	logger  *slog.Logger
@@ -139,12 +150,13 @@ func New(reg *toolkit.Registry, opts *Options) *Handler {
 	}
 	h := &Handler{
 		reg:     reg,
+		callCtx: o.CallContext,
 		info:    spec.Server{Name: o.Name, Version: o.Version},
 		maxBody: o.MaxBodyBytes,
 		logger:  o.Logger,
 		mux:     http.NewServeMux(),
 	}
-	h.mcp = newMCPBridge(reg, &o)
+	h.mcp = newMCPBridge(reg, &o, h.callContext)
 	// The method checks are the handlers' own, so that a wrong method gets
 	// a JSON error body like every other failure here; ServeMux's own 405
 	// is plain text.
@@ -177,8 +189,9 @@ func (h *Handler) Close() error {
 
 // callContext returns ctx carrying the caller of this request: the subject
 // and scopes that an outer middleware set, or failing that those of a token
-// that the MCP SDK's auth middleware verified, and the request's header.
-func callContext(ctx context.Context, header http.Header, token *auth.TokenInfo) context.Context {
+// that the MCP SDK's auth middleware verified, and the request's header;
+// then whatever Options.CallContext adds.
+func (h *Handler) callContext(ctx context.Context, header http.Header, token *auth.TokenInfo) context.Context {
 	c, _ := toolkit.CallerFrom(ctx)
 	if c.Subject == "" && len(c.Scopes) == 0 && token != nil {
 		c.Subject = token.UserID
@@ -187,7 +200,11 @@ func callContext(ctx context.Context, header http.Header, token *auth.TokenInfo)
 	if header != nil {
 		c.Header = header
 	}
-	return toolkit.WithCaller(ctx, c)
+	ctx = toolkit.WithCaller(ctx, c)
+	if h.callCtx != nil {
+		ctx = h.callCtx(ctx, header)
+	}
+	return ctx
 }
 
 // writeJSON writes v with status. v is always one of this package's own

@@ -48,7 +48,7 @@ func (h *Handler) serveInvoke(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ctx := callContext(r.Context(), r.Header, auth.TokenInfoFromContext(r.Context()))
+	ctx := h.callContext(r.Context(), r.Header, auth.TokenInfoFromContext(r.Context()))
 	res, err := h.reg.Call(ctx, name, body)
 	switch {
 	case err == nil:

@@ -27,9 +27,10 @@ const modernProtocol = "2026-07-28"
 // reach [toolkit.Registry.Call] untouched, so that toolkit's lenient binding
 // and middleware run instead of the SDK's strict decoding.
 type mcpBridge struct {
-	reg    *toolkit.Registry
-	server *mcp.Server
-	logger *slog.Logger
+	reg     *toolkit.Registry
+	server  *mcp.Server
+	logger  *slog.Logger
+	callCtx func(context.Context, http.Header, *auth.TokenInfo) context.Context
 
 	stateless http.Handler
 	sessions  http.Handler // nil unless Options.MCPSessions
@@ -38,8 +39,8 @@ type mcpBridge struct {
 	served map[string]string // tool name → revision of its spec as served
 }
 
-func newMCPBridge(reg *toolkit.Registry, o *Options) *mcpBridge {
-	b := &mcpBridge{reg: reg, logger: o.Logger, served: map[string]string{}}
+func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Context, http.Header, *auth.TokenInfo) context.Context) *mcpBridge {
+	b := &mcpBridge{reg: reg, logger: o.Logger, callCtx: callCtx, served: map[string]string{}}
 	// The SDK logs every stateless request at Info: one line per call.
 	sdkLogger := slog.New(minLevel{Handler: o.Logger.Handler(), min: slog.LevelWarn})
 	b.server = mcp.NewServer(
@@ -144,7 +145,7 @@ func (b *mcpBridge) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		// verified token speak for this request.
 		ctx = toolkit.WithCaller(ctx, toolkit.Caller{})
 	}
-	ctx = callContext(ctx, header, token)
+	ctx = b.callCtx(ctx, header, token)
 	res, err := b.reg.Call(ctx, req.Params.Name, req.Params.Arguments)
 	switch {
 	case err == nil:

@@ -15,6 +15,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolplane/toolplane/toolkit"
 	"github.com/toolplane/toolplane/toolkit/server"
@@ -439,5 +441,46 @@ func TestCloseEndsStreams(t *testing.T) {
 	}
 	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		t.Fatalf("Serve: %v", err)
+	}
+}
+
+// TestTraceContextReachesTheTool extracts a W3C trace context from each
+// request's header with Options.CallContext, and checks that the tool sees
+// it on invoke and on MCP, in a session too.
+func TestTraceContextReachesTheTool(t *testing.T) {
+	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	const traceparent = "00-" + traceID + "-00f067aa0ba902b7-01"
+	for _, sessions := range []bool{false, true} {
+		reg := testRegistry(t)
+		if err := reg.Add(must(toolkit.New("trace_id", "The trace the call belongs to", func(ctx context.Context, _ struct{}) (string, error) {
+			return trace.SpanContextFromContext(ctx).TraceID().String(), nil
+		}))); err != nil {
+			t.Fatal(err)
+		}
+		h := server.New(reg, &server.Options{
+			MCPSessions: sessions,
+			CallContext: func(ctx context.Context, h http.Header) context.Context {
+				return propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(h))
+			},
+		})
+		srv := httptest.NewServer(h)
+		t.Cleanup(func() {
+			h.Close()
+			srv.Close()
+		})
+		s := &testServer{Server: srv, reg: reg, h: h}
+
+		resp, body := s.do(t, http.MethodPost, spec.InvokePrefix+"trace_id", `{}`, "Traceparent", traceparent)
+		var res spec.CallResult
+		if err := json.Unmarshal(body, &res); err != nil || resp.StatusCode != http.StatusOK || res.Text() != traceID {
+			t.Errorf("invoke: %d %s", resp.StatusCode, body)
+		}
+		for _, v := range protocolVersions {
+			cs := connect(t, s.URL, v, nil, "Traceparent", traceparent)
+			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "trace_id"})
+			if err != nil || res.IsError || res.Content[0].(*mcp.TextContent).Text != traceID {
+				t.Errorf("MCP %s (sessions %v): %v %+v", v, sessions, err, res)
+			}
+		}
 	}
 }
