@@ -120,6 +120,11 @@ docker-buildx: ## Build and push IMG for every platform in PLATFORMS (default li
 $(LOCALBIN):
 	mkdir -p $(LOCALBIN)
 
+.PHONY: interop-deps
+interop-deps: hack/interop/node_modules/.package-lock.json ## Install the TypeScript MCP SDK client that toolkit/server's interop test drives (npm ci).
+hack/interop/node_modules/.package-lock.json: hack/interop/package.json hack/interop/package-lock.json
+	npm ci --prefix hack/interop --no-audit --no-fund
+
 .PHONY: envtest
 envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## Build the test control plane (kube-apiserver, etcd) from the Go module proxy.
 $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd: | $(LOCALBIN)
