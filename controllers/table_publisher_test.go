@@ -674,3 +674,68 @@ var _ = Describe("The table publisher", func() {
 		})
 	})
 })
+
+var _ = Describe("The tool table, end to end", func() {
+	// The suite's manager runs the reconciler with the real publisher; every
+	// spec shares its table, so tool names carry the spec's namespace.
+	lookup := func(ctx context.Context, name string) func(g Gomega) spec.TableTool {
+		return func(g Gomega) spec.TableTool {
+			t, _, err := storedTable(ctx, tableNamespace)
+			g.Expect(err).NotTo(HaveOccurred())
+			i := slices.IndexFunc(t.Tools, func(tt spec.TableTool) bool { return tt.Name == name })
+			g.Expect(i).NotTo(BeNumerically("<", 0), "%s is published", name)
+			return t.Tools[i]
+		}
+	}
+
+	It("publishes scraped tools with their endpoints, one owner per name, and hands a name over", func(ctx context.Context) {
+		weatherNs, travelNs := newNamespace(ctx), newNamespace(ctx)
+		shared := "get_weather_" + weatherNs
+
+		w := newWorkload(tool(shared))
+		createReadyPod(ctx, weatherNs, "weather-0", map[string]string{"app": "weather"}, w.port())
+		weather := toolSet(weatherNs, "weather")
+		Expect(k8sClient.Create(ctx, weather)).To(Succeed())
+		Eventually(lookup(ctx, shared)).Should(And(
+			HaveField("ToolSet", spec.ObjectReference{Namespace: weatherNs, Name: "weather"}),
+			HaveField("SourceName", shared),
+			HaveField("Endpoints", &spec.Endpoints{
+				Invoke: "http://weather." + weatherNs + ".svc:8080/tools/" + shared,
+				MCP:    "http://weather." + weatherNs + ".svc:8080/mcp",
+			}),
+		))
+
+		// In another namespace, one ToolSet exposes the same name and loses
+		// it; another publishes it under a prefix.
+		t := newWorkload(tool(shared))
+		createReadyPod(ctx, travelNs, "rival-0", map[string]string{"app": "rival"}, t.port())
+		createReadyPod(ctx, travelNs, "travel-0", map[string]string{"app": "travel"}, t.port())
+		rival := toolSet(travelNs, "rival")
+		Expect(k8sClient.Create(ctx, rival)).To(Succeed())
+		travel := toolSet(travelNs, "travel")
+		travel.Spec.Prefix = "travel_"
+		Expect(k8sClient.Create(ctx, travel)).To(Succeed())
+
+		Eventually(lookup(ctx, "travel_"+shared)).Should(And(
+			HaveField("ToolSet", spec.ObjectReference{Namespace: travelNs, Name: "travel"}),
+			HaveField("SourceName", shared),
+			HaveField("Endpoints.Invoke", "http://travel."+travelNs+".svc:8080/tools/"+shared),
+		))
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, rival)
+			g.Expect(got.Status.Tools).To(ConsistOf(And(toolNamed(shared, v1alpha1.ToolConflicted), HaveField("Owner", weatherNs+"/weather"))))
+		}).Should(Succeed())
+		Expect(lookup(ctx, shared)(Default)).To(HaveField("ToolSet.Namespace", weatherNs), "the loser does not take the name")
+
+		// The owner goes: the name moves to the remaining claimant, in the
+		// table and in its status.
+		Expect(k8sClient.Delete(ctx, weather)).To(Succeed())
+		Eventually(lookup(ctx, shared)).Should(And(
+			HaveField("ToolSet", spec.ObjectReference{Namespace: travelNs, Name: "rival"}),
+			HaveField("Endpoints.Invoke", "http://rival."+travelNs+".svc:8080/tools/"+shared),
+		))
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, rival).Status.Tools).To(ConsistOf(toolNamed(shared, v1alpha1.ToolPublished)))
+		}).Should(Succeed())
+	})
+})
