@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"math"
+	"math/big"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -306,6 +308,36 @@ func TestNearestName(t *testing.T) {
 	}{{"naem", "name", 1}, {"", "abc", 3}, {"abc", "", 3}, {"kitten", "sitting", 3}, {"ab", "ba", 1}, {"same", "same", 0}, {"ca", "abc", 3}} {
 		if got := editDistance(c.a, c.b); got != c.d {
 			t.Errorf("editDistance(%q, %q) = %d, want %d", c.a, c.b, got, c.d)
+		}
+	}
+}
+
+func TestBindCustomTypes(t *testing.T) {
+	type in struct {
+		Addr  netip.Addr `json:"addr"`
+		Count *big.Int   `json:"count,omitempty"`
+	}
+	var got in
+	r := &Registry{PropagateErrors: true}
+	_ = r.Add(MustNewAction("t", "", func(_ context.Context, v in) error { got = v; return nil }))
+	if _, err := r.Call(context.Background(), "t", json.RawMessage(`{"addr":"10.0.0.1","count":123456789012345678901234567890}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got.Addr.String() != "10.0.0.1" || got.Count.String() != "123456789012345678901234567890" {
+		t.Errorf("bound %v %v", got.Addr, got.Count)
+	}
+	_, err := r.Call(context.Background(), "t", json.RawMessage(`{"addr":"not an address","count":"x"}`))
+	var ae *ArgumentError
+	if !errors.As(err, &ae) || len(ae.Problems) != 2 {
+		t.Fatalf("err = %v", err)
+	}
+	if ae.Problems[0].String() != `$.addr: expected a valid value, received "not an address"` {
+		t.Errorf("problem %s", ae.Problems[0])
+	}
+	assertNoGoTypes(t, ae.Error())
+	for _, goish := range []string{"ParseAddr", "big", "netip"} {
+		if strings.Contains(ae.Error(), goish) {
+			t.Errorf("message shows %q: %s", goish, ae.Error())
 		}
 	}
 }

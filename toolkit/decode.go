@@ -420,8 +420,10 @@ func decodeUnmarshaler(d *decoder, b *binder, v any, rv reflect.Value) {
 	} else {
 		target = rv.Addr()
 	}
+	// The method's error is not quoted: it tends to name Go types and
+	// functions, which mean nothing to a model.
 	if err := target.Interface().(json.Unmarshaler).UnmarshalJSON(raw); err != nil {
-		b.add("a valid value", received(v)+" ("+err.Error()+")", nil)
+		b.add("a valid value", received(v), nil)
 	}
 }
 
@@ -431,6 +433,6 @@ func decodeText(d *decoder, b *binder, v any, rv reflect.Value) {
 		return
 	}
 	if err := rv.Addr().Interface().(encoding.TextUnmarshaler).UnmarshalText([]byte(s)); err != nil {
-		b.add("a valid value", received(v)+" ("+err.Error()+")", nil)
+		b.add("a valid value", received(v), nil)
 	}
 }
