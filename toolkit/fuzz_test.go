@@ -40,7 +40,10 @@ func fuzzTools(tb testing.TB) (typed, dynamic *Tool, bound *any) {
 
 // FuzzBind checks that binding never panics, and that whatever it binds
 // passes the tool's own schema: leniency never lets an invalid value
-// through.
+// through. Plain go test runs its seeds (inline and in
+// testdata/fuzz/FuzzBind); to fuzz briefly, from the toolkit directory:
+//
+//	go test -run='^$' -fuzz='^FuzzBind$' -fuzztime=5s .
 func FuzzBind(f *testing.F) {
 	for _, seed := range []string{
 		`{"name":"a"}`,
