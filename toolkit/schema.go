@@ -216,6 +216,9 @@ func (g *generator) genType(t reflect.Type) (*schema, error) {
 	case reflect.Bool:
 		return &schema{Type: "boolean"}, nil
 	case reflect.Int, reflect.Int64:
+		// The 64-bit bounds are left out: they would sit on nearly every
+		// field, are beyond what float-based clients can even represent,
+		// and the binder refuses a value outside them exactly anyway.
 		return &schema{Type: "integer"}, nil
 	case reflect.Int8:
 		return intSchema(math.MinInt8, math.MaxInt8), nil
