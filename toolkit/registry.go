@@ -247,7 +247,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	st := r.load()
 	t, ok := st.tools[name]
 	if !ok {
-		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name)
+		return nil, st.notFound(name)
 	}
 	res, err := st.handler(ctx, &Request{Tool: t, Arguments: args})
 	if err != nil {
@@ -260,6 +260,19 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 		res = successResult()
 	}
 	return res, nil
+}
+
+// notFound is the error for an unknown tool, naming the tool most likely
+// meant when one is close.
+func (st *registryState) notFound(name string) error {
+	names := make([]string, len(st.sorted))
+	for i, t := range st.sorted {
+		names[i] = t.Name()
+	}
+	if near := nearest(name, names); near != "" {
+		return fmt.Errorf("%w: %q (did you mean %q?)", ErrToolNotFound, name, near)
+	}
+	return fmt.Errorf("%w: %q", ErrToolNotFound, name)
 }
 
 // callTool is the innermost handler: the tool's own timeout and

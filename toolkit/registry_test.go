@@ -189,8 +189,11 @@ func TestRegistryCall(t *testing.T) {
 	if err != nil || res.IsError || res.Text() != "Hello, Ada" {
 		t.Fatalf("Call = %+v, %v", res, err)
 	}
-	if _, err := r.Call(ctx, "missing", nil); !errors.Is(err, ErrToolNotFound) {
+	if _, err := r.Call(ctx, "missing", nil); !errors.Is(err, ErrToolNotFound) || err.Error() != `toolkit: tool not found: "missing"` {
 		t.Errorf("unknown tool: err = %v, want ErrToolNotFound", err)
+	}
+	if _, err := r.Call(ctx, "greeet", nil); !errors.Is(err, ErrToolNotFound) || err.Error() != `toolkit: tool not found: "greeet" (did you mean "greet"?)` {
+		t.Errorf("misspelt tool: err = %v", err)
 	}
 	res, err = r.Call(ctx, "failing", json.RawMessage(`{"name":"x"}`))
 	if err != nil || !res.IsError || res.Text() != boom.Error() {
