@@ -4,15 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"log/slog"
-	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
 	"github.com/toolplane/toolplane/toolkit"
 	"github.com/toolplane/toolplane/toolkit/discovery"
+	"github.com/toolplane/toolplane/toolkit/server"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -61,22 +60,13 @@ func TestStrictToolkitSchemas(t *testing.T) {
 		t.Fatalf("strict-mode arguments do not validate against the strict schema: %v", err)
 	}
 
-	reg := &toolkit.Registry{PropagateErrors: true, Logger: slog.New(slog.DiscardHandler)}
+	reg := &toolkit.Registry{Logger: slog.New(slog.DiscardHandler)}
 	if err := reg.Add(place); err != nil {
 		t.Fatal(err)
 	}
-	// The invoke contract over the real registry.
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(r.Body)
-		res, err := reg.Call(r.Context(), r.URL.Path[len(spec.InvokePrefix):], body)
-		if err != nil {
-			w.WriteHeader(http.StatusBadRequest)
-			_ = json.NewEncoder(w).Encode(spec.ErrorResponse{Error: spec.ErrorDetail{Code: "bad_request", Message: err.Error()}})
-			return
-		}
-		_ = json.NewEncoder(w).Encode(res)
-	}))
-	defer srv.Close()
+	h := server.New(reg, &server.Options{Logger: slog.New(slog.DiscardHandler)})
+	srv := httptest.NewServer(h)
+	defer func() { srv.Close(); h.Close() }()
 	c := &discovery.Client{}
 	if err := c.SetTable(table(spec.TableTool{
 		Name: "place.order", SourceName: "place.order", InputSchema: place.Spec().InputSchema,
