@@ -72,6 +72,13 @@ type Options struct {
 	// request. Zero means [DefaultSessionTimeout]. Only used with
 	// MCPSessions.
 	SessionTimeout time.Duration
+	// AllowAnyHostOnLoopback turns off the MCP SDK's DNS-rebinding
+	// protection, which refuses (403) an /mcp request that arrives on a
+	// loopback address with a Host header that is not a loopback name. Set
+	// it when a sidecar proxy forwards requests from 127.0.0.1 with the
+	// Service's name as Host; do not set it for a server that a browser on
+	// the same machine could reach.
+	AllowAnyHostOnLoopback bool
 	// CallContext, if set, derives each call's context from the request's
 	// HTTP header, on invoke and on MCP alike. Use it to take a trace
 	// context from the header when no instrumented HTTP middleware (such as

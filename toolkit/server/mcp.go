@@ -55,17 +55,19 @@ func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Contex
 	)
 	getServer := func(*http.Request) *mcp.Server { return b.server }
 	b.stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-		Stateless:           true,
-		Logger:              sdkLogger,
-		MaxRequestBodyBytes: o.MaxBodyBytes,
+		Stateless:                  true,
+		Logger:                     sdkLogger,
+		MaxRequestBodyBytes:        o.MaxBodyBytes,
+		DisableLocalhostProtection: o.AllowAnyHostOnLoopback,
 		// A tool call ends when its client goes away, as an invoke does.
 		PropagateRequestCancellation: true,
 	})
 	if o.MCPSessions {
 		b.sessions = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
-			Logger:              sdkLogger,
-			MaxRequestBodyBytes: o.MaxBodyBytes,
-			SessionTimeout:      o.SessionTimeout,
+			Logger:                     sdkLogger,
+			MaxRequestBodyBytes:        o.MaxBodyBytes,
+			SessionTimeout:             o.SessionTimeout,
+			DisableLocalhostProtection: o.AllowAnyHostOnLoopback,
 		})
 	}
 	b.sync()

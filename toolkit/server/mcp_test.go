@@ -484,3 +484,21 @@ func TestTraceContextReachesTheTool(t *testing.T) {
 		}
 	}
 }
+
+func TestMCPLoopbackHostCheck(t *testing.T) {
+	for _, allow := range []bool{false, true} {
+		s := newTestServer(t, &server.Options{AllowAnyHostOnLoopback: allow})
+		req, _ := http.NewRequest(http.MethodPost, s.URL+spec.MCPPath, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		req.Host = "crm-tools.crm.svc:8080"
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		resp, err := s.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if forbidden := resp.StatusCode == http.StatusForbidden; forbidden == allow {
+			t.Errorf("AllowAnyHostOnLoopback %v: status %d", allow, resp.StatusCode)
+		}
+	}
+}
