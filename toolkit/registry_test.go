@@ -272,3 +272,28 @@ func TestRegistryWarnsOfNamesNotPortable(t *testing.T) {
 		t.Errorf("warned about a portable name: %s", out)
 	}
 }
+
+// TestCallBuildsNothing checks that a call reuses what declaration built:
+// compiling the schema, the plan or the decoder per call would cost
+// thousands of allocations, binding costs about a hundred.
+func TestCallBuildsNothing(t *testing.T) {
+	var r Registry
+	if err := r.Add(greeter(t, "g")); err != nil {
+		t.Fatal(err)
+	}
+	tool, _ := r.Lookup("g")
+	plan, validator := tool.plan, tool.validator
+	args := json.RawMessage(`{"name":"Ada"}`)
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := r.Call(context.Background(), "g", args); err != nil {
+			t.Fatal(err)
+		}
+	})
+	t.Logf("%.0f allocs per call", allocs)
+	if allocs > 100 {
+		t.Errorf("a call allocates %.0f times; is something built per call?", allocs)
+	}
+	if tool.plan != plan || tool.validator != validator {
+		t.Error("a call replaced the tool's plan or validator")
+	}
+}
