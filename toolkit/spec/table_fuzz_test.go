@@ -111,8 +111,12 @@ func FuzzDecodeTableIndexed(f *testing.F) {
 	}{spec.SchemaVersion, spec.TableRevision(fuzzTable().Tools), fuzzTable().Tools})
 	var z bytes.Buffer
 	zw := gzip.NewWriter(&z)
-	zw.Write(raw)
-	zw.Close()
+	if _, err := zw.Write(raw); err != nil {
+		f.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		f.Fatal(err)
+	}
 	rev := spec.TableRevision(fuzzTable().Tools)
 	f.Add(z.Bytes(), true, int64(len(raw)), rev, uint8(1))
 	f.Add(z.Bytes(), true, int64(len(raw)), rev, uint8(3))
