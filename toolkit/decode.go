@@ -156,42 +156,42 @@ func numberText(v any) (string, bool) {
 }
 
 func decodeInt(d *decoder, b *binder, v any, rv reflect.Value) {
-	s, ok := numberText(v)
-	if !ok {
-		return
-	}
-	n, err := strconv.ParseInt(s, 10, d.bits)
-	if err != nil {
-		if c, verdict := integerText(s); verdict == isInteger {
-			if n, err = strconv.ParseInt(c, 10, d.bits); err == nil {
-				rv.SetInt(n)
-				return
-			}
-		}
+	n, present, ok := exactInteger(v, func(s string) (int64, error) { return strconv.ParseInt(s, 10, d.bits) })
+	switch {
+	case ok:
+		rv.SetInt(n)
+	case present:
 		lo, hi := int64(-1)<<(d.bits-1), int64(1)<<(d.bits-1)-1
 		b.add(fmt.Sprintf("an integer from %d to %d", lo, hi), received(v), nil)
-		return
 	}
-	rv.SetInt(n)
 }
 
 func decodeUint(d *decoder, b *binder, v any, rv reflect.Value) {
-	s, ok := numberText(v)
-	if !ok {
-		return
+	n, present, ok := exactInteger(v, func(s string) (uint64, error) { return strconv.ParseUint(s, 10, d.bits) })
+	switch {
+	case ok:
+		rv.SetUint(n)
+	case present:
+		b.add(fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64)>>(64-d.bits)), received(v), nil)
 	}
-	n, err := strconv.ParseUint(s, 10, d.bits)
+}
+
+// exactInteger parses an integer from its text: plain, or any JSON number
+// form with an integral value (repair has not run on a value with the
+// string option). present is false when v is no number at all; ok is false
+// when the value is beyond what parse accepts.
+func exactInteger[N int64 | uint64](v any, parse func(string) (N, error)) (n N, present, ok bool) {
+	s, present := numberText(v)
+	if !present {
+		return 0, false, false
+	}
+	n, err := parse(s)
 	if err != nil {
 		if c, verdict := integerText(s); verdict == isInteger {
-			if n, err = strconv.ParseUint(c, 10, d.bits); err == nil {
-				rv.SetUint(n)
-				return
-			}
+			n, err = parse(c)
 		}
-		b.add(fmt.Sprintf("an integer from 0 to %d", uint64(math.MaxUint64)>>(64-d.bits)), received(v), nil)
-		return
 	}
-	rv.SetUint(n)
+	return n, true, err == nil
 }
 
 func decodeFloat(d *decoder, b *binder, v any, rv reflect.Value) {

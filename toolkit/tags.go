@@ -26,6 +26,32 @@ type constraints struct {
 	minLength, maxLength, minItems, maxItems             *uint64
 }
 
+// bound returns the field of c that the numeric key sets.
+func (c *constraints) bound(key string) *json.Number {
+	switch key {
+	case "minimum":
+		return &c.minimum
+	case "maximum":
+		return &c.maximum
+	case "exclusiveMinimum":
+		return &c.exclusiveMinimum
+	}
+	return &c.exclusiveMaximum
+}
+
+// count returns the field of c that the counting key sets.
+func (c *constraints) count(key string) **uint64 {
+	switch key {
+	case "minLength":
+		return &c.minLength
+	case "maxLength":
+		return &c.maxLength
+	case "minItems":
+		return &c.minItems
+	}
+	return &c.maxItems
+}
+
 // parseTags reads a field's description, pattern, default and tool tags.
 // description, pattern and default are free text, each in a tag of its own,
 // so that commas and semicolons in them need no escaping. The tool tag holds
@@ -80,34 +106,15 @@ func parseTags(tag reflect.StructTag) (constraints, error) {
 				if !isJSONNumber(string(n)) {
 					err = fmt.Errorf("tool tag %s=%q is not a number", key, value)
 				}
-				switch key {
-				case "minimum":
-					c.minimum = n
-				case "maximum":
-					c.maximum = n
-				case "exclusiveMinimum":
-					c.exclusiveMinimum = n
-				case "exclusiveMaximum":
-					c.exclusiveMaximum = n
-				}
+				*c.bound(key) = n
 			}
 		case "minLength", "maxLength", "minItems", "maxItems":
 			if err = needValue(); err == nil {
 				var n uint64
-				n, err = strconv.ParseUint(strings.TrimSpace(value), 10, 63)
-				if err != nil {
+				if n, err = strconv.ParseUint(strings.TrimSpace(value), 10, 63); err != nil {
 					err = fmt.Errorf("tool tag %s=%q is not a non-negative integer", key, value)
 				}
-				switch key {
-				case "minLength":
-					c.minLength = &n
-				case "maxLength":
-					c.maxLength = &n
-				case "minItems":
-					c.minItems = &n
-				case "maxItems":
-					c.maxItems = &n
-				}
+				*c.count(key) = &n
 			}
 		default:
 			err = fmt.Errorf("unknown tool tag key %q", key)
