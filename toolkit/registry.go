@@ -301,29 +301,3 @@ func (r *Registry) callTool(ctx context.Context, req *Request) (res *spec.CallRe
 	}
 	return res, err
 }
-
-// call binds the arguments and runs the tool.
-func (t *Tool) call(ctx context.Context, raw json.RawMessage) (*spec.CallResult, error) {
-	args, err := parseArguments(raw)
-	if err != nil {
-		return nil, &ArgumentError{Tool: t.Name(), Problems: []Problem{{
-			Path: "$", Expected: "a JSON object of arguments", Received: "text that is not JSON (" + err.Error() + ")",
-		}}}
-	}
-	var b binder
-	args = b.repair(t.plan, args)
-	b.validate(t.validator, t.plan, args)
-	if len(b.problems) > 0 {
-		return nil, b.err(t.Name())
-	}
-	res, err := t.run(ctx, &b, args)
-	if len(b.problems) > 0 {
-		return nil, b.err(t.Name())
-	}
-	return res, err
-}
-
-func (b *binder) err(tool string) *ArgumentError {
-	sortProblems(b.problems)
-	return &ArgumentError{Tool: tool, Problems: b.problems}
-}

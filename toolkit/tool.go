@@ -266,3 +266,29 @@ func PortableName(name string) bool {
 func nameChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.'
 }
+
+// call binds the arguments and runs the tool.
+func (t *Tool) call(ctx context.Context, raw json.RawMessage) (*spec.CallResult, error) {
+	args, err := parseArguments(raw)
+	if err != nil {
+		return nil, &ArgumentError{Tool: t.Name(), Problems: []Problem{{
+			Path: "$", Expected: "a JSON object of arguments", Received: "text that is not JSON (" + err.Error() + ")",
+		}}}
+	}
+	var b binder
+	args = b.repair(t.plan, args)
+	b.validate(t.validator, t.plan, args)
+	if len(b.problems) > 0 {
+		return nil, b.err(t.Name())
+	}
+	res, err := t.run(ctx, &b, args)
+	if len(b.problems) > 0 {
+		return nil, b.err(t.Name())
+	}
+	return res, err
+}
+
+func (b *binder) err(tool string) *ArgumentError {
+	sortProblems(b.problems)
+	return &ArgumentError{Tool: tool, Problems: b.problems}
+}
