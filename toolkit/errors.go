@@ -42,7 +42,8 @@ var (
 type ArgumentError struct {
 	// Tool is the name of the tool that was called.
 	Tool string
-	// Problems lists each problem, in the order of the arguments.
+	// Problems lists each problem, sorted by path, so that the same
+	// mistakes always read the same.
 	Problems []Problem
 }
 
