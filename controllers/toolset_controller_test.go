@@ -4,14 +4,19 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -126,6 +131,82 @@ var _ = Describe("The ToolSet reconciler", func() {
 		Eventually(w2.hits.Load).Should(BeNumerically(">=", 1))
 		Eventually(func(g Gomega) {
 			g.Expect(getToolSet(ctx, g, ts).Status.Pods).To(Equal(v1alpha1.PodCounts{Selected: 2, Scraped: 2}))
+		}).Should(Succeed())
+
+		// A Pod that stops being ready, or goes, is let go at once too.
+		p1 := &corev1.Pod{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "p-1"}, p1)).To(Succeed())
+		setPodReady(ctx, p1, false)
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, ts).Status.Pods).To(Equal(v1alpha1.PodCounts{Selected: 1, Scraped: 1}))
+		}).Should(Succeed())
+		Expect(k8sClient.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "p-0"}})).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(got.Status.Pods).To(Equal(v1alpha1.PodCounts{}))
+			g.Expect(readyCondition(got).Reason).To(Equal(v1alpha1.ReasonNoPods))
+			g.Expect(got.Status.Tools).To(ConsistOf(toolNamed("pod_a", v1alpha1.ToolStale)))
+		}).Should(Succeed())
+	})
+
+	It("scrapes over https, trusting a CA from a ConfigMap", func(ctx context.Context) {
+		doc := encodeDoc(GinkgoT(), tool("tls_a"))
+		srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(doc) }))
+		DeferCleanup(srv.Close)
+		_, portStr, _ := net.SplitHostPort(srv.Listener.Addr().String())
+		port, _ := strconv.Atoi(portStr)
+		createReadyPod(ctx, ns, "tls-0", map[string]string{"app": "tls"}, int32(port))
+		ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tools-ca"},
+			Data:       map[string]string{"ca.crt": string(ca)},
+		})).To(Succeed())
+
+		ts := toolSet(ns, "tls")
+		ts.Spec.Scheme = "https"
+		ts.Spec.TLS = &v1alpha1.TLSConfig{CA: &v1alpha1.CASource{ConfigMap: &v1alpha1.KeyReference{Name: "tools-ca", Key: "ca.crt"}}}
+		createToolSet(ctx, ts)
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(got.Status.Tools).To(ConsistOf(toolNamed("tls_a", v1alpha1.ToolPublished)))
+		}).Should(Succeed())
+
+		// Without the CA the certificate is not trusted, and status says so.
+		plain := toolSet(ns, "tls-untrusted")
+		plain.Spec.Selector = ts.Spec.Selector
+		plain.Spec.Scheme = "https"
+		createToolSet(ctx, plain)
+		Eventually(func(g Gomega) {
+			ready := readyCondition(getToolSet(ctx, g, plain))
+			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonScrapeFailed))
+			g.Expect(ready.Message).To(ContainSubstring("certificate"))
+		}).Should(Succeed())
+	})
+
+	It("refuses a spec no scrape can fix, and says why", func(ctx context.Context) {
+		ts := toolSet(ns, "glob")
+		ts.Spec.Include = []string{"query_["}
+		createToolSet(ctx, ts)
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			ready := readyCondition(got)
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+			g.Expect(ready.Message).To(ContainSubstring(`spec.include pattern "query_["`))
+			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
+		}).Should(Succeed())
+
+		// Fixing the spec is what brings it back.
+		w := newWorkload(tool("query_glob"))
+		createReadyPod(ctx, ns, "glob-0", map[string]string{"app": "glob"}, w.port())
+		got := getToolSet(ctx, Default, ts)
+		got.Spec.Include = []string{"query_*"}
+		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(got.Status.Tools).To(ConsistOf(toolNamed("query_glob", v1alpha1.ToolPublished)))
 		}).Should(Succeed())
 	})
 
@@ -285,6 +366,8 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 			g.Expect(degraded.Message).To(ContainSubstring("5 tools are invalid"))
 		}).Should(Succeed())
 		eventuallyInTable(ctx, ts, ConsistOf(HaveField("Name", "fine")))
+		Expect(testutil.ToFloat64(toolSetTools.WithLabelValues(ns, "w", "Invalid"))).To(BeEquivalentTo(5))
+		Expect(testutil.ToFloat64(toolSetTools.WithLabelValues(ns, "w", "Published"))).To(BeEquivalentTo(1))
 	})
 
 	It("publishes only the tools every ready replica serves, in the majority form, during a rollout", func(ctx context.Context) {

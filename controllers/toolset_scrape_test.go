@@ -20,7 +20,11 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
-func encodeDoc(t testing.TB, tools ...spec.Tool) []byte {
+// encodeDoc encodes a spec document of tools, as a toolkit server does.
+func encodeDoc(t interface {
+	Helper()
+	Fatal(...any)
+}, tools ...spec.Tool) []byte {
 	t.Helper()
 	spec.SortTools(tools)
 	b, err := json.Marshal(spec.Document{SchemaVersion: spec.SchemaVersion, Revision: spec.Revision(tools), Server: spec.Server{Name: "t"}, Tools: tools})
