@@ -360,9 +360,7 @@ func TestMCPListChanged(t *testing.T) {
 			s := newTestServer(t, tc.opts)
 			changed := make(chan struct{}, 1)
 			cs := connect(t, s.URL, tc.version, changed)
-			if tc.version < "2026" {
-				waitFor(t, s.streams, "the standalone SSE stream to open")
-			}
+			waitFor(t, s.streams, "the notification stream to open")
 
 			if err := s.reg.Add(must(toolkit.New("late", "Added at run time", echo))); err != nil {
 				t.Fatal(err)
@@ -431,6 +429,7 @@ func TestCloseEndsStreams(t *testing.T) {
 	url := "http://" + ln.Addr().String()
 
 	connect(t, url, "2026-07-28", make(chan struct{}, 1)) // holds subscriptions/listen open
+	waitFor(t, streams, "subscriptions/listen to open")
 	connect(t, url, "2025-11-25", make(chan struct{}, 1)) // holds its GET stream open
 	waitFor(t, streams, "the standalone SSE stream to open")
 

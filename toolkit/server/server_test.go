@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/toolplane/toolplane/toolkit"
@@ -103,7 +105,7 @@ type testServer struct {
 	*httptest.Server
 	reg *toolkit.Registry
 	h   *server.Handler
-	// streams receives when a 2025-era standalone SSE stream opens.
+	// streams receives when a stream that carries notifications opens.
 	streams chan struct{}
 }
 
@@ -120,35 +122,56 @@ func newTestServer(t testing.TB, opts *server.Options) *testServer {
 	return &testServer{Server: srv, reg: reg, h: h, streams: streams}
 }
 
-// observeStreams signals when the answer to a GET /mcp starts. The SDK
-// writes that header while it holds the stream, and delivers to the stream
-// only after, so from the signal on no notification is lost.
+// observeStreams signals when a stream that carries notifications starts
+// to answer: a 2025-era session's standalone GET stream, or a 2026-era
+// subscriptions/listen. The SDK registers either before it writes to it,
+// so from the signal on no notification is lost.
 func observeStreams(opened chan<- struct{}, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodGet && r.URL.Path == spec.MCPPath {
-			w = &headerObserver{ResponseWriter: w, opened: opened}
+		if r.URL.Path == spec.MCPPath && (r.Method == http.MethodGet || r.Method == http.MethodPost && isListen(r)) {
+			w = &writeObserver{ResponseWriter: w, opened: opened}
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-type headerObserver struct {
-	http.ResponseWriter
-	opened chan<- struct{}
+// isListen reports whether r is a subscriptions/listen request, leaving
+// its body readable.
+func isListen(r *http.Request) bool {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	return bytes.Contains(body, []byte(`"subscriptions/listen"`))
 }
 
-func (o *headerObserver) WriteHeader(code int) {
-	if code == http.StatusOK {
-		select {
-		case o.opened <- struct{}{}:
-		default:
-		}
-	}
+type writeObserver struct {
+	http.ResponseWriter
+	opened chan<- struct{}
+	status int
+	once   sync.Once
+}
+
+func (o *writeObserver) WriteHeader(code int) {
+	o.status = code
 	o.ResponseWriter.WriteHeader(code)
 }
 
+func (o *writeObserver) Write(p []byte) (int, error) {
+	if o.status == 0 || o.status == http.StatusOK {
+		o.once.Do(func() {
+			select {
+			case o.opened <- struct{}{}:
+			default:
+			}
+		})
+	}
+	return o.ResponseWriter.Write(p)
+}
+
 // Unwrap lets http.ResponseController reach the real writer's Flush.
-func (o *headerObserver) Unwrap() http.ResponseWriter { return o.ResponseWriter }
+func (o *writeObserver) Unwrap() http.ResponseWriter { return o.ResponseWriter }
 
 func (s *testServer) do(t testing.TB, method, path, body string, header ...string) (*http.Response, []byte) {
 	t.Helper()
