@@ -198,6 +198,13 @@ func (g *generator) gen(t reflect.Type, top bool) (*schema, error) {
 }
 
 func (g *generator) genType(t reflect.Type) (*schema, error) {
+	if t.Kind() == reflect.Pointer {
+		// Before the method checks: *T has T's JSON methods too, and
+		// encoding/json reads a pointer as its element, so *time.Time is a
+		// date-time like time.Time. Whether the field may be null is its
+		// field's business (genField).
+		return g.gen(t.Elem(), false)
+	}
 	switch {
 	case t == timeType:
 		return &schema{Type: "string", Format: "date-time"}, nil
@@ -238,8 +245,6 @@ func (g *generator) genType(t reflect.Type) (*schema, error) {
 		return &schema{Type: "number"}, nil
 	case reflect.String:
 		return &schema{Type: "string"}, nil
-	case reflect.Pointer:
-		return g.gen(t.Elem(), false)
 	case reflect.Interface:
 		if t.NumMethod() > 0 {
 			return nil, fmt.Errorf("interface type %s cannot be decoded from JSON", t)

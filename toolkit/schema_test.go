@@ -102,6 +102,9 @@ func TestSchemaTypeMapping(t *testing.T) {
 		{"renamed", reflect.TypeFor[string](), `json:"other_name"`, `{"type":"string"}`, true},
 		{"omitempty is optional", reflect.TypeFor[string](), `json:"f,omitempty"`, `{"type":"string"}`, false},
 		{"omitzero is optional", reflect.TypeFor[time.Time](), `json:"f,omitzero"`, `{"type":"string","format":"date-time"}`, false},
+		{"*time.Time is a date-time", reflect.TypeFor[*time.Time](), `json:"f,omitempty"`, `{"type":"string","format":"date-time"}`, false},
+		{"*time.Time nullable", reflect.TypeFor[*time.Time](), ``, `{"type":["string","null"],"format":"date-time"}`, false},
+		{"pointer to text marshaler", reflect.TypeFor[*textID](), `json:"f,omitempty"`, `{"type":"string"}`, false},
 
 		// Tags.
 		{"description with commas", reflect.TypeFor[string](), `description:"City, state, or country; any of them"`, `{"type":"string","description":"City, state, or country; any of them"}`, true},

@@ -166,6 +166,14 @@ func TestServesEveryTool(t *testing.T) {
 		if tool == "typed_echo" && !slices.Equal(s.Required, []string{"text"}) {
 			t.Errorf("typed_echo requires %v, want only text", s.Required)
 		}
+		if tool == "typed_echo" {
+			// A *time.Time is a date-time, as a time.Time is: a model is
+			// told the format rather than offered any value.
+			want := `{"type":"string","description":"An RFC 3339 date-time","format":"date-time"}`
+			if got := string(s.Properties["when"]); got != want {
+				t.Errorf("typed_echo when schema\n got: %s\nwant: %s", got, want)
+			}
+		}
 	}
 	if a := byName["create_ticket"].Annotations; a == nil || a.DestructiveHint == nil || !*a.DestructiveHint {
 		t.Errorf("create_ticket annotations %+v, want destructive", a)
