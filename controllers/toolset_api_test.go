@@ -2,13 +2,19 @@ package controllers
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 )
@@ -87,5 +93,68 @@ var _ = Describe("The ToolSet API", func() {
 		Entry("maxTools below 1", func(ts *v1alpha1.ToolSet) {
 			ts.Spec.Limits.MaxTools = -1
 		}, "spec.limits.maxTools"),
+		Entry("maxSchemaBytes below 256", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Limits.MaxSchemaBytes = 100
+		}, "spec.limits.maxSchemaBytes"),
+		Entry("a timeout of zero", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Timeout = &metav1.Duration{}
+		}, "timeout must be positive"),
+		Entry("a CA from neither a Secret nor a ConfigMap", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Scheme = "https"
+			ts.Spec.TLS = &v1alpha1.TLSConfig{CA: &v1alpha1.CASource{}}
+		}, "exactly one of secret and configMap must be set"),
+		Entry("a CA with insecureSkipVerify", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Scheme = "https"
+			ts.Spec.TLS = &v1alpha1.TLSConfig{InsecureSkipVerify: true, CA: &v1alpha1.CASource{
+				ConfigMap: &v1alpha1.KeyReference{Name: "ca", Key: "ca.crt"},
+			}}
+		}, "ca and insecureSkipVerify are mutually exclusive"),
+		Entry("a bearer token Secret without a key", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "token"}}
+		}, "spec.authorization.bearerToken.key"),
+		Entry("a prefix longer than 64", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Prefix = strings.Repeat("p", 65)
+		}, "spec.prefix"),
+		Entry("an include pattern longer than 128", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Include = []string{strings.Repeat("q", 129)}
+		}, "spec.include[0]"),
+		Entry("more than 64 exclude patterns", func(ts *v1alpha1.ToolSet) {
+			for i := range 65 {
+				ts.Spec.Exclude = append(ts.Spec.Exclude, fmt.Sprintf("x%d", i))
+			}
+		}, "spec.exclude"),
 	)
+
+	It("documents every field for kubectl explain and shows the columns users look for", func() {
+		raw, err := os.ReadFile(filepath.Join("..", "config", "crd", "bases", "toolplane.io_toolsets.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		var crd apiextensionsv1.CustomResourceDefinition
+		Expect(yaml.Unmarshal(raw, &crd)).To(Succeed())
+		Expect(crd.Spec.Names.ShortNames).To(ContainElement("ts"))
+		Expect(crd.Spec.Names.Categories).To(ContainElements("all", "toolplane"))
+		version := crd.Spec.Versions[0]
+		var columns []string
+		for _, c := range version.AdditionalPrinterColumns {
+			columns = append(columns, c.Name)
+		}
+		Expect(columns).To(ContainElements("Tools", "Conflicts", "Ready", "Age"))
+
+		var undocumented []string
+		var walk func(path string, s apiextensionsv1.JSONSchemaProps)
+		walk = func(path string, s apiextensionsv1.JSONSchemaProps) {
+			for name, prop := range s.Properties {
+				if strings.TrimSpace(prop.Description) == "" {
+					undocumented = append(undocumented, path+"."+name)
+				}
+				walk(path+"."+name, prop)
+			}
+			if s.Items != nil && s.Items.Schema != nil {
+				walk(path+"[]", *s.Items.Schema)
+			}
+		}
+		root := version.Schema.OpenAPIV3Schema
+		walk("spec", root.Properties["spec"])
+		walk("status", root.Properties["status"])
+		Expect(undocumented).To(BeEmpty())
+	})
 })
