@@ -44,7 +44,7 @@ demo: build envtest ## Run the whole system on an embedded control plane and pri
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./hack/demo --bin $(LOCALBIN) $(DEMO_FLAGS)
 
 .PHONY: test
-test: manifests generate envtest helm ## Run every test: unit, envtest (real kube-apiserver and etcd), the install manifests and chart, and brief fuzzing.
+test: manifests generate envtest helm interop-deps ## Run every test: unit, envtest (real kube-apiserver and etcd), the install manifests and chart, and brief fuzzing.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	cd toolkit && go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZ_TIME_SHORT) $(MODULES)
