@@ -87,7 +87,7 @@ vet: ## Run go vet on every module.
 
 .PHONY: lint
 lint: golangci-lint ## Run golangci-lint on every module.
-	@for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run ./...); done
+	@for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run --allow-parallel-runners ./...); done
 
 .PHONY: verify
 verify: manifests generate chart-crds fmt ## Regenerate and tidy everything, then fail if the tree changed.
