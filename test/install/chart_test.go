@@ -176,11 +176,7 @@ var _ = Describe("The Helm chart", func() {
 	)
 
 	It("passes the manager only flags it knows", func(ctx context.Context) {
-		manager := filepath.Join(GinkgoT().TempDir(), "manager")
-		build := exec.CommandContext(ctx, "go", "build", "-o", manager, "./cmd/manager")
-		build.Dir = repoRoot
-		out, err := build.CombinedOutput()
-		Expect(err).NotTo(HaveOccurred(), "go build ./cmd/manager:\n%s", out)
+		manager := buildCommand(ctx, "manager")
 
 		// -h after the rendered arguments: the flag package rejects an
 		// unknown flag (exit 2) before it gets to -h (exit 0).

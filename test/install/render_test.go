@@ -69,7 +69,7 @@ func decodeManifests(data []byte) (manifests, error) {
 // helm runs the helm binary on the chart directory's repository, isolated
 // from the user's helm configuration, and returns its combined output.
 func helm(args ...string) (string, error) {
-	home := filepath.Join(helmHome, "home")
+	home := filepath.Join(scratchDir, "home")
 	cmd := exec.Command(helmBin, args...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(),

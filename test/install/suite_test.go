@@ -29,9 +29,9 @@ var (
 	repoRoot string
 	// helmBin is the helm binary, from the HELM environment variable.
 	helmBin string
-	// helmHome holds helm's cache, configuration and data, away from the
-	// user's.
-	helmHome string
+	// scratchDir holds helm's cache, configuration and data (away from the
+	// user's), and the binaries the suite builds.
+	scratchDir string
 
 	testEnv *envtest.Environment
 	cfg     *rest.Config
@@ -58,9 +58,9 @@ var _ = BeforeSuite(func() {
 	_, err = os.Stat(helmBin)
 	Expect(err).NotTo(HaveOccurred(), "HELM=%s does not exist: run `make helm`", helmBin)
 
-	helmHome, err = os.MkdirTemp("", "toolplane-install-helm-")
+	scratchDir, err = os.MkdirTemp("", "toolplane-install-")
 	Expect(err).NotTo(HaveOccurred())
-	DeferCleanup(os.RemoveAll, helmHome)
+	DeferCleanup(os.RemoveAll, scratchDir)
 
 	testEnv = &envtest.Environment{
 		CRDDirectoryPaths: []string{
