@@ -39,9 +39,12 @@ help: ## Show this help.
 
 ##@ Run it
 
+# The demo runs as a binary of its own, not under `go run`, so that a SIGTERM
+# reaches it and it stops its child processes.
 .PHONY: demo
-demo: build envtest ## Run the whole system on an embedded control plane and print the tool table (DEMO_FLAGS=--wait keeps it up).
-	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./hack/demo --bin $(LOCALBIN) $(DEMO_FLAGS)
+demo: build envtest ## Run the whole loop on an embedded control plane: operator, workloads, ToolSets, the table, an agent's calls (DEMO_FLAGS=--wait keeps it up).
+	go build -o $(LOCALBIN)/toolplane-demo ./hack/demo
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/toolplane-demo --bin $(LOCALBIN) $(DEMO_FLAGS)
 
 .PHONY: test
 test: manifests generate envtest helm interop-deps ## Run every test: unit, envtest (real kube-apiserver and etcd), the install manifests and chart, and brief fuzzing.
@@ -100,6 +103,7 @@ verify: manifests generate chart-crds fmt ## Regenerate and tidy everything, the
 .PHONY: build
 build: manifests generate ## Build the manager and example-tools binaries into bin/.
 	go build -o $(LOCALBIN)/manager ./cmd/manager
+	go build -o $(LOCALBIN)/example-tools ./cmd/example-tools
 
 # The image targets need a container engine (Docker, or CONTAINER_TOOL=podman);
 # nothing else in this Makefile does.

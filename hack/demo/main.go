@@ -1,9 +1,16 @@
-// Command demo runs toolplane on an embedded control plane: a real
-// kube-apiserver and etcd (built by `make envtest`), the CRDs, and the
-// manager binary. It needs no cluster.
+// Command demo runs toolplane's whole loop on an embedded control plane, with
+// no cluster: a real kube-apiserver and etcd (built by `make envtest`), the
+// CRDs, the manager binary, and three example-tools workloads on loopback
+// behind Pods, Services and ToolSets in two namespaces, one of them with a
+// prefix and two of them exposing get_weather. It waits for the tool table,
+// prints it with the conflict as the losing ToolSet's status shows it, and
+// then acts as an agent: it loads the table through toolkit/discovery and
+// calls tools with the sloppy arguments a model sends.
 //
 // By default it runs to completion and exits 0; --wait keeps everything up
-// for exploration with kubectl until it is interrupted.
+// for exploration with kubectl until it is interrupted. Every child process
+// runs in a process group of its own and is stopped with SIGTERM when the
+// demo ends, is interrupted (Ctrl-C) or is sent SIGTERM.
 package main
 
 import (
@@ -11,174 +18,191 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"net"
-	"net/http"
+	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"syscall"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/test/harness"
 )
 
+// The tool table the manager publishes, as in a default install.
+const (
+	tableNamespace = "toolplane-system"
+	tableName      = "toolplane-tools"
+)
+
+// stopTimeout bounds the wait for each child process after SIGTERM.
+const stopTimeout = 30 * time.Second
+
+// options are the demo's inputs.
+type options struct {
+	// binDir holds the manager and example-tools binaries.
+	binDir string
+	// workDir receives the kubeconfig, the logs and the agent's copy of the
+	// table.
+	workDir string
+	// crdDir holds the CRDs to install.
+	crdDir string
+	// wait keeps everything up until ctx is done.
+	wait bool
+	// timeout bounds the wait for the table to settle.
+	timeout time.Duration
+	// out receives the demo's report.
+	out io.Writer
+}
+
 func main() {
-	binDir := flag.String("bin", "bin", "The directory holding the manager binary.")
-	wait := flag.Bool("wait", false, "Keep the control plane and the manager running until interrupted, for kubectl.")
+	o := options{out: os.Stdout}
+	flag.StringVar(&o.binDir, "bin", "bin", "The directory holding the manager and example-tools binaries.")
+	flag.StringVar(&o.workDir, "workdir", "", "Where the kubeconfig, the logs and the agent's copy of the table go (default <bin>/demo).")
+	flag.StringVar(&o.crdDir, "crds", filepath.Join("config", "crd", "bases"), "The directory holding the CRDs.")
+	flag.BoolVar(&o.wait, "wait", false, "Keep the control plane, the manager and the workloads running until interrupted, for kubectl.")
+	flag.DurationVar(&o.timeout, "timeout", 2*time.Minute, "How long to wait for the tool table to settle.")
 	flag.Parse()
+	if o.workDir == "" {
+		o.workDir = filepath.Join(o.binDir, "demo")
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *binDir, *wait); err != nil {
+	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, binDir string, wait bool) (retErr error) {
-	binDir, err := filepath.Abs(binDir)
+// run runs the demo. Whatever it started is stopped before it returns, and
+// a child process that does not stop cleanly is an error.
+func run(ctx context.Context, o options) (retErr error) {
+	binDir, err := filepath.Abs(o.binDir)
 	if err != nil {
 		return err
 	}
-	step("Starting the embedded control plane (kube-apiserver and etcd from %s)", os.Getenv("KUBEBUILDER_ASSETS"))
-	env := &envtest.Environment{
-		CRDDirectoryPaths:     []string{filepath.Join("config", "crd", "bases")},
-		ErrorIfCRDPathMissing: true,
-	}
-	cfg, err := env.Start()
-	if err != nil {
-		return fmt.Errorf("starting the control plane: %w", err)
-	}
-	defer func() {
-		step("Stopping the control plane")
-		retErr = errors.Join(retErr, env.Stop())
-	}()
-
-	user, err := env.AddUser(envtest.User{Name: "demo", Groups: []string{"system:masters"}}, cfg)
-	if err != nil {
-		return fmt.Errorf("adding the demo user: %w", err)
-	}
-	kubeconfig, err := user.KubeConfig()
+	workDir, err := filepath.Abs(o.workDir)
 	if err != nil {
 		return err
 	}
-	workDir := filepath.Join(binDir, "demo")
 	if err := os.MkdirAll(workDir, 0o755); err != nil {
 		return err
 	}
-	kubeconfigPath := filepath.Join(workDir, "kubeconfig")
-	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
-		return err
-	}
+	r := &report{w: o.out}
 
-	scheme := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return err
-	}
-	if err := v1alpha1.AddToScheme(scheme); err != nil {
-		return err
-	}
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	r.step("Starting the embedded control plane (kube-apiserver and etcd from %s)", os.Getenv("KUBEBUILDER_ASSETS"))
+	cp, err := harness.StartControlPlane(o.crdDir, workDir)
 	if err != nil {
 		return err
 	}
-	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "toolplane-system"}}); err != nil {
-		return fmt.Errorf("creating namespace toolplane-system: %w", err)
-	}
-
-	probeAddr, err := freeAddr()
-	if err != nil {
-		return err
-	}
-	step("Starting the manager (%s)", filepath.Join(binDir, "manager"))
-	mgr := exec.Command(filepath.Join(binDir, "manager"),
-		"--kubeconfig", kubeconfigPath,
-		"--metrics-bind-address", "0",
-		"--health-probe-bind-address", probeAddr,
-		"--table-namespace", "toolplane-system")
-	logFile, err := os.Create(filepath.Join(workDir, "manager.log"))
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	mgr.Stdout, mgr.Stderr = logFile, logFile
-	if err := mgr.Start(); err != nil {
-		return fmt.Errorf("starting the manager: %w", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- mgr.Wait() }()
 	defer func() {
-		step("Stopping the manager (SIGTERM)")
-		_ = mgr.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			if err != nil {
-				retErr = errors.Join(retErr, fmt.Errorf("the manager exited: %w (log: %s)", err, logFile.Name()))
-			}
-		case <-time.After(30 * time.Second):
-			_ = mgr.Process.Kill()
-			retErr = errors.Join(retErr, errors.New("the manager did not stop within 30s of SIGTERM"))
-		}
+		r.step("Stopping the control plane")
+		retErr = errors.Join(retErr, cp.Stop())
 	}()
-
-	if err := waitReady(ctx, "http://"+probeAddr+"/readyz", exited); err != nil {
-		return fmt.Errorf("waiting for the manager: %w (log: %s)", err, logFile.Name())
+	for _, ns := range []string{tableNamespace, "crm", "weather"} {
+		if err := cp.CreateNamespace(ctx, ns); err != nil {
+			return fmt.Errorf("creating namespace %s: %w", ns, err)
+		}
 	}
-	step("The manager is ready (log: %s)", logFile.Name())
 
-	if !wait {
+	wls := demoWorkloads()
+	for _, wl := range wls {
+		r.step("Starting workload %s/%s: example-tools --only %s", wl.namespace, wl.name, wl.onlyFlag())
+		if err := wl.start(ctx, filepath.Join(binDir, "example-tools"), workDir); err != nil {
+			return err
+		}
+		defer func() { retErr = errors.Join(retErr, wl.proc.Stop(stopTimeout)) }()
+	}
+
+	r.step("Starting the manager (%s)", filepath.Join(binDir, "manager"))
+	mgr := &harness.Manager{
+		Bin:            filepath.Join(binDir, "manager"),
+		Kubeconfig:     cp.Kubeconfig,
+		TableNamespace: tableNamespace,
+		Args:           []string{"--table-name", tableName},
+		LogPath:        filepath.Join(workDir, "manager.log"),
+	}
+	if err := freshLog(mgr.LogPath); err != nil {
+		return err
+	}
+	if err := mgr.Start(ctx); err != nil {
+		return err
+	}
+	defer func() {
+		r.step("Stopping the manager and the workloads (SIGTERM)")
+		retErr = errors.Join(retErr, mgr.Stop(stopTimeout))
+	}()
+	r.step("The manager is ready (log: %s)", mgr.LogPath)
+
+	settleCtx, cancel := context.WithTimeout(ctx, o.timeout)
+	st, err := apply(settleCtx, cp.Client, wls, r)
+	cancel()
+	if err != nil {
+		return fmt.Errorf("%w (manager log: %s)", err, mgr.LogPath)
+	}
+	r.table(st)
+
+	if err := agent(ctx, st, wls, filepath.Join(workDir, "agent-tools"), r); err != nil {
+		return err
+	}
+
+	if !o.wait {
+		r.step("Done")
 		return nil
 	}
-	fmt.Printf("\nEverything is up. In another terminal:\n  export KUBECONFIG=%s\n  kubectl get toolsets -A\nPress Ctrl-C to stop.\n", kubeconfigPath)
+	r.hints(cp.Kubeconfig, wls)
+	exited := make(chan string, len(wls)+1)
+	watch := func(name string, done <-chan struct{}) {
+		go func() {
+			<-done
+			exited <- name
+		}()
+	}
+	watch("the manager", mgr.Done())
+	for _, wl := range wls {
+		watch("workload "+wl.name, wl.proc.Done())
+	}
 	select {
 	case <-ctx.Done():
+		fmt.Fprintln(o.out)
 		return nil
-	case err := <-exited:
-		return fmt.Errorf("the manager exited: %w", err)
+	case name := <-exited:
+		return fmt.Errorf("%s exited", name)
 	}
 }
 
-func step(format string, args ...any) {
-	fmt.Printf("==> "+format+"\n", args...)
-}
-
-// freeAddr returns a loopback address with a port that was free a moment ago.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
-func waitReady(ctx context.Context, url string, exited <-chan error) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
+// apply creates the workloads' Pods, Services and ToolSets and waits until
+// the table holds every tool they expose with the expected owner. The first
+// workload goes first, and alone, so that it owns the names it shares with
+// later ones: the first claimant of a name keeps it.
+func apply(ctx context.Context, c client.Client, wls []*workload, r *report) (*settled, error) {
+	var (
+		st      *settled
+		err     error
+		applied int
+	)
+	for _, batch := range [][]*workload{wls[:1], wls[1:]} {
+		for _, wl := range batch {
+			r.step("Applying Pod, Service and ToolSet %s/%s", wl.namespace, wl.name)
+			if err := wl.apply(ctx, c); err != nil {
+				return nil, err
 			}
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case err := <-exited:
-			return fmt.Errorf("the manager exited early: %w", err)
-		case <-tick.C:
+		applied += len(batch)
+		r.step("Waiting for the tool table and the status of %d ToolSet(s)", applied)
+		if st, err = waitSettled(ctx, c, wls[:applied]); err != nil {
+			return nil, err
 		}
 	}
+	return st, nil
+}
+
+// freshLog removes the log of an earlier run: the harness appends.
+func freshLog(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
 }

@@ -12,8 +12,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
@@ -49,125 +47,45 @@ type Manager struct {
 	// and probe endpoints of the process that runs now.
 	MetricsAddr, ProbeAddr string
 
-	mu     sync.Mutex
-	cmd    *exec.Cmd
-	exited chan struct{}
-	err    error
-	starts int
+	proc Process
 }
 
 // Start starts the manager and waits until it answers its readiness probe.
 func (m *Manager) Start(ctx context.Context) error {
-	m.mu.Lock()
-	if m.cmd != nil {
-		m.mu.Unlock()
+	if m.proc.Pid() != 0 {
 		return errors.New("the manager is running already")
 	}
 	var err error
 	if m.MetricsAddr, err = FreeAddr(); err != nil {
-		m.mu.Unlock()
 		return err
 	}
 	if m.ProbeAddr, err = FreeAddr(); err != nil {
-		m.mu.Unlock()
 		return err
 	}
-	args := append([]string{
+	m.proc.Name, m.proc.Bin, m.proc.LogPath = "the manager", m.Bin, m.LogPath
+	m.proc.Args = append([]string{
 		"--kubeconfig", m.Kubeconfig,
 		"--metrics-bind-address", m.MetricsAddr,
 		"--health-probe-bind-address", m.ProbeAddr,
 		"--table-namespace", m.TableNamespace,
 	}, m.Args...)
-	cmd := exec.Command(m.Bin, args...)
-	logFile, err := os.OpenFile(m.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
-	if err != nil {
-		m.mu.Unlock()
-		return err
-	}
-	m.starts++
-	fmt.Fprintf(logFile, "==> start %d: %s %s\n", m.starts, m.Bin, strings.Join(args, " "))
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	if err := cmd.Start(); err != nil {
-		logFile.Close()
-		m.mu.Unlock()
-		return fmt.Errorf("starting the manager: %w", err)
-	}
-	exited := make(chan struct{})
-	m.cmd, m.exited, m.err = cmd, exited, nil
-	m.mu.Unlock()
-	go func() {
-		err := cmd.Wait()
-		logFile.Close()
-		m.mu.Lock()
-		m.err = err
-		m.mu.Unlock()
-		close(exited)
-	}()
-	if err := waitReady(ctx, "http://"+m.ProbeAddr+"/readyz", exited); err != nil {
-		return errors.Join(fmt.Errorf("waiting for the manager to be ready (log: %s): %w", m.LogPath, err), m.Stop(10*time.Second))
-	}
-	return nil
+	return m.proc.Start(ctx, "http://"+m.ProbeAddr+"/readyz")
 }
 
 // Pid is the process id of the running manager, or 0.
-func (m *Manager) Pid() int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.cmd == nil {
-		return 0
-	}
-	return m.cmd.Process.Pid
-}
+func (m *Manager) Pid() int { return m.proc.Pid() }
+
+// Done is closed when the running manager exits; see [Process.Done].
+func (m *Manager) Done() <-chan struct{} { return m.proc.Done() }
 
 // Exited reports whether the process that Start started has exited, and
 // how.
-func (m *Manager) Exited() (bool, error) {
-	m.mu.Lock()
-	ch := m.exited
-	m.mu.Unlock()
-	if ch == nil {
-		return false, nil
-	}
-	select {
-	case <-ch:
-		m.mu.Lock()
-		defer m.mu.Unlock()
-		return true, m.err
-	default:
-		return false, nil
-	}
-}
+func (m *Manager) Exited() (bool, error) { return m.proc.Exited() }
 
 // Stop sends SIGTERM and waits up to timeout for the process to exit, then
 // kills it. It fails if the manager had to be killed or exited with an
 // error.
-func (m *Manager) Stop(timeout time.Duration) error {
-	m.mu.Lock()
-	cmd, exited := m.cmd, m.exited
-	m.mu.Unlock()
-	if cmd == nil {
-		return nil
-	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	var err error
-	select {
-	case <-exited:
-		m.mu.Lock()
-		err = m.err
-		m.mu.Unlock()
-		if err != nil {
-			err = fmt.Errorf("the manager exited: %w (log: %s)", err, m.LogPath)
-		}
-	case <-time.After(timeout):
-		_ = cmd.Process.Kill()
-		<-exited
-		err = fmt.Errorf("the manager did not stop within %s of SIGTERM (log: %s)", timeout, m.LogPath)
-	}
-	m.mu.Lock()
-	m.cmd, m.exited = nil, nil
-	m.mu.Unlock()
-	return err
-}
+func (m *Manager) Stop(timeout time.Duration) error { return m.proc.Stop(timeout) }
 
 // Metrics scrapes the manager's own metrics endpoint.
 func (m *Manager) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
@@ -261,27 +179,4 @@ func FreeAddr() (string, error) {
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
-}
-
-func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
-	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
-	defer cancel()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			_ = resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-exited:
-			return errors.New("the manager exited early")
-		case <-tick.C:
-		}
-	}
 }

@@ -1,0 +1,168 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Process is a binary run in a process of its own, with its output appended
+// to a log file. It can be started again after it stopped.
+type Process struct {
+	// Name names the process in errors, as in "the manager".
+	Name string
+	// Bin is the binary.
+	Bin string
+	// Args are its arguments.
+	Args []string
+	// LogPath receives its output, appended across restarts.
+	LogPath string
+
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
+	starts int
+}
+
+// Start starts the process and, if readyURL is not empty, waits (within two
+// minutes) until a GET of readyURL answers 200. The process gets a process
+// group of its own, so that a terminal's Ctrl-C reaches only its parent,
+// which stops it with [Process.Stop]: a process that saw both would take
+// the second signal as an order to exit at once.
+func (p *Process) Start(ctx context.Context, readyURL string) error {
+	p.mu.Lock()
+	if p.cmd != nil {
+		p.mu.Unlock()
+		return fmt.Errorf("%s is running already", p.Name)
+	}
+	cmd := exec.Command(p.Bin, p.Args...)
+	ownProcessGroup(cmd)
+	logFile, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		p.mu.Unlock()
+		return err
+	}
+	p.starts++
+	fmt.Fprintf(logFile, "==> start %d: %s %s\n", p.starts, p.Bin, strings.Join(p.Args, " "))
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	if err := cmd.Start(); err != nil {
+		logFile.Close()
+		p.mu.Unlock()
+		return fmt.Errorf("starting %s: %w", p.Name, err)
+	}
+	exited := make(chan struct{})
+	p.cmd, p.exited, p.err = cmd, exited, nil
+	p.mu.Unlock()
+	go func() {
+		err := cmd.Wait()
+		logFile.Close()
+		p.mu.Lock()
+		p.err = err
+		p.mu.Unlock()
+		close(exited)
+	}()
+	if readyURL == "" {
+		return nil
+	}
+	if err := waitReady(ctx, readyURL, exited); err != nil {
+		return errors.Join(fmt.Errorf("waiting for %s to be ready (log: %s): %w", p.Name, p.LogPath, err), p.Stop(10*time.Second))
+	}
+	return nil
+}
+
+// Pid is the process id of the running process, or 0.
+func (p *Process) Pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cmd == nil {
+		return 0
+	}
+	return p.cmd.Process.Pid
+}
+
+// Done is closed when the process that Start started exits; it is nil
+// before Start and after Stop.
+func (p *Process) Done() <-chan struct{} {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.exited
+}
+
+// Exited reports whether the process that Start started has exited, and
+// how; after Stop it reports false.
+func (p *Process) Exited() (bool, error) {
+	ch := p.Done()
+	if ch == nil {
+		return false, nil
+	}
+	select {
+	case <-ch:
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return true, p.err
+	default:
+		return false, nil
+	}
+}
+
+// Stop sends SIGTERM and waits up to timeout for the process to exit, then
+// kills it. It fails if the process had to be killed or exited with an
+// error.
+func (p *Process) Stop(timeout time.Duration) error {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return nil
+	}
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	var err error
+	select {
+	case <-exited:
+		p.mu.Lock()
+		err = p.err
+		p.mu.Unlock()
+		if err != nil {
+			err = fmt.Errorf("%s exited: %w (log: %s)", p.Name, err, p.LogPath)
+		}
+	case <-time.After(timeout):
+		_ = cmd.Process.Kill()
+		<-exited
+		err = fmt.Errorf("%s did not stop within %s of SIGTERM (log: %s)", p.Name, timeout, p.LogPath)
+	}
+	p.mu.Lock()
+	p.cmd, p.exited = nil, nil
+	p.mu.Unlock()
+	return err
+}
+
+func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-exited:
+			return errors.New("it exited early")
+		case <-tick.C:
+		}
+	}
+}

@@ -1,0 +1,7 @@
+//go:build !unix
+
+package harness
+
+import "os/exec"
+
+func ownProcessGroup(*exec.Cmd) {}

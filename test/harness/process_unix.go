@@ -1,0 +1,12 @@
+//go:build unix
+
+package harness
+
+import (
+	"os/exec"
+	"syscall"
+)
+
+func ownProcessGroup(cmd *exec.Cmd) {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+}
