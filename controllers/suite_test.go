@@ -76,6 +76,7 @@ var _ = BeforeSuite(func() {
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
 			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{tableNamespace: {}}},
+			&corev1.Pod{}:       {Transform: TrimPodForCache},
 		}},
 	})
 	Expect(err).NotTo(HaveOccurred())

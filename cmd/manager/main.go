@@ -69,6 +69,9 @@ func main() {
 			// caches (and may list) them only there.
 			ByObject: map[client.Object]cache.ByObject{
 				&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{tableNamespace: {}}},
+				// Every Pod is cached to match it to ToolSets; only what the
+				// reconciler reads is kept.
+				&corev1.Pod{}: {Transform: controllers.TrimPodForCache},
 			},
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
