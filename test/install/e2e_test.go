@@ -11,6 +11,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -22,6 +24,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/toolplane/toolplane/test/harness"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -78,15 +81,6 @@ func start(path string, args []string, lines chan<- string) {
 		}
 		_ = cmd.Wait()
 	})
-}
-
-// freePort returns a loopback port nobody listens on at the moment.
-func freePort() int {
-	GinkgoHelper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	Expect(err).NotTo(HaveOccurred())
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
 
 // The envtest API server has no kubelet, so the operator runs as a process
@@ -176,26 +170,40 @@ var _ = Describe("An install from the chart", Ordered, func() {
 		Expect(err).NotTo(HaveOccurred())
 		kubeconfigPath := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
-		args, ok := managerContainer(fromUnstructured[appsv1.Deployment](m.ofKind("Deployment")[0]))
+		md := fromUnstructured[appsv1.Deployment](m.ofKind("Deployment")[0])
+		args, ok := managerContainer(md)
 		Expect(ok).To(BeTrue())
-		healthPort := freePort()
-		start(buildCommand(ctx, "manager"), append(args,
-			"--kubeconfig="+kubeconfigPath,
-			// The chart's ports may be taken on this machine; the last
-			// value of a flag wins.
-			"--metrics-bind-address=0",
-			fmt.Sprintf("--health-probe-bind-address=127.0.0.1:%d", healthPort),
-		), nil)
-
-		By("seeing the manager ready on its probe endpoints")
-		for _, path := range []string{"/healthz", "/readyz"} {
-			Eventually(func(g Gomega) {
-				resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d%s", healthPort, path))
-				g.Expect(err).NotTo(HaveOccurred())
-				resp.Body.Close()
-				g.Expect(resp.StatusCode).To(Equal(http.StatusOK))
-			}).WithTimeout(eventuallyTimeout).Should(Succeed(), path)
+		// The chart's ports may be taken on this machine: the harness binds
+		// free loopback ones instead. Every other argument is the chart's.
+		args = slices.DeleteFunc(slices.Clone(args), func(a string) bool {
+			return strings.HasPrefix(a, "--metrics-bind-address=") || strings.HasPrefix(a, "--health-probe-bind-address=")
+		})
+		tableNamespace, _ := strings.CutPrefix(args[slices.IndexFunc(args, func(a string) bool {
+			return strings.HasPrefix(a, "--table-namespace=")
+		})], "--table-namespace=")
+		manager := &harness.Manager{
+			Bin:            buildCommand(ctx, "manager"),
+			Kubeconfig:     kubeconfigPath,
+			TableNamespace: tableNamespace,
+			Args:           args,
+			LogPath:        filepath.Join(GinkgoT().TempDir(), "manager.log"),
 		}
+		DeferCleanup(func() {
+			if CurrentSpecReport().Failed() {
+				log, _ := os.ReadFile(manager.LogPath)
+				fmt.Fprintf(GinkgoWriter, "manager log:\n%s", log)
+			}
+		})
+		// Start returns once /readyz answers.
+		Expect(manager.Start(ctx)).To(Succeed())
+		DeferCleanup(func() {
+			// The kubelet kills the Pod this long after SIGTERM.
+			Expect(manager.Stop(time.Duration(*md.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second)).To(Succeed())
+		})
+		resp, err = http.Get("http://" + manager.ProbeAddr + "/healthz")
+		Expect(err).NotTo(HaveOccurred())
+		resp.Body.Close()
+		Expect(resp.StatusCode).To(Equal(http.StatusOK))
 
 		By("reading the tool table, as the README says")
 		table := &spec.Table{}
