@@ -343,7 +343,9 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		broken.InputSchema = json.RawMessage(`{"type":"object","properties":{"x":{"type":7}}}`)
 		huge := tool("huge_schema")
 		huge.InputSchema = json.RawMessage(`{"type":"object","description":"` + strings.Repeat("x", 400) + `"}`)
-		w := newWorkload(tool("fine"), tool("bad name!"), stringSchema, remoteRef, broken, huge)
+		// A toolkit server refuses to serve such tools; a hand-written one is
+		// what the operator must not trust.
+		w := newHandWrittenWorkload(tool("fine"), tool("bad name!"), stringSchema, remoteRef, broken, huge)
 		createReadyPod(ctx, ns, "w-0", map[string]string{"app": "w"}, w.port())
 		ts := toolSet(ns, "w")
 		ts.Spec.Limits.MaxSchemaBytes = 256
@@ -394,7 +396,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 			g.Expect(degraded.Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(degraded.Reason).To(Equal(v1alpha1.ReasonRolloutSkew))
 			g.Expect(degraded.Message).To(ContainSubstring("2 revisions"))
-			g.Expect(got.Status.Revision).To(Equal(spec.Revision([]spec.Tool{oldA, tool("roll_b")})))
+			g.Expect(got.Status.Revision).To(Equal(w0.revision()))
 		}).Should(Succeed())
 		offered := eventuallyInTable(ctx, ts, HaveLen(1))
 		Expect(offered[0].Description).To(Equal(oldA.Description))

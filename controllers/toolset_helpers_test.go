@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/toolplane/toolplane/toolkit"
+	"github.com/toolplane/toolplane/toolkit/server"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -36,10 +38,15 @@ func tableEntries(ctx context.Context, g Gomega, key types.NamespacedName) []spe
 	return out
 }
 
-// workload is a workload serving a spec document on loopback, as a toolkit
-// server does: ETag, If-None-Match and 304 included.
+// workload is a workload on loopback: by default a real toolkit server
+// (ETag, If-None-Match and 304 included), or one that serves a hand-written
+// document, for tools that toolkit refuses to serve, or any handler a spec
+// sets, for a broken workload. It counts what the operator asks of it.
 type workload struct {
 	srv *httptest.Server
+	reg *toolkit.Registry
+	// toolkit serves reg; nil for a hand-written document.
+	toolkit http.Handler
 
 	mu      sync.Mutex
 	doc     spec.Document
@@ -52,10 +59,27 @@ type workload struct {
 	inflight    atomic.Int64
 }
 
+// newWorkload starts a toolkit server of dynamic tools with the names,
+// descriptions and input schemas of tools.
 func newWorkload(tools ...spec.Tool) *workload {
+	GinkgoHelper()
+	w := &workload{reg: new(toolkit.Registry)}
+	h := server.New(w.reg, &server.Options{Name: "test-tools"})
+	DeferCleanup(h.Close)
+	w.toolkit = h
+	w.setTools(tools...)
+	return w.start()
+}
+
+// newHandWrittenWorkload serves a document of tools as given, valid or not.
+func newHandWrittenWorkload(tools ...spec.Tool) *workload {
 	GinkgoHelper()
 	w := &workload{}
 	w.setTools(tools...)
+	return w.start()
+}
+
+func (w *workload) start() *workload {
 	w.srv = httptest.NewServer(http.HandlerFunc(w.serve))
 	DeferCleanup(w.srv.Close)
 	return w
@@ -77,6 +101,14 @@ func (w *workload) serve(rw http.ResponseWriter, r *http.Request) {
 		h(rw, r)
 		return
 	}
+	if w.toolkit != nil {
+		sw := &statusWriter{ResponseWriter: rw}
+		w.toolkit.ServeHTTP(sw, r)
+		if sw.status == http.StatusNotModified {
+			w.notModified.Add(1)
+		}
+		return
+	}
 	if r.URL.Path != spec.DefaultPath {
 		http.NotFound(rw, r)
 		return
@@ -92,12 +124,46 @@ func (w *workload) serve(rw http.ResponseWriter, r *http.Request) {
 	_ = json.NewEncoder(rw).Encode(doc)
 }
 
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+// setTools replaces the tools the workload serves.
 func (w *workload) setTools(tools ...spec.Tool) {
+	GinkgoHelper()
 	tools = slices.Clone(tools)
 	spec.SortTools(tools)
+	if w.reg != nil {
+		var old []string
+		for _, t := range w.reg.Tools() {
+			old = append(old, t.Name())
+		}
+		w.reg.Remove(old...)
+		for _, t := range tools {
+			Expect(w.reg.Add(toolkit.MustNewDynamic(t.Name, t.Description, t.InputSchema,
+				func(context.Context, map[string]any) (any, error) { return "ok", nil }))).To(Succeed())
+		}
+		return
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.doc = spec.Document{SchemaVersion: spec.SchemaVersion, Revision: spec.Revision(tools), Server: spec.Server{Name: "test"}, Tools: tools}
+}
+
+// revision is the revision of the document the workload serves now.
+func (w *workload) revision() string {
+	if w.reg != nil {
+		return spec.Revision(w.reg.Specs())
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.doc.Revision
 }
 
 func (w *workload) setHandler(h http.HandlerFunc) {
