@@ -65,9 +65,18 @@ type ToolSetReconciler struct {
 	// Zero means 4.
 	MaxConcurrentReconciles int
 
-	scraper *scraper
-	mu      sync.Mutex
-	memory  map[types.NamespacedName]*toolSetMemory
+	initOnce sync.Once
+	scraper  *scraper
+	mu       sync.Mutex
+	memory   map[types.NamespacedName]*toolSetMemory
+}
+
+// init builds the scraper and the memory from the exported fields, once.
+func (r *ToolSetReconciler) init() {
+	r.initOnce.Do(func() {
+		r.scraper = newScraper(r.MaxConcurrentScrapes, r.MaxResponseBytes)
+		r.memory = map[types.NamespacedName]*toolSetMemory{}
+	})
 }
 
 // toolSetMemory is what the reconciler keeps of a ToolSet between rounds.
@@ -124,8 +133,7 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if r.MaxConcurrentReconciles <= 0 {
 		r.MaxConcurrentReconciles = defaultMaxConcurrentReconciles
 	}
-	r.scraper = newScraper(r.MaxConcurrentScrapes, r.MaxResponseBytes)
-	r.memory = map[types.NamespacedName]*toolSetMemory{}
+	r.init()
 
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ToolSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -141,6 +149,7 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // Reconcile scrapes one ToolSet's Pods and brings its offer and status up
 // to date.
 func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
+	r.init()
 	ts := &v1alpha1.ToolSet{}
 	if err := r.Client.Get(ctx, req.NamespacedName, ts); err != nil {
 		if apierrors.IsNotFound(err) {

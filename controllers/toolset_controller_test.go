@@ -22,7 +22,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -452,6 +454,32 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 			g.Expect(condition(got, v1alpha1.ConditionStale).Reason).To(Equal(v1alpha1.ReasonHealthy))
 			g.Expect(eventReasons(ctx, g, ts)).To(ContainElement(eventScrapeRecovered))
 		}).Should(Succeed())
+	})
+
+	It("holds the tools through an outage that spans an operator restart", func(ctx context.Context) {
+		w := newWorkload(tool("restart_a"), tool("restart_b"))
+		createReadyPod(ctx, ns, "rs-0", map[string]string{"app": "rs"}, w.port())
+		ts := toolSet(ns, "rs")
+		createToolSet(ctx, ts)
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, ts).Status.PublishedTools).To(BeEquivalentTo(2))
+		}).Should(Succeed())
+		w.setHandler(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(condition(got, v1alpha1.ConditionStale).Status).To(Equal(metav1.ConditionTrue))
+		}).Should(Succeed())
+
+		// A reconciler that remembers nothing, as after a restart, with the
+		// publisher that read the table back.
+		restarted := &ToolSetReconciler{Client: k8sClient, APIReader: k8sClient, Recorder: &events.FakeRecorder{}, Publisher: publisher}
+		res, err := restarted.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ts)})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.RequeueAfter).To(BeNumerically(">", 0))
+		Expect(res.RequeueAfter).To(BeNumerically("<=", 5*time.Second))
+		Expect(publisher.Published(ctx, client.ObjectKeyFromObject(ts))).To(HaveLen(2), "the held tools were not dropped")
+		got := getToolSet(ctx, Default, ts)
+		Expect(got.Status.Tools).To(ConsistOf(toolNamed("restart_a", v1alpha1.ToolStale), toolNamed("restart_b", v1alpha1.ToolStale)))
 	})
 
 	It("applies prefix, include and exclude", func(ctx context.Context) {
