@@ -214,7 +214,7 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 		}
 	}
 	if exited, err := mgr.Exited(); exited {
-		return fmt.Errorf("the manager exited during steady state: %v", err)
+		return fmt.Errorf("the manager exited during steady state: %w", err)
 	}
 	return nil
 }
@@ -329,7 +329,7 @@ func (w *watcher) waitConverged(ctx context.Context, c config, since time.Time, 
 		}
 		now := time.Now()
 		if exited, err := mgr.Exited(); exited {
-			return time.Time{}, fmt.Errorf("the manager exited: %v (log: %s)", err, mgr.LogPath)
+			return time.Time{}, fmt.Errorf("the manager exited: %w (log: %s)", err, mgr.LogPath)
 		}
 		var cms corev1.ConfigMapList
 		if err := w.cache.List(ctx, &cms, client.InNamespace(tableNamespace)); err != nil {
