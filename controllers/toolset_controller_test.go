@@ -299,7 +299,8 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 	})
 
 	DescribeTable("names a document it rejects whole in status",
-		func(ctx context.Context, serve http.HandlerFunc, maxTools int32, message string) {
+		func(ctx context.Context, serve http.HandlerFunc, maxTools int32, message, reason string) {
+			errorsBefore := testutil.ToFloat64(scrapeErrors.WithLabelValues(reason))
 			w := newWorkload()
 			w.setHandler(serve)
 			createReadyPod(ctx, ns, "w-0", map[string]string{"app": "w"}, w.port())
@@ -317,23 +318,24 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 			Eventually(func(g Gomega) {
 				g.Expect(eventReasons(ctx, g, ts)).To(ContainElement(eventScrapeFailed))
 			}).Should(Succeed())
+			Expect(testutil.ToFloat64(scrapeErrors.WithLabelValues(reason))).To(BeNumerically(">", errorsBefore))
 		},
 		Entry("a body over --max-response-bytes", func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = w.Write(bytes.Repeat([]byte(" "), testMaxResponseBytes+1))
-		}, int32(0), "more than 65536 bytes (--max-response-bytes)"),
+		}, int32(0), "more than 65536 bytes (--max-response-bytes)", scrapeErrTooLarge),
 		Entry("invalid JSON", func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = w.Write([]byte(`{"schemaVersion": "toolplane.io/v1alpha1", "tools": [`))
-		}, int32(0), "decoding spec document"),
+		}, int32(0), "decoding spec document", scrapeErrDocument),
 		Entry("another schema version", func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = w.Write([]byte(`{"schemaVersion": "toolplane.io/v9", "tools": []}`))
-		}, int32(0), `unsupported schemaVersion "toolplane.io/v9"`),
+		}, int32(0), `unsupported schemaVersion "toolplane.io/v9"`, scrapeErrDocument),
 		Entry("more tools than limits.maxTools", func(w http.ResponseWriter, _ *http.Request) {
 			tools := []spec.Tool{tool("a"), tool("b"), tool("c")}
 			_ = json.NewEncoder(w).Encode(spec.Document{SchemaVersion: spec.SchemaVersion, Revision: spec.Revision(tools), Tools: tools})
-		}, int32(2), "3 tools, more than limits.maxTools 2"),
+		}, int32(2), "3 tools, more than limits.maxTools 2", scrapeErrTooMany),
 		Entry("a redirect to another host", func(w http.ResponseWriter, r *http.Request) {
 			http.Redirect(w, r, "http://127.0.0.2:1/elsewhere", http.StatusFound)
-		}, int32(0), "redirect to another host refused"),
+		}, int32(0), "redirect to another host refused", scrapeErrRedirect),
 	)
 
 	It("rejects invalid tools one by one, each with its reason, and publishes the rest", func(ctx context.Context) {

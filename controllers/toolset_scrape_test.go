@@ -345,3 +345,41 @@ func BenchmarkAssemble(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkFetch measures one scrape of a 256-tool document from a toolkit-
+// like server on loopback: a full GET and parse, against a conditional GET
+// answered 304.
+func BenchmarkFetch(b *testing.B) {
+	var tools []spec.Tool
+	for i := range 256 {
+		tools = append(tools, tool("tool_"+strconv.Itoa(i)))
+	}
+	body := encodeDoc(b, tools...)
+	prev, err := ParseDocument(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("If-None-Match") == spec.ETag(prev.Revision) {
+			w.WriteHeader(http.StatusNotModified)
+			return
+		}
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	s := newScraper(1, 0)
+	tgt := scrapeTarget{spec: &v1alpha1.ToolSetSpec{Path: spec.DefaultPath, Scheme: "http"}, timeout: 5 * time.Second}
+	for _, bc := range []struct {
+		name string
+		prev *spec.Document
+	}{{"full", nil}, {"not-modified", prev}} {
+		b.Run(bc.name, func(b *testing.B) {
+			c := tgt.httpClient()
+			for b.Loop() {
+				if _, err := s.fetch(context.Background(), c, tgt, srv.URL+spec.DefaultPath, bc.prev); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
