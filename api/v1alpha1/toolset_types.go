@@ -208,7 +208,9 @@ type ToolSetStatus struct {
 	Pods PodCounts `json:"pods,omitempty"`
 
 	// revision is the revision of the tool list the selected Pods serve,
-	// from their spec documents.
+	// from their spec documents. When replicas disagree during a rollout it
+	// is the revision most of them serve; while tools are held through an
+	// outage, the revision they were scraped at.
 	// +optional
 	Revision string `json:"revision,omitempty"`
 
