@@ -6,14 +6,19 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
@@ -381,5 +386,68 @@ func BenchmarkFetch(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestScrapeAllStaysWithinTheManagerWideBound scrapes 6 Pods of one
+// ToolSet through a scraper that allows 2 scrapes at once: the server never
+// sees more than 2 requests in flight, and every Pod is scraped.
+func TestScrapeAllStaysWithinTheManagerWideBound(t *testing.T) {
+	body := encodeDoc(t, tool("a"))
+	var (
+		mu       sync.Mutex
+		inflight int
+		maxSeen  int
+	)
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		inflight++
+		maxSeen = max(maxSeen, inflight)
+		mu.Unlock()
+		<-release
+		mu.Lock()
+		inflight--
+		mu.Unlock()
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	portNum, _ := strconv.Atoi(port)
+
+	var pods []*corev1.Pod
+	for i := range 6 {
+		pods = append(pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p-" + strconv.Itoa(i), UID: types.UID(strconv.Itoa(i))},
+			Status:     corev1.PodStatus{PodIP: "127.0.0.1"},
+		})
+	}
+	tgt := scrapeTarget{
+		spec:    &v1alpha1.ToolSetSpec{Port: intstr.FromInt(portNum), Path: spec.DefaultPath, Scheme: "http"},
+		timeout: 30 * time.Second,
+	}
+	done := make(chan []podResult)
+	go func() { done <- newScraper(2, 0).scrapeAll(context.Background(), tgt, pods, nil) }()
+
+	// Let requests through one at a time once the bound is reached.
+	for released := 0; released < len(pods); {
+		mu.Lock()
+		n := inflight
+		mu.Unlock()
+		if n >= 2 || (n > 0 && len(pods)-released < 2) {
+			release <- struct{}{}
+			released++
+			continue
+		}
+		runtime.Gosched()
+	}
+	results := <-done
+	if maxSeen != 2 {
+		t.Errorf("at most %d scrapes were in flight, want exactly the bound 2", maxSeen)
+	}
+	for _, res := range results {
+		if res.err != nil || len(res.doc.Tools) != 1 {
+			t.Errorf("pod %s: %v", res.pod.Name, res.err)
+		}
 	}
 }
