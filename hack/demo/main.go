@@ -71,6 +71,12 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o); err != nil {
+		if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+			// Interrupted before it was up: everything it started is
+			// stopped, and the cause is no failure of the demo's.
+			fmt.Fprintln(os.Stderr, "demo: interrupted")
+			os.Exit(130)
+		}
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
