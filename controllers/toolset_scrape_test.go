@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -449,5 +450,31 @@ func TestScrapeAllStaysWithinTheManagerWideBound(t *testing.T) {
 		if res.err != nil || len(res.doc.Tools) != 1 {
 			t.Errorf("pod %s: %v", res.pod.Name, res.err)
 		}
+	}
+}
+
+func TestCapToolsKeepsWhatSaysMost(t *testing.T) {
+	var tools []v1alpha1.ToolStatus
+	for i := range 1000 {
+		tools = append(tools, v1alpha1.ToolStatus{Name: "p" + strconv.Itoa(i), State: v1alpha1.ToolPublished})
+	}
+	tools = append(tools,
+		v1alpha1.ToolStatus{Name: "zz_invalid", State: v1alpha1.ToolInvalid},
+		v1alpha1.ToolStatus{Name: "zz_conflicted", State: v1alpha1.ToolConflicted},
+		v1alpha1.ToolStatus{Name: "a_filtered", State: v1alpha1.ToolFiltered},
+	)
+	kept, omitted := capTools(tools, maxStatusTools)
+	if len(kept) != maxStatusTools || omitted != 3 {
+		t.Fatalf("kept %d, omitted %d; want %d and 3", len(kept), omitted, maxStatusTools)
+	}
+	states := map[v1alpha1.ToolState]int{}
+	for _, k := range kept {
+		states[k.State]++
+	}
+	if states[v1alpha1.ToolInvalid] != 1 || states[v1alpha1.ToolConflicted] != 1 || states[v1alpha1.ToolFiltered] != 1 {
+		t.Errorf("a tool with something to say was left out: %v", states)
+	}
+	if !slices.IsSortedFunc(kept, func(x, y v1alpha1.ToolStatus) int { return strings.Compare(x.Name, y.Name) }) {
+		t.Error("the kept tools are not sorted by name")
 	}
 }

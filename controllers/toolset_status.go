@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -94,8 +95,6 @@ func (r *ToolSetReconciler) setStatus(ts *v1alpha1.ToolSet, rd round, a assembly
 		}
 		tools = append(tools, tool)
 	}
-	slices.SortFunc(tools, func(x, y v1alpha1.ToolStatus) int { return strings.Compare(x.Name, y.Name) })
-	st.Tools = tools
 	st.PublishedTools, st.ConflictedTools = 0, 0
 	for _, t := range tools {
 		switch t.State {
@@ -105,6 +104,7 @@ func (r *ToolSetReconciler) setStatus(ts *v1alpha1.ToolSet, rd round, a assembly
 			st.ConflictedTools++
 		}
 	}
+	st.Tools, st.OmittedTools = capTools(tools, maxStatusTools)
 	switch {
 	case len(rd.docs) > 0:
 		st.Revision = a.revision
@@ -115,6 +115,33 @@ func (r *ToolSetReconciler) setStatus(ts *v1alpha1.ToolSet, rd round, a assembly
 	}
 
 	r.setConditions(ts, rd, a, held, mem, conflicts)
+}
+
+// maxStatusTools bounds status.tools (its CRD MaxItems), so that a
+// ToolSet of many tools stays far below the API server's object size limit.
+const maxStatusTools = 1000
+
+// omitFirst orders the states by how little a user misses them in status:
+// Published tools are left out first, Invalid ones last.
+var omitFirst = map[v1alpha1.ToolState]int{
+	v1alpha1.ToolPublished: 0, v1alpha1.ToolFiltered: 1, v1alpha1.ToolStale: 2,
+	v1alpha1.ToolSkewed: 3, v1alpha1.ToolConflicted: 4, v1alpha1.ToolInvalid: 5,
+}
+
+// capTools keeps at most n tools, those that say most, sorted by name, and
+// returns how many it left out.
+func capTools(tools []v1alpha1.ToolStatus, n int) ([]v1alpha1.ToolStatus, int32) {
+	byName := func(x, y v1alpha1.ToolStatus) int { return strings.Compare(x.Name, y.Name) }
+	if len(tools) <= n {
+		slices.SortFunc(tools, byName)
+		return tools, 0
+	}
+	slices.SortFunc(tools, func(x, y v1alpha1.ToolStatus) int {
+		return cmp.Or(omitFirst[y.State]-omitFirst[x.State], byName(x, y))
+	})
+	kept := tools[:n]
+	slices.SortFunc(kept, byName)
+	return kept, int32(len(tools) - n)
 }
 
 // staleDeadline is when the tools held through the current outage go.

@@ -222,10 +222,20 @@ type ToolSetStatus struct {
 	// +optional
 	ConflictedTools int32 `json:"conflictedTools,omitempty"`
 
-	// tools is every tool the selected Pods serve, and what became of it.
+	// tools is every tool the selected Pods serve, and what became of it,
+	// sorted by name. It lists at most 1000 tools, so that the object stays
+	// within the API server's size limit: beyond that, Published tools are
+	// left out first, then Filtered, Stale, Skewed, Conflicted and Invalid
+	// ones, and omittedTools counts them.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=1000
 	Tools []ToolStatus `json:"tools,omitempty"`
+
+	// omittedTools is the number of tools left out of tools by its limit.
+	// publishedTools and conflictedTools still count them.
+	// +optional
+	OmittedTools int32 `json:"omittedTools,omitempty"`
 }
 
 // PodCounts counts Pods.
