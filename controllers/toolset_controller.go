@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -197,7 +198,13 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}
 	rd := newRound(pods, results, credErr)
 	mem.remember(results)
-	ctrl.LoggerFrom(ctx).V(1).Info("Scraped pods", "selected", len(pods), "scraped", len(rd.docs), "failed", len(rd.failures))
+	log := ctrl.LoggerFrom(ctx)
+	for _, res := range results {
+		if res.err != nil {
+			log.V(1).Info("Scrape failed", "pod", klog.KObj(res.pod), "reason", scrapeReason(res.err), "error", res.err.Error())
+		}
+	}
+	log.V(1).Info("Scraped pods", "selected", len(pods), "scraped", len(rd.docs), "failed", len(rd.failures))
 
 	now := time.Now()
 	var (
