@@ -39,7 +39,7 @@ const (
 	staleIntervals = 3
 	// defaultMaxConcurrentReconciles lets a ToolSet whose Pods hang wait out
 	// its timeout without holding up the others.
-	defaultMaxConcurrentReconciles = 4
+	defaultMaxConcurrentReconciles = 8
 )
 
 // ToolSetReconciler scrapes the Pods of every ToolSet, validates, filters
@@ -63,7 +63,8 @@ type ToolSetReconciler struct {
 	// means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
 	// MaxConcurrentReconciles is the number of ToolSets reconciled at once.
-	// Zero means 4.
+	// Zero means 8. Reconciles wait on the network, so several run at once;
+	// MaxConcurrentScrapes, not this, bounds the load on the Pods.
 	MaxConcurrentReconciles int
 
 	initOnce sync.Once
