@@ -69,6 +69,29 @@ func toolNamed(name string, state v1alpha1.ToolState) OmegaMatcher {
 	return And(HaveField("Name", name), HaveField("State", state))
 }
 
+// publishedThenDown publishes the tools of one Pod through a ToolSet named
+// app, then makes the Pod answer 503 and waits until the ToolSet holds its
+// tools as Stale.
+func publishedThenDown(ctx context.Context, ns, app string, tools ...string) (*workload, *v1alpha1.ToolSet) {
+	GinkgoHelper()
+	var specs []spec.Tool
+	for _, name := range tools {
+		specs = append(specs, tool(name))
+	}
+	w := newWorkload(specs...)
+	createReadyPod(ctx, ns, app+"-0", map[string]string{"app": app}, w.port())
+	ts := toolSet(ns, app)
+	createToolSet(ctx, ts)
+	Eventually(func(g Gomega) {
+		g.Expect(getToolSet(ctx, g, ts).Status.PublishedTools).To(BeEquivalentTo(len(tools)))
+	}).Should(Succeed())
+	w.setHandler(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
+	Eventually(func(g Gomega) {
+		g.Expect(condition(getToolSet(ctx, g, ts), v1alpha1.ConditionStale).Status).To(Equal(metav1.ConditionTrue))
+	}).Should(Succeed())
+	return w, ts
+}
+
 // eventuallyInTable waits until the ToolSet's entries in the stored tool
 // table satisfy m, and returns them.
 func eventuallyInTable(ctx context.Context, ts *v1alpha1.ToolSet, m OmegaMatcher) []spec.TableTool {
@@ -417,23 +440,11 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 	})
 
 	It("holds the last good tools as Stale through an outage, then drops them", func(ctx context.Context) {
-		w := newWorkload(tool("stale_a"), tool("stale_b"))
-		createReadyPod(ctx, ns, "s-0", map[string]string{"app": "s"}, w.port())
-		ts := toolSet(ns, "s")
-		createToolSet(ctx, ts)
-		Eventually(func(g Gomega) {
-			g.Expect(getToolSet(ctx, g, ts).Status.PublishedTools).To(BeEquivalentTo(2))
-		}).Should(Succeed())
-
-		w.setHandler(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
-		Eventually(func(g Gomega) {
-			got := getToolSet(ctx, g, ts)
-			g.Expect(got.Status.Tools).To(ConsistOf(toolNamed("stale_a", v1alpha1.ToolStale), toolNamed("stale_b", v1alpha1.ToolStale)))
-			stale := condition(got, v1alpha1.ConditionStale)
-			g.Expect(stale.Status).To(Equal(metav1.ConditionTrue))
-			g.Expect(stale.Reason).To(Equal(v1alpha1.ReasonToolsStale))
-			g.Expect(readyCondition(got).Reason).To(Equal(v1alpha1.ReasonScrapeFailed))
-		}).Should(Succeed())
+		w, ts := publishedThenDown(ctx, ns, "s", "stale_a", "stale_b")
+		got := getToolSet(ctx, Default, ts)
+		Expect(got.Status.Tools).To(ConsistOf(toolNamed("stale_a", v1alpha1.ToolStale), toolNamed("stale_b", v1alpha1.ToolStale)))
+		Expect(condition(got, v1alpha1.ConditionStale).Reason).To(Equal(v1alpha1.ReasonToolsStale))
+		Expect(readyCondition(got).Reason).To(Equal(v1alpha1.ReasonScrapeFailed))
 		Expect(publisher.Published(ctx, client.ObjectKeyFromObject(ts))).To(HaveLen(2), "held tools stay in the table")
 
 		// Three intervals of 5s later the held tools go.
@@ -459,18 +470,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 	})
 
 	It("holds the tools through an outage that spans an operator restart", func(ctx context.Context) {
-		w := newWorkload(tool("restart_a"), tool("restart_b"))
-		createReadyPod(ctx, ns, "rs-0", map[string]string{"app": "rs"}, w.port())
-		ts := toolSet(ns, "rs")
-		createToolSet(ctx, ts)
-		Eventually(func(g Gomega) {
-			g.Expect(getToolSet(ctx, g, ts).Status.PublishedTools).To(BeEquivalentTo(2))
-		}).Should(Succeed())
-		w.setHandler(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) })
-		Eventually(func(g Gomega) {
-			got := getToolSet(ctx, g, ts)
-			g.Expect(condition(got, v1alpha1.ConditionStale).Status).To(Equal(metav1.ConditionTrue))
-		}).Should(Succeed())
+		_, ts := publishedThenDown(ctx, ns, "rs", "restart_a", "restart_b")
 
 		// A reconciler that remembers nothing, as after a restart, with the
 		// publisher that read the table back.
