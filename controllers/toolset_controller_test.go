@@ -21,7 +21,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -30,18 +29,14 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
-// toolSet is a ToolSet selecting app=<name> on port "http", scraped every 5s.
+// toolSet is minimalToolSet scraped every 5s, within 2s, reached through
+// a Service of its name.
 func toolSet(ns, name string) *v1alpha1.ToolSet {
-	return &v1alpha1.ToolSet{
-		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Spec: v1alpha1.ToolSetSpec{
-			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": name}},
-			Port:     intstr.FromString("http"),
-			Interval: &metav1.Duration{Duration: 5 * time.Second},
-			Timeout:  &metav1.Duration{Duration: 2 * time.Second},
-			Service:  &v1alpha1.ServiceReference{Name: name, Port: 8080},
-		},
-	}
+	ts := minimalToolSet(ns, name)
+	ts.Spec.Interval = &metav1.Duration{Duration: 5 * time.Second}
+	ts.Spec.Timeout = &metav1.Duration{Duration: 2 * time.Second}
+	ts.Spec.Service = &v1alpha1.ServiceReference{Name: name, Port: 8080}
+	return ts
 }
 
 // createToolSet creates a ToolSet and deletes it when the spec ends, so
