@@ -26,6 +26,10 @@ var toolNameRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
 // compiler's long error cannot bloat the object.
 const maxReasonLen = 256
 
+// maxStatusNameLen bounds a rejected tool's names in status: room for any
+// honest mistake, and limits.maxTools of them still fit in one object.
+const maxStatusNameLen = 512
+
 // podDoc is the last document a Pod served, kept for conditional GETs.
 type podDoc struct {
 	url string
@@ -118,8 +122,10 @@ func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document) assembly {
 		s := byName[name]
 		published := ts.Spec.Prefix + name
 		reject := func(state v1alpha1.ToolState, reason string) {
+			// A Pod may serve any name, up to the whole response size; the
+			// status must still fit in one API request.
 			a.rejected = append(a.rejected, v1alpha1.ToolStatus{
-				Name: published, SourceName: name, State: state, Reason: truncate(reason, maxReasonLen),
+				Name: truncate(published, maxStatusNameLen), SourceName: truncate(name, maxStatusNameLen), State: state, Reason: truncate(reason, maxReasonLen),
 			})
 		}
 		if reason, ok := filtered(ts.Spec.Include, ts.Spec.Exclude, name); !ok {
@@ -220,7 +226,9 @@ func validatePatterns(s *v1alpha1.ToolSetSpec) error {
 // published name, the schemas and the limits.
 func validateTool(published string, t spec.Tool, limits v1alpha1.Limits) error {
 	if !toolNameRE.MatchString(published) {
-		return fmt.Errorf("name %q does not match %s", published, toolNameRE)
+		// The rule before the name: a long name is cut from the reason, and
+		// status.tools[].name shows it anyway.
+		return fmt.Errorf("name does not match %s: %q", toolNameRE, published)
 	}
 	if t.Name == "." || t.Name == ".." {
 		return fmt.Errorf("name %q cannot be addressed in an invoke URL", t.Name)
