@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strconv"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -30,6 +29,9 @@ import (
 const (
 	tableNamespace = "toolplane-system"
 	tableName      = "toolplane-tools"
+	// createConcurrency is how many objects the bench creates at once; it
+	// is not measured.
+	createConcurrency = 32
 )
 
 type result struct {
@@ -37,7 +39,7 @@ type result struct {
 	writesSteady          float64
 	writesByResource      map[string]float64
 	cpuSteadyPct          float64
-	scrapesSteady         int64
+	scrapesSteady         int
 	rssMB                 float64
 	table                 harness.TableStats
 }
@@ -80,10 +82,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	}
 
 	step("Starting %d loopback workloads serving %d tool sets of %d tools", c.servers, c.toolSets, c.tools)
-	wl, err := startWorkloads(c.toolSets, c.tools, c.servers)
-	if err != nil {
-		return res, err
-	}
+	wl := startWorkloads(c.toolSets, c.tools, c.servers)
 	defer wl.close()
 
 	step("Baseline: %d status writes to %d ToolSets at concurrency %d, before the manager runs", c.toolSets, c.toolSets, c.concurrency)
@@ -93,7 +92,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	step("Baseline took %s", res.baseline.Round(time.Millisecond))
 
 	step("Creating %d ready Pods", c.toolSets)
-	if err := parallel(ctx, c.concurrency, c.toolSets, func(ctx context.Context, i int) error {
+	if err := parallel(ctx, createConcurrency, c.toolSets, func(ctx context.Context, i int) error {
 		port, _ := wl.target(i)
 		_, err := harness.CreateReadyPod(ctx, cp.Client, benchNamespace(i%c.namespaces), fmt.Sprintf("set-%04d-0", i), app(i), port)
 		return err
@@ -101,7 +100,9 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		return res, err
 	}
 
-	args := []string{"--leader-elect", "--max-concurrent-scrapes", strconv.Itoa(c.concurrency)}
+	// Production settings: the flags' defaults, with a leader elected as a
+	// Deployment of the chart runs it.
+	args := []string{"--leader-elect"}
 	var pprofAddr string
 	if c.pprof {
 		if pprofAddr, err = harness.FreeAddr(); err != nil {
@@ -129,7 +130,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	}
 
 	step("Creating %d ToolSets", c.toolSets)
-	if err := parallel(ctx, c.concurrency, c.toolSets, func(ctx context.Context, i int) error {
+	if err := parallel(ctx, createConcurrency, c.toolSets, func(ctx context.Context, i int) error {
 		_, path := wl.target(i)
 		return cp.Client.Create(ctx, harness.NewToolSet(benchNamespace(i%c.namespaces), fmt.Sprintf("set-%04d", i), app(i), path, c.interval))
 	}); err != nil {
@@ -185,7 +186,7 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 	if err != nil {
 		return err
 	}
-	s0, t0 := wl.scrapes.Load(), time.Now()
+	s0, t0 := wl.scrapes(), time.Now()
 	window := 3 * c.interval
 	if pprofAddr != "" {
 		url := fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", pprofAddr, int(window.Seconds()))
@@ -204,7 +205,7 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 		return err
 	}
 	elapsed := time.Since(t0)
-	res.scrapesSteady = wl.scrapes.Load() - s0
+	res.scrapesSteady = wl.scrapes() - s0
 	res.cpuSteadyPct = 100 * (p1.CPU - p0.CPU).Seconds() / elapsed.Seconds()
 	res.writesByResource = map[string]float64{}
 	for r, n := range w1 {
@@ -224,7 +225,7 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 // with the status a Ready ToolSet of this run carries. The ToolSets are
 // deleted before the manager starts.
 func baseline(ctx context.Context, cp *harness.ControlPlane, c config) (time.Duration, error) {
-	if err := parallel(ctx, c.concurrency, c.toolSets, func(ctx context.Context, i int) error {
+	if err := parallel(ctx, createConcurrency, c.toolSets, func(ctx context.Context, i int) error {
 		return cp.Client.Create(ctx, harness.NewToolSet(baselineNamespace(i%c.namespaces), fmt.Sprintf("set-%04d", i), app(i), setPath(i), c.interval))
 	}); err != nil {
 		return 0, err
