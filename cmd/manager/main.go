@@ -26,6 +26,7 @@ func main() {
 	var (
 		metricsAddr     string
 		probeAddr       string
+		pprofAddr       string
 		leaderElect     bool
 		tableNamespace  string
 		tableName       string
@@ -35,6 +36,7 @@ func main() {
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8080", `The address the metrics endpoint binds to; "0" disables it.`)
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address the health and readiness probes bind to.")
+	flag.StringVar(&pprofAddr, "pprof-bind-address", "", `The address that serves net/http/pprof, for profiling; empty or "0" disables it.`)
 	flag.BoolVar(&leaderElect, "leader-elect", false, "Elect a leader so that only one replica reconciles at a time.")
 	flag.StringVar(&tableNamespace, "table-namespace", "toolplane-system", "The namespace of the tool-table ConfigMap (the operator's own namespace).")
 	flag.StringVar(&tableName, "table-name", "toolplane-tools", "The name of the tool-table ConfigMap.")
@@ -58,6 +60,7 @@ func main() {
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: metricsAddr},
 		HealthProbeBindAddress:  probeAddr,
+		PprofBindAddress:        pprofAddr,
 		LeaderElection:          leaderElect,
 		LeaderElectionID:        "toolplane-manager.toolplane.io",
 		LeaderElectionNamespace: tableNamespace,
