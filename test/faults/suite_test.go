@@ -37,12 +37,14 @@ const (
 	tableName      = "toolplane-tools"
 	// interval is every ToolSet's spec.interval, the shortest allowed.
 	interval = 5 * time.Second
-	// hostileTimeout is the hostile ToolSets' spec.timeout.
-	hostileTimeout = 2 * time.Second
+	// hostileTimeout is the hostile ToolSets' spec.timeout: longer than
+	// late, so that a healthy ToolSet that waited for a hostile one's scrape
+	// is caught.
+	hostileTimeout = 4 * time.Second
 	// late is how far past its interval a healthy ToolSet's scrape may
 	// come: the scrape itself, the work queue and a busy machine, but never
 	// a hostile ToolSet's timeout.
-	late = 2 * time.Second
+	late = 3 * time.Second
 	// memoryBound is the manager's peak RSS allowed, the bound that
 	// `make bench-scale` holds with 1,000 ToolSets.
 	memoryBound = 256 << 20
@@ -85,7 +87,9 @@ var _ = BeforeSuite(func() {
 	By("building and starting the manager with its production defaults")
 	bin, err := harness.BuildManager(ctx, filepath.Join("..", ".."), workDir)
 	Expect(err).NotTo(HaveOccurred())
-	mgr = &harness.Manager{Bin: bin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace, LogPath: filepath.Join(workDir, "manager.log")}
+	// Debug logs record every scrape, for the log that a failure keeps.
+	mgr = &harness.Manager{Bin: bin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace,
+		Args: []string{"--zap-log-level=debug"}, LogPath: filepath.Join(workDir, "manager.log")}
 	Expect(mgr.Start(ctx)).To(Succeed())
 
 	table, err = harness.WatchTable(ctx, cp, tableNamespace, tableName, required.Check)
