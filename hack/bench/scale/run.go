@@ -129,6 +129,10 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		return res, err
 	}
 
+	wBefore, err := cp.Writes(ctx)
+	if err != nil {
+		return res, err
+	}
 	step("Creating %d ToolSets", c.toolSets)
 	if err := parallel(ctx, createConcurrency, c.toolSets, func(ctx context.Context, i int) error {
 		_, path := wl.target(i)
@@ -145,6 +149,14 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	}
 	res.convergence = converged.Sub(lastCreated)
 	step("Converged %s after the last ToolSet was created", res.convergence.Round(time.Millisecond))
+	wAfter, err := cp.Writes(ctx)
+	if err != nil {
+		return res, err
+	}
+	// The bench's own creates are writes to toolsets too.
+	wAfter["toolsets"] -= float64(c.toolSets)
+	fmt.Fprintf(os.Stderr, "convergence: writes_by_resource=%v (status writes per ToolSet: %.2f; the baseline makes 1)\n",
+		delta(wBefore, wAfter), (wAfter["toolsets"]-wBefore["toolsets"])/float64(c.toolSets))
 
 	// Let the last events and status writes of convergence land before the
 	// window opens.
@@ -207,12 +219,9 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 	elapsed := time.Since(t0)
 	res.scrapesSteady = wl.scrapes() - s0
 	res.cpuSteadyPct = 100 * (p1.CPU - p0.CPU).Seconds() / elapsed.Seconds()
-	res.writesByResource = map[string]float64{}
-	for r, n := range w1 {
-		if d := n - w0[r]; d > 0 {
-			res.writesByResource[r] = d
-			res.writesSteady += d
-		}
+	res.writesByResource = delta(w0, w1)
+	for _, d := range res.writesByResource {
+		res.writesSteady += d
 	}
 	if exited, err := mgr.Exited(); exited {
 		return fmt.Errorf("the manager exited during steady state: %w", err)
@@ -390,6 +399,17 @@ func hasAllTools(t *spec.Table, c config) bool {
 		}
 	}
 	return true
+}
+
+// delta returns the counts that grew from before to after.
+func delta(before, after map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for r, n := range after {
+		if d := n - before[r]; d > 0 {
+			out[r] = d
+		}
+	}
+	return out
 }
 
 func benchNamespace(k int) string    { return fmt.Sprintf("bench-%02d", k) }
