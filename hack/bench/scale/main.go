@@ -54,7 +54,7 @@ func main() {
 	flag.IntVar(&c.servers, "servers", 4, "How many loopback servers share the tool sets.")
 	flag.IntVar(&c.namespaces, "namespaces", 20, "How many namespaces the ToolSets are spread over.")
 	flag.DurationVar(&c.interval, "interval", 30*time.Second, "spec.interval of every ToolSet; steady state lasts three of them.")
-	flag.IntVar(&c.concurrency, "concurrency", 4, "The baseline loop's concurrency: the manager's ToolSet reconcile workers, which make its status writes (controllers' default MaxConcurrentReconciles).")
+	flag.IntVar(&c.concurrency, "concurrency", 0, "The baseline loop's concurrency; 0 reads the manager's ToolSet reconcile workers, which make its status writes, from its metrics.")
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "How long convergence may take before the run fails.")
 	flag.StringVar(&c.workDir, "work-dir", "", "Where the kubeconfig, the manager's log and profiles go (default: a temporary directory).")
 	flag.BoolVar(&c.pprof, "pprof", false, "Run the manager with --pprof-bind-address and save CPU (steady state) and heap profiles into the work directory.")

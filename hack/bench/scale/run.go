@@ -85,12 +85,6 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	wl := startWorkloads(c.toolSets, c.tools, c.servers)
 	defer wl.close()
 
-	step("Baseline: %d status writes to %d ToolSets at concurrency %d, before the manager runs", c.toolSets, c.toolSets, c.concurrency)
-	if res.baseline, err = baseline(ctx, cp, c); err != nil {
-		return res, fmt.Errorf("baseline: %w", err)
-	}
-	step("Baseline took %s", res.baseline.Round(time.Millisecond))
-
 	step("Creating %d ready Pods", c.toolSets)
 	if err := parallel(ctx, createConcurrency, c.toolSets, func(ctx context.Context, i int) error {
 		port, _ := wl.target(i)
@@ -114,6 +108,17 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		Bin: c.manager, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace,
 		Args: args, LogPath: filepath.Join(c.workDir, "manager.log"),
 	}
+	if c.concurrency == 0 {
+		if c.concurrency, err = reconcileWorkers(ctx, mgr); err != nil {
+			return res, err
+		}
+	}
+	step("Baseline: %d status writes to %d ToolSets at concurrency %d, before the manager runs", c.toolSets, c.toolSets, c.concurrency)
+	if res.baseline, err = baseline(ctx, cp, c); err != nil {
+		return res, fmt.Errorf("baseline: %w", err)
+	}
+	step("Baseline took %s", res.baseline.Round(time.Millisecond))
+
 	step("Starting the manager (%s, log %s)", c.manager, mgr.LogPath)
 	if err := mgr.Start(ctx); err != nil {
 		return res, err
@@ -227,6 +232,32 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 		return fmt.Errorf("the manager exited during steady state: %w", err)
 	}
 	return nil
+}
+
+// reconcileWorkers starts the manager on the empty cluster just long enough
+// to read how many ToolSets it reconciles at once, from controller-runtime's
+// own gauge, and stops it: the baseline runs at that concurrency, with no
+// manager competing.
+func reconcileWorkers(ctx context.Context, mgr *harness.Manager) (n int, retErr error) {
+	step("Reading the manager's reconcile workers from its metrics")
+	if err := mgr.Start(ctx); err != nil {
+		return 0, err
+	}
+	defer func() { retErr = errors.Join(retErr, mgr.Stop(30*time.Second)) }()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		fams, err := mgr.Metrics(ctx)
+		if err != nil {
+			return 0, err
+		}
+		if w := harness.Sum(fams, "controller_runtime_max_concurrent_reconciles", map[string]string{"controller": "toolset"}); w > 0 {
+			return int(w), nil
+		}
+		if err := sleep(ctx, 200*time.Millisecond); err != nil {
+			return 0, fmt.Errorf("the manager shows no controller_runtime_max_concurrent_reconciles for controller toolset: %w", err)
+		}
+	}
 }
 
 // baseline creates as many ToolSets as the run has, in namespaces of their
