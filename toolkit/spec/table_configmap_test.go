@@ -265,7 +265,7 @@ func TestDecodeTableTorn(t *testing.T) {
 }
 
 // indexed builds an indexed table by hand from an encoded payload.
-func indexed(t *testing.T, encoding string, payload []byte, size int64) map[string][]byte {
+func indexed(t testing.TB, encoding string, payload []byte, size int64) map[string][]byte {
 	t.Helper()
 	sum := sha256.Sum256(payload)
 	idx := spec.TableIndex{
@@ -275,7 +275,7 @@ func indexed(t *testing.T, encoding string, payload []byte, size int64) map[stri
 	return map[string][]byte{spec.TableIndexKey: mustJSON(t, idx), spec.TablePartKey(0): payload}
 }
 
-func gzipped(t *testing.T, b []byte) []byte {
+func gzipped(t testing.TB, b []byte) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	zw := gzip.NewWriter(&buf)
@@ -450,4 +450,30 @@ func ExampleEncodeTable() {
 	// Output:
 	// toolplane-tools [tools.json] true
 	// crm_query_customer true
+}
+
+// BenchmarkDecodeTableDeclaredSize decodes one small gzipped table under an
+// honest index and under an index that declares the largest size allowed. A
+// reader's memory must follow what the parts decode to, not what the index
+// claims: compare B/op of the two.
+func BenchmarkDecodeTableDeclaredSize(b *testing.B) {
+	tools := []spec.TableTool{{
+		Name: "get_weather", SourceName: "get_weather",
+		InputSchema: json.RawMessage(`{"type":"object"}`),
+		ToolSet:     spec.ObjectReference{Namespace: "weather", Name: "weather-tools"},
+	}}
+	raw := mustJSON(b, spec.Table{SchemaVersion: spec.SchemaVersion, Revision: spec.TableRevision(tools), Tools: tools})
+	payload := gzipped(b, raw)
+	for _, c := range []struct {
+		name string
+		size int64
+	}{{"honest", int64(len(raw))}, {"declares-max", spec.MaxTableBytes}} {
+		files := indexed(b, spec.TableEncodingGzip, payload, c.size)
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				_, _ = spec.DecodeTable(files)
+			}
+		})
+	}
 }
