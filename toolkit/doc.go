@@ -82,14 +82,18 @@
 // becomes the text "Success". Anything else becomes its JSON as text, plus
 // structuredContent when it is a JSON object. An error becomes a result with
 // isError set and the error's message, so that the model can correct itself,
-// unless [Registry.PropagateErrors] is set. A panic in a tool is recovered
-// into an error result and logged.
+// unless [Registry.PropagateErrors] is set. A panic in a tool or in any
+// middleware is recovered into an error result and logged, always: the MCP
+// SDK runs handlers without a recover, so a panic that escaped would end
+// the process.
 //
 // # Middleware
 //
 // A [Middleware] wraps every call on every transport, since every transport
 // calls [Registry.Call]. This package provides [Logging], [Recover],
-// [CallTimeout], [ConcurrencyLimit], [RequireScopes] and [Authorize]; the
+// [CallTimeout], [ConcurrencyLimit], [RequireScopes] and [Authorize]. Every
+// limit, of a middleware or of a tool ([Timeout], [MaxConcurrent]), means
+// "no limit" at zero; a negative one is refused when it is built. The
 // subpackages tracing and metrics provide OpenTelemetry spans and Prometheus
 // metrics, so that a service pulls those dependencies in only when it uses
 // them.

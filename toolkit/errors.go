@@ -28,6 +28,10 @@ var (
 	ErrPanic = errors.New("toolkit: tool panicked")
 	// ErrPermissionDenied is matched by the errors of [RequireScopes].
 	ErrPermissionDenied = errors.New("toolkit: permission denied")
+	// ErrInvalidOption is matched by the error of a tool declared with an
+	// option value out of range, such as a negative [Timeout], and by the
+	// panic of a middleware constructor given one.
+	ErrInvalidOption = errors.New("toolkit: invalid option")
 	// ErrBusy is matched when a concurrency limit could not be acquired
 	// before the call's context ended.
 	ErrBusy = errors.New("toolkit: tool busy")
@@ -93,8 +97,7 @@ func (p Problem) String() string {
 	return b.String()
 }
 
-// PanicError is the error a panic in a tool (or in middleware below
-// [Recover]) becomes. The model sees only that the tool failed; the panic
+// PanicError is the error a panic in a tool or in middleware becomes. The model sees only that the tool failed; the panic
 // value and stack are logged, since they may hold internals.
 type PanicError struct {
 	Tool  string

@@ -99,9 +99,11 @@ func Logging(logger *slog.Logger) Middleware {
 }
 
 // Recover turns a panic in the middleware and handlers below it into an
-// error matching [ErrPanic], logged with its stack. Tools themselves are
-// always recovered by the registry; Recover guards middleware. A nil logger
-// means slog.Default().
+// error matching [ErrPanic], logged with its stack to logger. The registry
+// recovers every panic, in tools and middleware alike, whether Recover is
+// used or not; Recover is for a chain that should log a panic to a logger
+// of its own, or report it to middleware above it (say, metrics) as an
+// error rather than a panic. A nil logger means slog.Default().
 func Recover(logger *slog.Logger) Middleware {
 	return func(next Handler) Handler {
 		return func(ctx context.Context, req *Request) (res *spec.CallResult, err error) {
@@ -121,9 +123,17 @@ func Recover(logger *slog.Logger) Middleware {
 
 // CallTimeout bounds every call of every tool by d, on top of a tool's own
 // [Timeout] option (the shorter wins). The call's context is cancelled when
-// d passes.
+// d passes. Zero means no limit. A negative d is a programming error, and
+// CallTimeout panics with an error matching [ErrInvalidOption] when it is
+// built, as [time.NewTicker] does, rather than failing calls later.
 func CallTimeout(d time.Duration) Middleware {
+	if d < 0 {
+		panic(fmt.Errorf("%w: CallTimeout(%s) is negative", ErrInvalidOption, d))
+	}
 	return func(next Handler) Handler {
+		if d == 0 {
+			return next
+		}
 		return func(ctx context.Context, req *Request) (*spec.CallResult, error) {
 			ctx, cancel := context.WithTimeout(ctx, d)
 			defer cancel()
@@ -136,9 +146,18 @@ func CallTimeout(d time.Duration) Middleware {
 // ConcurrencyLimit lets at most n calls of each tool run at once, on top of
 // any [MaxConcurrent] option of the tool itself. A call waits for a slot
 // until its context ends, and then fails with an error matching [ErrBusy].
+// Zero means no limit. A negative n is a programming error, and
+// ConcurrencyLimit panics with an error matching [ErrInvalidOption] when it
+// is built, rather than failing calls later.
 func ConcurrencyLimit(n int) Middleware {
+	if n < 0 {
+		panic(fmt.Errorf("%w: ConcurrencyLimit(%d) is negative", ErrInvalidOption, n))
+	}
 	var sems sync.Map // tool name → chan struct{}
 	return func(next Handler) Handler {
+		if n == 0 {
+			return next
+		}
 		return func(ctx context.Context, req *Request) (*spec.CallResult, error) {
 			s, ok := sems.Load(req.Tool.Name())
 			if !ok {

@@ -1,6 +1,7 @@
 package toolkit
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -17,6 +18,13 @@ type toolConfig struct {
 	scopes        []string
 	timeout       time.Duration
 	maxConcurrent int
+	err           error // the first option out of range
+}
+
+func (c *toolConfig) fail(format string, args ...any) {
+	if c.err == nil {
+		c.err = fmt.Errorf("%w: "+format, append([]any{ErrInvalidOption}, args...)...)
+	}
 }
 
 func (c *toolConfig) setMeta(key string, v any) {
@@ -90,13 +98,26 @@ func Scopes(scopes ...string) Option {
 }
 
 // Timeout bounds each call of the tool. The tool's context is cancelled
-// when it passes; a tool that ignores its context is not abandoned.
+// when it passes; a tool that ignores its context is not abandoned. Zero
+// means no limit; a negative d makes declaring the tool fail with an error
+// matching [ErrInvalidOption].
 func Timeout(d time.Duration) Option {
-	return func(c *toolConfig) { c.timeout = d }
+	return func(c *toolConfig) {
+		if d < 0 {
+			c.fail("Timeout(%s) is negative", d)
+		}
+		c.timeout = d
+	}
 }
 
 // MaxConcurrent bounds how many calls of the tool run at once. Further calls
-// wait for a slot until their context ends.
+// wait for a slot until their context ends. Zero means no limit; a negative
+// n makes declaring the tool fail with an error matching [ErrInvalidOption].
 func MaxConcurrent(n int) Option {
-	return func(c *toolConfig) { c.maxConcurrent = n }
+	return func(c *toolConfig) {
+		if n < 0 {
+			c.fail("MaxConcurrent(%d) is negative", n)
+		}
+		c.maxConcurrent = n
+	}
 }

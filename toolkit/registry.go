@@ -249,7 +249,7 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	if !ok {
 		return nil, st.notFound(name)
 	}
-	res, err := st.handler(ctx, &Request{Tool: t, Arguments: args})
+	res, err := r.handle(ctx, st.handler, &Request{Tool: t, Arguments: args})
 	if err != nil {
 		if r.PropagateErrors {
 			return nil, err
@@ -260,6 +260,19 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 		res = successResult()
 	}
 	return res, nil
+}
+
+// handle runs the middleware chain and the tool, and turns a panic anywhere
+// in it into an error matching [ErrPanic]. The MCP SDK runs handlers
+// without a recover, so a panic that got past this would end the process;
+// no option turns this off.
+func (r *Registry) handle(ctx context.Context, h Handler, req *Request) (res *spec.CallResult, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			res, err = nil, recovered(ctx, r.logger(), req.Tool.Name(), v)
+		}
+	}()
+	return h(ctx, req)
 }
 
 // notFound is the error for an unknown tool, naming the tool most likely

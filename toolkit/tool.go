@@ -152,6 +152,9 @@ func newTool(name, description string, inSchema, outSchema json.RawMessage, opts
 	for _, o := range opts {
 		o(&cfg)
 	}
+	if cfg.err != nil {
+		return nil, fmt.Errorf("tool %q: %w", name, cfg.err)
+	}
 	doc, validator, p, err := compileSchema(inSchema)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool %q: %w", ErrInvalidSchema, name, err)

@@ -46,6 +46,8 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(net.Ad
 	addr := fs.String("addr", ":8080", "address to listen on")
 	only := fs.String("only", "", "serve only these tools, comma-separated (default all)")
 	name := fs.String("name", "example-tools", "server name, in the spec document and MCP's serverInfo")
+	anyHost := fs.Bool("allow-any-host-on-loopback", false,
+		"accept any Host header on a loopback address (for a proxy on the same machine that forwards a Service's name); off, a foreign Host there is refused as DNS rebinding")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -68,7 +70,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(net.Ad
 		return fmt.Errorf("registering tools: %w", err)
 	}
 
-	h := server.New(reg, &server.Options{Name: *name, Version: version(), Logger: logger})
+	h := server.New(reg, &server.Options{Name: *name, Version: version(), Logger: logger, AllowAnyHostOnLoopback: *anyHost})
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,

@@ -76,10 +76,12 @@ func (wl *workload) start(ctx context.Context, bin, workDir string) error {
 		return err
 	}
 	wl.addr = addr
+	// The agent dials loopback with the Service's name as Host, as a proxy
+	// would, so the workload accepts any Host there.
 	wl.proc = harness.Process{
 		Name:    "workload " + wl.name,
 		Bin:     bin,
-		Args:    []string{"--addr", addr, "--only", wl.onlyFlag(), "--name", wl.name},
+		Args:    []string{"--addr", addr, "--only", wl.onlyFlag(), "--name", wl.name, "--allow-any-host-on-loopback"},
 		LogPath: filepath.Join(workDir, wl.namespace+"-"+wl.name+".log"),
 	}
 	if err := freshLog(wl.proc.LogPath); err != nil {

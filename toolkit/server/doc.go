@@ -20,11 +20,20 @@
 // to nothing.
 //
 // POST /tools/{name} calls a tool with the request body as its arguments.
+// It keeps web pages out as /mcp does: the body must be application/json,
+// a request that a browser marks cross-origin is refused, and so is one on
+// a loopback address whose Host is not a loopback name. Each check has an
+// option to turn it off ([Options.AllowAnyContentType],
+// [Options.AllowCrossOrigin] or [Options.CrossOriginProtection], and
+// [Options.AllowAnyHostOnLoopback]).
 // The reply is 200 with a [spec.CallResult] (an MCP CallToolResult), also
 // when the arguments were wrong or the tool failed: then isError is set and
 // the text says what went wrong, so that a model can correct itself. Other
 // failures have a JSON [spec.ErrorResponse] body:
 //
+//	403 forbidden            a cross-origin browser request, or a foreign Host
+//	                         on a loopback address (DNS rebinding)
+//	415 unsupported_media_type  a body not sent as application/json
 //	404 tool_not_found       no tool of that name
 //	400 bad_request          a body that is not JSON even read leniently
 //	413 body_too_large       a body over Options.MaxBodyBytes (1 MiB)

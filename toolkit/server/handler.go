@@ -34,6 +34,12 @@ const (
 	CodeBodyTooLarge     = "body_too_large"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeNotFound         = "not_found"
+	// CodeForbidden refuses a cross-origin request, or one with a foreign
+	// Host on loopback (see [Options.CrossOriginProtection]).
+	CodeForbidden = "forbidden"
+	// CodeUnsupportedMediaType refuses an invoke body that is not sent as
+	// application/json (see [Options.AllowAnyContentType]).
+	CodeUnsupportedMediaType = "unsupported_media_type"
 	// CodeInvalidArguments and CodeToolFailed are only used when the
 	// registry propagates errors ([toolkit.Registry.PropagateErrors]);
 	// otherwise both are a 200 reply with isError set.
@@ -55,8 +61,8 @@ type Options struct {
 	// [spec.DefaultPath]; it must be a plain path, with no pattern syntax.
 	SpecPath string
 	// MaxBodyBytes bounds the body of an invoke request and of an MCP
-	// request. Zero means [DefaultMaxBodyBytes]. A larger body is refused
-	// with 413.
+	// request. Zero means [DefaultMaxBodyBytes]; a negative value makes
+	// [New] panic. A larger body is refused with 413.
 	MaxBodyBytes int64
 	// MCPSessions gives MCP clients of the 2025 protocol era (those that
 	// send initialize) a session, so that registry changes reach them as
@@ -69,16 +75,35 @@ type Options struct {
 	// subscriptions/listen. See the package documentation.
 	MCPSessions bool
 	// SessionTimeout closes an MCP session after this long without a
-	// request. Zero means [DefaultSessionTimeout]. Only used with
-	// MCPSessions.
+	// request. Zero means [DefaultSessionTimeout]; a negative value makes
+	// [New] panic. Only used with MCPSessions.
 	SessionTimeout time.Duration
-	// AllowAnyHostOnLoopback turns off the MCP SDK's DNS-rebinding
-	// protection, which refuses (403) an /mcp request that arrives on a
-	// loopback address with a Host header that is not a loopback name. Set
-	// it when a sidecar proxy forwards requests from 127.0.0.1 with the
-	// Service's name as Host; do not set it for a server that a browser on
-	// the same machine could reach.
+	// AllowAnyHostOnLoopback turns off the DNS-rebinding protection of
+	// /mcp (the MCP SDK's) and of POST /tools/{name} (the same rule, here),
+	// which refuses (403) a request that arrives on a loopback address with
+	// a Host header that is not a loopback name. Set it when a sidecar
+	// proxy forwards requests from 127.0.0.1 with the Service's name as
+	// Host; do not set it for a server that a browser on the same machine
+	// could reach.
 	AllowAnyHostOnLoopback bool
+	// CrossOriginProtection guards POST /tools/{name} against requests that
+	// a web page makes from a browser: one whose Sec-Fetch-Site or Origin
+	// header shows another origin is refused with 403. Requests without
+	// those headers (curl, agents, the operator) pass. nil means
+	// [http.NewCrossOriginProtection] with no trusted origins; give one of
+	// your own to trust the origin of a browser app
+	// (AddTrustedOrigin).
+	CrossOriginProtection *http.CrossOriginProtection
+	// AllowCrossOrigin turns the cross-origin check of POST /tools/{name}
+	// off. Tools then run for any web page that a user of the server's
+	// network visits: set it only behind a proxy that does its own check.
+	AllowCrossOrigin bool
+	// AllowAnyContentType accepts an invoke body whatever its
+	// Content-Type. By default it must be application/json (415
+	// otherwise), as on /mcp: a browser sends a cross-origin POST without
+	// a preflight only with a form or text/plain type, so the requirement
+	// keeps web pages out even where no Origin header is sent.
+	AllowAnyContentType bool
 	// CallContext, if set, derives each call's context from the request's
 	// HTTP header, on invoke and on MCP alike. Use it to take a trace
 	// context from the header when no instrumented HTTP middleware (such as
@@ -98,7 +123,9 @@ type Options struct {
 // middleware chain:
 //
 //   - GET {SpecPath}: the spec document ([spec.Document]), with an ETag;
-//   - POST /tools/{name}: invoke a tool with the body as its arguments;
+//   - POST /tools/{name}: invoke a tool with the body as its arguments,
+//     which must be application/json; cross-origin browser requests and,
+//     on loopback, foreign Host headers are refused as on /mcp;
 //   - /mcp: MCP Streamable HTTP, served by the official MCP Go SDK.
 //
 // Every call goes through [toolkit.Registry.Call], so binding, validation
@@ -115,6 +142,7 @@ type Options struct {
 // wait for.
 type Handler struct {
 	reg     *toolkit.Registry
+	guard   invokeGuard
 	callCtx func(context.Context, http.Header) context.Context
 	info    spec.Server
 	maxBody int64
@@ -146,10 +174,13 @@ func New(reg *toolkit.Registry, opts *Options) *Handler {
 	if !strings.HasPrefix(o.SpecPath, "/") || strings.ContainsAny(o.SpecPath, "{} ") {
 		panic(fmt.Sprintf("server.New: SpecPath %q is not a plain absolute path", o.SpecPath))
 	}
-	if o.MaxBodyBytes <= 0 {
+	if o.MaxBodyBytes < 0 || o.SessionTimeout < 0 {
+		panic(fmt.Sprintf("server.New: MaxBodyBytes (%d) and SessionTimeout (%s) must not be negative", o.MaxBodyBytes, o.SessionTimeout))
+	}
+	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
 	}
-	if o.SessionTimeout <= 0 {
+	if o.SessionTimeout == 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
 	if o.Logger == nil {
@@ -157,6 +188,7 @@ func New(reg *toolkit.Registry, opts *Options) *Handler {
 	}
 	h := &Handler{
 		reg:     reg,
+		guard:   newInvokeGuard(&o),
 		callCtx: o.CallContext,
 		info:    spec.Server{Name: o.Name, Version: o.Version},
 		maxBody: o.MaxBodyBytes,

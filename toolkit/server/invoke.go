@@ -5,8 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime"
+	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
+	"strings"
 
 	"github.com/tailscale/hujson"
 
@@ -21,6 +25,10 @@ import (
 func (h *Handler) serveInvoke(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, http.MethodPost)
+		return
+	}
+	if !h.guard.check(w, r) {
+		discard(r.Body)
 		return
 	}
 	name := r.PathValue("name")
@@ -85,4 +93,63 @@ func byteCount(n int64) string {
 	default:
 		return strconv.FormatInt(n, 10) + " bytes"
 	}
+}
+
+// invokeGuard keeps web pages from calling tools: the rules of the MCP
+// SDK's /mcp handler (DNS-rebinding protection on loopback, Content-Type
+// application/json), plus a cross-origin check.
+type invokeGuard struct {
+	anyHost        bool
+	anyContentType bool
+	crossOrigin    *http.CrossOriginProtection // nil: allowed
+}
+
+func newInvokeGuard(o *Options) invokeGuard {
+	g := invokeGuard{anyHost: o.AllowAnyHostOnLoopback, anyContentType: o.AllowAnyContentType}
+	if !o.AllowCrossOrigin {
+		g.crossOrigin = o.CrossOriginProtection
+		if g.crossOrigin == nil {
+			g.crossOrigin = http.NewCrossOriginProtection()
+		}
+	}
+	return g
+}
+
+// check writes the refusal and returns false for a request that must not
+// run a tool.
+func (g invokeGuard) check(w http.ResponseWriter, r *http.Request) bool {
+	if !g.anyHost {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil &&
+			isLoopback(local.String()) && !isLoopback(r.Host) {
+			writeError(w, http.StatusForbidden, CodeForbidden, "a request on a loopback address must name a loopback host, not "+quote(r.Host))
+			return false
+		}
+	}
+	if g.crossOrigin != nil {
+		if err := g.crossOrigin.Check(r); err != nil {
+			writeError(w, http.StatusForbidden, CodeForbidden, "cross-origin requests are refused")
+			return false
+		}
+	}
+	if !g.anyContentType {
+		if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+			writeError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMediaType, "the body must be sent as Content-Type: application/json")
+			return false
+		}
+	}
+	return true
+}
+
+// isLoopback reports whether addr (a host, or host:port) is "localhost" or
+// a loopback IP, as the MCP SDK decides it.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
 }
