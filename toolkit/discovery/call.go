@@ -2,11 +2,14 @@ package discovery
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -64,6 +67,12 @@ func (e *HTTPError) Is(target error) bool {
 //
 // The call is bounded by Timeout and the reply by MaxResponseBytes. A non-200
 // reply is an [*HTTPError].
+//
+// The table is trusted no further than the operator's own rules: an
+// endpoint must be http or https, on a host that is a Service of the tool's
+// ToolSet namespace (see Client.ClusterDomain), or the call fails with
+// [ErrForeignEndpoint] before anything is sent; and a redirect in reply
+// fails with [ErrRedirect] instead of being followed.
 func (c *Client) Call(ctx context.Context, name string, args any) (*spec.CallResult, error) {
 	s := c.snap()
 	i, ok := s.lookup(name)
@@ -73,6 +82,9 @@ func (c *Client) Call(ctx context.Context, name string, args any) (*spec.CallRes
 	tool := &s.table.Tools[i]
 	if tool.Endpoints == nil || tool.Endpoints.Invoke == "" {
 		return nil, fmt.Errorf("%w: %s (ToolSet %s)", ErrNoEndpoint, tool.Name, tool.ToolSet)
+	}
+	if err := checkEndpoint(tool, c.ClusterDomain); err != nil {
+		return nil, err
 	}
 	body, err := encodeArgs(args)
 	if err != nil {
@@ -92,12 +104,16 @@ func (c *Client) Call(ctx context.Context, name string, args any) (*spec.CallRes
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	hc := c.HTTPClient
-	if hc == nil {
-		hc = http.DefaultClient
+	hc := http.Client{}
+	if c.HTTPClient != nil {
+		hc = *c.HTTPClient
 	}
+	hc.CheckRedirect = refuseRedirect
 	resp, err := hc.Do(req)
 	if err != nil {
+		if errors.Is(err, ErrRedirect) {
+			return nil, fmt.Errorf("discovery: calling tool %s: %w", tool.Name, unwrapURLError(err))
+		}
 		return nil, fmt.Errorf("discovery: calling tool %s: %w", tool.Name, err)
 	}
 	defer resp.Body.Close()
@@ -122,6 +138,66 @@ func (c *Client) Call(ctx context.Context, name string, args any) (*spec.CallRes
 		return nil, fmt.Errorf("discovery: decoding reply of tool %s: %w", tool.Name, err)
 	}
 	return &res, nil
+}
+
+// refuseRedirect makes the client return a redirect's error instead of
+// following it: a 307 would resend the arguments to wherever it points.
+func refuseRedirect(req *http.Request, _ []*http.Request) error {
+	return fmt.Errorf("%w: to %s", ErrRedirect, req.URL.Redacted())
+}
+
+func unwrapURLError(err error) error {
+	if ue, ok := errors.AsType[*url.Error](err); ok {
+		return ue.Err
+	}
+	return err
+}
+
+// checkEndpoint refuses an invoke endpoint that the operator would never
+// publish for the tool: another scheme, credentials in the URL, or a host
+// that is not <service>.<namespace>.svc[.<domain>] in the namespace of the
+// tool's own ToolSet.
+func checkEndpoint(tool *spec.TableTool, domain string) error {
+	refuse := func(why string) error {
+		return fmt.Errorf("%w: tool %s (ToolSet %s): %s", ErrForeignEndpoint, tool.Name, tool.ToolSet, why)
+	}
+	u, err := url.Parse(tool.Endpoints.Invoke)
+	if err != nil {
+		return refuse("the endpoint is not a URL")
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return refuse(fmt.Sprintf("scheme %q is not http or https", u.Scheme))
+	}
+	if u.User != nil {
+		return refuse("the endpoint carries credentials")
+	}
+	host := strings.ToLower(u.Hostname())
+	ns := tool.ToolSet.Namespace
+	if !isDNSLabel(ns) {
+		return refuse(fmt.Sprintf("the tool's ToolSet namespace %q is not a namespace name", ns))
+	}
+	domain = strings.ToLower(strings.Trim(cmp.Or(domain, DefaultClusterDomain), "."))
+	rest, ok := strings.CutSuffix(host, "."+ns+".svc."+domain)
+	if !ok {
+		rest, ok = strings.CutSuffix(host, "."+ns+".svc")
+	}
+	if !ok || !isDNSLabel(rest) {
+		return refuse(fmt.Sprintf("host %q is not a Service of namespace %s (<service>.%s.svc)", host, ns, ns))
+	}
+	return nil
+}
+
+// isDNSLabel says whether s is one DNS label: what a Service name is.
+func isDNSLabel(s string) bool {
+	if s == "" || len(s) > 63 || s[0] == '-' || s[len(s)-1] == '-' {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '-' {
+			return false
+		}
+	}
+	return true
 }
 
 func encodeArgs(args any) ([]byte, error) {

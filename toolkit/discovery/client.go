@@ -37,7 +37,18 @@ var (
 	ErrRequestTooLarge = errors.New("discovery: request too large")
 	// ErrResponseTooLarge means the reply passed Client.MaxResponseBytes.
 	ErrResponseTooLarge = errors.New("discovery: response too large")
+	// ErrForeignEndpoint means the table gives a tool an endpoint that is
+	// not a Service of the tool's own ToolSet namespace: a tampered or
+	// forged table. The call is refused before anything is sent.
+	ErrForeignEndpoint = errors.New("discovery: endpoint is not a Service in the tool's namespace")
+	// ErrRedirect means the workload answered with a redirect. Calls never
+	// follow one, so that arguments go only where the table says.
+	ErrRedirect = errors.New("discovery: redirect refused")
 )
+
+// DefaultClusterDomain is the cluster DNS domain that endpoints may carry
+// after ".svc" when Client.ClusterDomain is empty.
+const DefaultClusterDomain = "cluster.local"
 
 // Client reads the tool table and calls its tools. It is safe for concurrent
 // use, and its zero value is a client with an empty table and default limits:
@@ -52,6 +63,14 @@ type Client struct {
 	// MaxResponseBytes bounds the body of each reply; zero means
 	// DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+	// ClusterDomain is the cluster's DNS domain; empty means
+	// DefaultClusterDomain. Call sends arguments only to an endpoint whose
+	// host is <service>.<namespace>.svc or
+	// <service>.<namespace>.svc.<ClusterDomain>, where namespace is that of
+	// the tool's ToolSet, as the operator publishes them; any other host is
+	// refused with [ErrForeignEndpoint]. To reach Services from outside the
+	// cluster, give HTTPClient a transport that dials those names.
+	ClusterDomain string
 	// Logger reports tables loaded and updates refused while following a
 	// directory; nil means slog.Default().
 	Logger *slog.Logger

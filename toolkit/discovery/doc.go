@@ -28,4 +28,10 @@
 // [Client.Call] and [Client.ToolName] resolve back. [Client.Call] invokes a
 // tool through its HTTP endpoint, POST /tools/{name}, with a timeout and a
 // bound on the reply, and returns the workload's spec.CallResult.
+//
+// Call trusts the table no further than the operator's own rules: it sends
+// arguments only to a Service of the tool's own ToolSet namespace
+// (<service>.<namespace>.svc, optionally followed by Client.ClusterDomain)
+// and never follows a redirect, so that a tampered table cannot send them
+// elsewhere ([ErrForeignEndpoint], [ErrRedirect]).
 package discovery

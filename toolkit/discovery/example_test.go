@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
 
@@ -43,11 +44,18 @@ func ExampleClient_Call() {
 	}))
 	defer workload.Close()
 
-	c := &discovery.Client{}
+	// In a cluster the default HTTP client reaches the Service; here a
+	// dialer stands in for cluster DNS and sends it to the workload.
+	dial := func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, workload.Listener.Addr().String())
+	}
+	c := &discovery.Client{HTTPClient: &http.Client{Transport: &http.Transport{DialContext: dial}}}
 	err := c.SetTable(&spec.Table{SchemaVersion: spec.SchemaVersion, Tools: []spec.TableTool{{
 		Name: "weather.get", SourceName: "get_weather",
 		InputSchema: json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}},"required":["city"]}`),
-		Endpoints:   &spec.Endpoints{Invoke: workload.URL + "/tools/get_weather"},
+		// Call sends arguments only to a Service of the tool's namespace.
+		ToolSet:   spec.ObjectReference{Namespace: "weather", Name: "weather-tools"},
+		Endpoints: &spec.Endpoints{Invoke: "http://weather-tools.weather.svc:8080/tools/get_weather"},
 	}}})
 	if err != nil {
 		log.Fatal(err)

@@ -27,11 +27,14 @@ type weatherOut struct {
 	Temp  float64 `json:"temp"`
 }
 
+// weatherService is the Service of toolkitWorkload's ToolSet.
+const weatherService = "http://weather-tools.weather.svc.cluster.local:8080"
+
 // toolkitWorkload serves a registry with toolkit's real HTTP server, and
 // returns the table the operator would publish for it: its spec document's
 // tools, with invoke endpoints on the server, plus a tool the server does
 // not serve.
-func toolkitWorkload(t *testing.T) *spec.Table {
+func toolkitWorkload(t *testing.T) (*spec.Table, *http.Client) {
 	t.Helper()
 	reg := &toolkit.Registry{Logger: slog.New(slog.DiscardHandler)}
 	err := reg.Add(
@@ -69,20 +72,21 @@ func toolkitWorkload(t *testing.T) *spec.Table {
 			Name: st.Name, SourceName: st.Name, Description: st.Description,
 			InputSchema: st.InputSchema, OutputSchema: st.OutputSchema, Annotations: st.Annotations, Meta: st.Meta,
 			ToolSet:   spec.ObjectReference{Namespace: "weather", Name: "weather-tools"},
-			Endpoints: &spec.Endpoints{Invoke: srv.URL + spec.InvokePrefix + st.Name, MCP: srv.URL + spec.MCPPath},
+			Endpoints: &spec.Endpoints{Invoke: weatherService + spec.InvokePrefix + st.Name, MCP: weatherService + spec.MCPPath},
 		})
 	}
-	return &spec.Table{Tools: tools}
+	return &spec.Table{Tools: tools}, clusterHTTP(srv)
 }
 
 // TestCallToolkitServer closes the loop against toolkit's own server: the
 // table goes through the ConfigMap encoding and a mounted volume, the model
 // is offered strict tools, and its calls reach the Go functions.
 func TestCallToolkitServer(t *testing.T) {
-	files, _, _ := encode(t, toolkitWorkload(t).Tools)
+	table, hc := toolkitWorkload(t)
+	files, _, _ := encode(t, table.Tools)
 	vol := &kubeletVolume{dir: t.TempDir()}
 	vol.write(t, files)
-	c := &discovery.Client{}
+	c := &discovery.Client{HTTPClient: hc}
 	if err := c.LoadDir(vol.dir); err != nil {
 		t.Fatal(err)
 	}

@@ -67,10 +67,11 @@ func TestStrictToolkitSchemas(t *testing.T) {
 	h := server.New(reg, &server.Options{Logger: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(h)
 	defer func() { srv.Close(); h.Close() }()
-	c := &discovery.Client{}
+	c := &discovery.Client{HTTPClient: clusterHTTP(srv)}
 	if err := c.SetTable(table(spec.TableTool{
 		Name: "place.order", SourceName: "place.order", InputSchema: place.Spec().InputSchema,
-		Endpoints: &spec.Endpoints{Invoke: srv.URL + spec.InvokePrefix + "place.order"},
+		ToolSet:   spec.ObjectReference{Namespace: "shop", Name: "orders"},
+		Endpoints: &spec.Endpoints{Invoke: "http://orders.shop.svc:8080" + spec.InvokePrefix + "place.order"},
 	})); err != nil {
 		t.Fatal(err)
 	}
