@@ -110,6 +110,7 @@ var _ = Describe("The ToolSet API", func() {
 			}}
 		}, "ca and insecureSkipVerify are mutually exclusive"),
 		Entry("a bearer token Secret without a key", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Scheme = "https"
 			ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "token"}}
 		}, "spec.authorization.bearerToken.key"),
 		Entry("a prefix longer than 64", func(ts *v1alpha1.ToolSet) {
@@ -118,6 +119,32 @@ var _ = Describe("The ToolSet API", func() {
 		Entry("an include pattern longer than 128", func(ts *v1alpha1.ToolSet) {
 			ts.Spec.Include = []string{strings.Repeat("q", 129)}
 		}, "spec.include[0]"),
+		// A Service name is pasted into every published endpoint: it must be
+		// a DNS label, or a tenant could point every agent's calls elsewhere.
+		Entry("a service name that names a host, port and fragment", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Service = &v1alpha1.ServiceReference{Name: "evil.example:80/x#", Port: 80}
+		}, "spec.service.name"),
+		Entry("a service name with a dot", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Service = &v1alpha1.ServiceReference{Name: "a.b", Port: 80}
+		}, "spec.service.name"),
+		Entry("a service name with userinfo", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Service = &v1alpha1.ServiceReference{Name: "x@evil", Port: 80}
+		}, "spec.service.name"),
+		Entry("a service name with a path", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Service = &v1alpha1.ServiceReference{Name: "x/..", Port: 80}
+		}, "spec.service.name"),
+		Entry("an upper-case service name", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Service = &v1alpha1.ServiceReference{Name: "CRM-Tools", Port: 80}
+		}, "spec.service.name"),
+		Entry("a service name of 64 characters", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Service = &v1alpha1.ServiceReference{Name: strings.Repeat("a", 64), Port: 80}
+		}, "spec.service.name"),
+		Entry("a service scheme other than http or https", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Service = &v1alpha1.ServiceReference{Name: "crm", Port: 80, Scheme: "gopher"}
+		}, "spec.service.scheme"),
+		Entry("a bearer token over http", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "token", Key: "token"}}
+		}, "authorization requires scheme https"),
 		Entry("more than 64 exclude patterns", func(ts *v1alpha1.ToolSet) {
 			for i := range 65 {
 				ts.Spec.Exclude = append(ts.Spec.Exclude, fmt.Sprintf("x%d", i))

@@ -169,7 +169,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 
 	selector, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
 	if err == nil {
-		err = validatePatterns(&ts.Spec)
+		err = validateSpec(&ts.Spec)
 	}
 	if err != nil {
 		// No scrape can fix the spec: wait for the user to change it.

@@ -521,10 +521,12 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 
 	It("sends the bearer token from a Secret and never shows it in status, events or logs", func(ctx context.Context) {
 		const token = "tok-3b1f9c2e-never-show-me"
-		w := newWorkload(tool("private"))
+		w := newTLSWorkload(tool("private"))
 		w.requireToken(token)
 		createReadyPod(ctx, ns, "t-0", map[string]string{"app": "t"}, w.port())
 		ts := toolSet(ns, "t")
+		ts.Spec.Scheme = "https"
+		ts.Spec.TLS = &v1alpha1.TLSConfig{InsecureSkipVerify: true}
 		ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "scrape-token", Key: "token"}}
 		createToolSet(ctx, ts)
 

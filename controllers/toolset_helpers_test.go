@@ -85,6 +85,19 @@ func (w *workload) start() *workload {
 	return w
 }
 
+// newTLSWorkload is newWorkload over https, with httptest's certificate.
+func newTLSWorkload(tools ...spec.Tool) *workload {
+	GinkgoHelper()
+	w := &workload{reg: new(toolkit.Registry)}
+	h := server.New(w.reg, &server.Options{Name: "test-tools"})
+	DeferCleanup(h.Close)
+	w.toolkit = h
+	w.setTools(tools...)
+	w.srv = httptest.NewTLSServer(http.HandlerFunc(w.serve))
+	DeferCleanup(w.srv.Close)
+	return w
+}
+
 func (w *workload) serve(rw http.ResponseWriter, r *http.Request) {
 	w.inflight.Add(1)
 	defer w.inflight.Add(-1)

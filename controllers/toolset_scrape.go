@@ -211,7 +211,9 @@ func (s *scraper) fetch(ctx context.Context, c *http.Client, t scrapeTarget, tar
 	if prev != nil {
 		req.Header.Set("If-None-Match", spec.ETag(prev.Revision))
 	}
-	if t.creds != nil && t.creds.token != "" {
+	// Only ever over TLS, whatever the spec says: validateSpec refuses a
+	// token with scheme http before any scrape, and this holds if it did not.
+	if t.creds != nil && t.creds.token != "" && req.URL.Scheme == "https" {
 		req.Header.Set("Authorization", "Bearer "+t.creds.token)
 	}
 

@@ -277,11 +277,41 @@ func TestFetch(t *testing.T) {
 		if err != nil || doc != prev {
 			t.Fatalf("got %v, %v; want the previous document", doc, err)
 		}
-		if gotINM != spec.ETag(prev.Revision) || gotAuth != "Bearer t0ken" {
+		if gotINM != spec.ETag(prev.Revision) || gotAuth != "" {
 			t.Fatalf("If-None-Match %q, Authorization %q", gotINM, gotAuth)
 		}
 		if _, err := fetch(newScraper(1, 0), target(0), url, nil); !errors.Is(err, errNotModifiedCold) {
 			t.Fatalf("a 304 with no previous document: %v", err)
+		}
+	})
+	t.Run("a bearer token goes over https only, never over plain http", func(t *testing.T) {
+		var mu sync.Mutex
+		var got []string
+		record := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			mu.Lock()
+			got = append(got, r.Header.Get("Authorization"))
+			mu.Unlock()
+			_, _ = w.Write(body)
+		})
+		plain := httptest.NewServer(record)
+		t.Cleanup(plain.Close)
+		secure := httptest.NewTLSServer(record)
+		t.Cleanup(secure.Close)
+
+		// A spec that says http, as one stored before the API refused it.
+		if _, err := fetch(newScraper(1, 0), target(0), plain.URL+spec.DefaultPath, nil); err != nil {
+			t.Fatal(err)
+		}
+		tls := target(0)
+		tls.spec.Scheme = "https"
+		tls.creds.tls = secure.Client().Transport.(*http.Transport).TLSClientConfig
+		if _, err := fetch(newScraper(1, 0), tls, secure.URL+spec.DefaultPath, nil); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Equal(got, []string{"", "Bearer t0ken"}) {
+			t.Fatalf("Authorization headers received = %q; want none over http, the token over https", got)
 		}
 	})
 	t.Run("a redirect on the same host is followed, to another host refused", func(t *testing.T) {
@@ -476,5 +506,46 @@ func TestCapToolsKeepsWhatSaysMost(t *testing.T) {
 	}
 	if !slices.IsSortedFunc(kept, func(x, y v1alpha1.ToolStatus) int { return strings.Compare(x.Name, y.Name) }) {
 		t.Error("the kept tools are not sorted by name")
+	}
+}
+
+// TestValidateSpec checks the admission rules again for objects stored
+// before them: validation ratcheting lets such an object stay, and the
+// reconciler must still refuse to act on it.
+func TestValidateSpec(t *testing.T) {
+	token := &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "s", Key: "k"}}
+	tests := []struct {
+		name string
+		spec v1alpha1.ToolSetSpec
+		want string
+	}{
+		{"valid", v1alpha1.ToolSetSpec{Scheme: "https", Authorization: token, Service: &v1alpha1.ServiceReference{Name: "crm-tools", Port: 80}}, ""},
+		{"token over http", v1alpha1.ToolSetSpec{Scheme: "http", Authorization: token}, "never sent over plain http"},
+		{"service name with a host", v1alpha1.ToolSetSpec{Service: &v1alpha1.ServiceReference{Name: "evil.example:80/x#", Port: 80}}, "spec.service.name"},
+		{"service name upper-case", v1alpha1.ToolSetSpec{Service: &v1alpha1.ServiceReference{Name: "CRM", Port: 80}}, "spec.service.name"},
+		{"service scheme", v1alpha1.ToolSetSpec{Service: &v1alpha1.ServiceReference{Name: "crm", Port: 80, Scheme: "gopher"}}, "spec.service.scheme"},
+		{"bad glob", v1alpha1.ToolSetSpec{Include: []string{"["}}, "spec.include"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := validateSpec(&tt.spec)
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("validateSpec() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestServiceURL checks that the published endpoints name the ToolSet's own
+// namespace and take the scheme from the Service, else from the scrape.
+func TestServiceURL(t *testing.T) {
+	ts := &v1alpha1.ToolSet{ObjectMeta: metav1.ObjectMeta{Namespace: "crm", Name: "t"}, Spec: v1alpha1.ToolSetSpec{Scheme: "https"}}
+	svc := &v1alpha1.ServiceReference{Name: "crm-tools", Port: 8443}
+	if got := serviceURL(ts, svc, "/tools/get.order"); got != "https://crm-tools.crm.svc:8443/tools/get.order" {
+		t.Errorf("scheme from spec.scheme: %s", got)
+	}
+	svc.Scheme = "http"
+	if got := serviceURL(ts, svc, spec.MCPPath); got != "http://crm-tools.crm.svc:8443/mcp" {
+		t.Errorf("scheme from spec.service.scheme: %s", got)
 	}
 }

@@ -2,9 +2,12 @@ package controllers
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -13,6 +16,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -209,8 +213,29 @@ func filtered(include, exclude []string, name string) (string, bool) {
 	return "matches no spec.include pattern", false
 }
 
-// validatePatterns checks the include and exclude globs, a user's mistake
-// that no scrape can fix.
+// errTokenOverHTTP refuses a bearer token with scheme http: it would cross
+// the network in the clear.
+var errTokenOverHTTP = errors.New("spec.authorization requires spec.scheme https: a bearer token is never sent over plain http")
+
+// validateSpec checks what the API server checks at admission again, for
+// objects stored before those rules (validation ratcheting keeps them), and
+// the include and exclude globs: a user's mistake that no scrape can fix.
+func validateSpec(s *v1alpha1.ToolSetSpec) error {
+	if s.Authorization != nil && s.Scheme != "https" {
+		return errTokenOverHTTP
+	}
+	if svc := s.Service; svc != nil {
+		if errs := validation.IsDNS1035Label(svc.Name); len(errs) > 0 {
+			return fmt.Errorf("spec.service.name %q is not a Service name: %s", truncate(svc.Name, 80), strings.Join(errs, "; "))
+		}
+		if svc.Scheme != "" && svc.Scheme != "http" && svc.Scheme != "https" {
+			return fmt.Errorf("spec.service.scheme %q is not http or https", truncate(svc.Scheme, 80))
+		}
+	}
+	return validatePatterns(s)
+}
+
+// validatePatterns checks the include and exclude globs.
 func validatePatterns(s *v1alpha1.ToolSetSpec) error {
 	for field, patterns := range map[string][]string{"spec.include": s.Include, "spec.exclude": s.Exclude} {
 		for _, p := range patterns {
@@ -295,13 +320,27 @@ func tableTool(ts *v1alpha1.ToolSet, published string, t spec.Tool) spec.TableTo
 		ToolSet:      spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name},
 	}
 	if svc := ts.Spec.Service; svc != nil {
-		base := "http://" + svc.Name + "." + ts.Namespace + ".svc:" + strconv.Itoa(int(svc.Port))
 		tt.Endpoints = &spec.Endpoints{
-			Invoke: base + spec.InvokePrefix + t.Name,
-			MCP:    base + spec.MCPPath,
+			Invoke: serviceURL(ts, svc, spec.InvokePrefix+t.Name),
+			MCP:    serviceURL(ts, svc, spec.MCPPath),
 		}
 	}
 	return tt
+}
+
+// serviceURL is an endpoint of the ToolSet's Service. It is built with
+// net/url, the host from the Service name and the ToolSet's own namespace
+// only, so that no field a tenant writes can name another host: the API
+// server already holds the name to a DNS label, and this holds the rest.
+// The scheme is spec.service.scheme, else spec.scheme.
+func serviceURL(ts *v1alpha1.ToolSet, svc *v1alpha1.ServiceReference, p string) string {
+	scheme := cmp.Or(svc.Scheme, ts.Spec.Scheme, "http")
+	u := url.URL{
+		Scheme: scheme,
+		Host:   net.JoinHostPort(svc.Name+"."+ts.Namespace+".svc", strconv.Itoa(int(svc.Port))),
+		Path:   p,
+	}
+	return u.String()
 }
 
 func shortRevision(rev string) string {

@@ -8,6 +8,7 @@ import (
 // ToolSetSpec says which Pods serve tools and how the operator reads them.
 // +kubebuilder:validation:XValidation:rule="!has(self.timeout) || !has(self.interval) || duration(self.timeout) <= duration(self.interval)",message="timeout must not exceed interval"
 // +kubebuilder:validation:XValidation:rule="!has(self.tls) || self.scheme == 'https'",message="tls requires scheme https"
+// +kubebuilder:validation:XValidation:rule="!has(self.authorization) || self.scheme == 'https'",message="authorization requires scheme https: a bearer token is never sent over plain http"
 type ToolSetSpec struct {
 	// selector selects the Pods that serve tools. Only Pods in the ToolSet's
 	// own namespace are ever selected, and only those that are Running and
@@ -58,14 +59,17 @@ type ToolSetSpec struct {
 
 	// authorization sends a bearer token with every scrape. The token is read
 	// from a Secret in the ToolSet's namespace and never written to status,
-	// events or logs.
+	// events or logs. It requires scheme https: a token is never sent over
+	// plain http, and a ToolSet that asks for one is refused.
 	// +optional
 	Authorization *Authorization `json:"authorization,omitempty"`
 
 	// service is the Service through which agents reach the tools. Its DNS
 	// name and port make up the invoke and MCP endpoints published in the tool
-	// table. Without it the tools are still published, but with no endpoint,
-	// and the ToolSet's status says so.
+	// table, always in the ToolSet's own namespace:
+	// <scheme>://<name>.<namespace>.svc:<port>/tools/<tool>. Without it the
+	// tools are still published, but with no endpoint, and the ToolSet's
+	// status says so.
 	// +optional
 	Service *ServiceReference `json:"service,omitempty"`
 
@@ -155,11 +159,22 @@ type Authorization struct {
 
 // ServiceReference names a Service in the ToolSet's namespace.
 type ServiceReference struct {
-	// name is the name of the Service.
+	// name is the name of the Service in the ToolSet's namespace: a DNS-1035
+	// label (lower-case letters, digits and '-', starting with a letter, at
+	// most 63 characters), as Kubernetes requires of a Service name. It can
+	// name no host, port or path of its own.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=63
+	// +kubebuilder:validation:Pattern=`^[a-z]([-a-z0-9]*[a-z0-9])?$`
 	Name string `json:"name"`
+	// scheme is the URL scheme of the published endpoints: http or https.
+	// Left out, it is spec.scheme, so that a workload scraped over https is
+	// also called over https; set it when the Service terminates TLS
+	// differently from the Pods (for example http behind a mesh).
+	// +optional
+	// +kubebuilder:validation:Enum=http;https
+	Scheme string `json:"scheme,omitempty"`
 	// port is the Service port that serves the tools.
 	// +required
 	// +kubebuilder:validation:Minimum=1
