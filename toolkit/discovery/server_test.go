@@ -53,7 +53,9 @@ func toolkitWorkload(t *testing.T) (*spec.Table, *http.Client) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := server.New(reg, &server.Options{Name: "weather-tools", MaxBodyBytes: 1 << 10, Logger: slog.New(slog.DiscardHandler)})
+	// The client dials loopback with the Service's name as Host, as a
+	// sidecar proxy would.
+	h := server.New(reg, &server.Options{Name: "weather-tools", MaxBodyBytes: 1 << 10, Logger: slog.New(slog.DiscardHandler), AllowAnyHostOnLoopback: true})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() { srv.Close(); h.Close() })
 
