@@ -1,11 +1,10 @@
 package toolkit
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
-	"github.com/tailscale/hujson"
 	"golang.org/x/text/language"
 	"golang.org/x/text/message"
 )
@@ -98,50 +96,17 @@ func (b *binder) add(expected, received string, valid []string) {
 	b.problems = append(b.problems, Problem{Path: path, Expected: expected, Received: received, Valid: valid})
 }
 
-// parseArguments parses a model's arguments exactly (numbers stay
-// json.Number), falling back to JWCC, the JSON dialect with comments and
-// trailing commas, when strict JSON fails. No arguments, or null, is an
-// empty object.
-func parseArguments(data []byte) (any, error) {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 || string(data) == "null" {
-		return map[string]any{}, nil
-	}
-	return parseLenient(data)
-}
-
-func parseLenient(data []byte) (any, error) {
-	v, err := parseStrict(data)
-	if err == nil {
-		return v, nil
-	}
-	// hujson rewrites in place; keep the caller's bytes intact.
-	std, herr := hujson.Standardize(bytes.Clone(data))
-	if herr != nil {
-		return nil, err
-	}
-	return parseStrict(std)
-}
-
-func parseStrict(data []byte) (any, error) {
-	d := json.NewDecoder(bytes.NewReader(data))
-	d.UseNumber()
-	var v any
-	if err := d.Decode(&v); err != nil {
-		return nil, err
-	}
-	if _, err := d.Token(); err != io.EOF {
-		return nil, errors.New("unexpected data after the JSON value")
-	}
-	return v, nil
-}
-
 // repair fixes what can be fixed without loss, in place where it can, and
 // records what cannot. It returns the repaired value.
 func (b *binder) repair(p *plan, v any) any {
 	p = p.resolve()
 	if p == nil || p.opaque {
 		return v
+	}
+	if p.types&tArray != 0 && p.items != nil && p.types&jsonType(v) == 0 {
+		if e, ok := b.repairSingle(p, v); ok {
+			return e
+		}
 	}
 	switch x := v.(type) {
 	case string:
@@ -151,26 +116,37 @@ func (b *binder) repair(p *plan, v any) any {
 					return declared
 				}
 			}
+			if p.format == "date-time" && isDateOnly(x) {
+				b.add("a date-time such as "+x+"T09:00:00Z", received(x)+", a date without a time of day and time zone, which would have to be guessed", nil)
+			}
 			return v
 		}
 		s := strings.TrimSpace(x)
-		if p.types&(tObject|tArray) != 0 && s != "" && (s[0] == '{' || s[0] == '[') {
+		if p.types&(tObject|tArray) != 0 && s != "" && (s[0] == '{' || s[0] == '[' || s[0] == '`') {
 			// An object or array double-encoded as a string.
-			if inner, err := parseLenient([]byte(s)); err == nil {
-				switch inner.(type) {
-				case map[string]any:
-					if p.types&tObject != 0 {
-						return b.repair(p, inner)
-					}
-				case []any:
-					if p.types&tArray != 0 {
-						return b.repair(p, inner)
-					}
+			inner, tp := parseLenient([]byte(s))
+			if tp != nil && tp.received != "" && !strings.HasPrefix(tp.received, "text that is not JSON") {
+				b.addText(tp)
+				return v
+			}
+			switch inner.(type) {
+			case map[string]any:
+				if p.types&tObject != 0 {
+					return b.repair(p, inner)
+				}
+			case []any:
+				if p.types&tArray != 0 {
+					return b.repair(p, inner)
 				}
 			}
 		}
-		if p.types&(tInteger|tNumber) != 0 && isJSONNumber(s) {
-			return b.repair(p, json.Number(s))
+		if p.types&(tInteger|tNumber) != 0 {
+			if isJSONNumber(s) {
+				return b.repair(p, json.Number(s))
+			}
+			if refused := b.refuseNumberText(p, x, s); refused {
+				return v
+			}
 		}
 		if p.types&tBoolean != 0 {
 			switch strings.ToLower(s) {
@@ -216,20 +192,169 @@ func (b *binder) repair(p *plan, v any) any {
 	return v
 }
 
-// repairEnum returns the declared spelling of s, and whether it differs.
+// repairEnum returns the declared spelling of s, and whether it differs:
+// the letter case, and space around the value, are repaired.
 func (b *binder) repairEnum(p *plan, s string) (string, bool) {
 	for _, e := range p.enum {
 		if e == s {
 			return s, false
 		}
 	}
+	t := strings.TrimSpace(s)
+	if t != s {
+		for _, e := range p.enum {
+			if e == t {
+				return t, true
+			}
+		}
+	}
 	if p.enumFold != nil {
-		if declared, ok := p.enumFold[strings.ToLower(s)]; ok {
+		if declared, ok := p.enumFold[strings.ToLower(t)]; ok {
 			return declared, true
 		}
 	}
 	b.add("one of "+listValues(p.enum), received(s), nil)
 	return s, false
+}
+
+// jsonType is the type of a parsed JSON value, as a set: a number is both
+// an integer and a number, since whether it is integral is repair's to
+// judge.
+func jsonType(v any) typeSet {
+	switch v.(type) {
+	case map[string]any:
+		return tObject
+	case []any:
+		return tArray
+	case string:
+		return tString
+	case json.Number:
+		return tInteger | tNumber
+	case bool:
+		return tBoolean
+	case nil:
+		return tNull
+	}
+	return 0
+}
+
+// repairSingle wraps a single value in an array, where an array of that
+// value's type is expected. A string that holds an array is left to the
+// double-encoding repair.
+func (b *binder) repairSingle(p *plan, v any) (any, bool) {
+	if v == nil {
+		return nil, false
+	}
+	if s, ok := v.(string); ok && strings.HasPrefix(strings.TrimSpace(s), "[") {
+		return nil, false
+	}
+	ip := p.items.resolve()
+	if ip == nil || ip.opaque || ip.types == 0 || ip.types&jsonType(v) == 0 {
+		return nil, false
+	}
+	b.push("", 0)
+	e := b.repair(p.items, v)
+	b.pop()
+	return []any{e}, true
+}
+
+// refuseNumberText records why a string that is no JSON number is refused
+// for a number, where the reason is more than its type: thousands
+// separators, whose meaning depends on the locale, and NaN or Infinity,
+// which JSON cannot carry. It reports whether it recorded a problem.
+func (b *binder) refuseNumberText(p *plan, x, s string) bool {
+	what := "a number"
+	if p.types&tNumber == 0 {
+		what = "an integer"
+	}
+	switch {
+	case hasThousandsSeparator(s):
+		b.add(what+" written without thousands separators", received(x)+", which is one number in one locale and another in the next", nil)
+		return true
+	case isNonFinite(s):
+		b.add("a finite number", received(x)+", which JSON cannot carry", nil)
+		return true
+	}
+	return false
+}
+
+// thousands matches digits grouped by threes with commas, dots,
+// apostrophes, spaces or underscores, such as 15,000 or 1.234.567,50.
+var thousands = regexp.MustCompile(`^[-+]?[0-9]{1,3}(?:[,.' _][0-9]{3})+(?:[.,][0-9]+)?$`)
+
+func hasThousandsSeparator(s string) bool { return thousands.MatchString(s) }
+
+func isNonFinite(s string) bool {
+	switch strings.TrimLeft(strings.ToLower(s), "+-") {
+	case "nan", "inf", "infinity":
+		return true
+	}
+	return false
+}
+
+// isDateOnly reports whether s is a date with no time: 2026-11-30.
+func isDateOnly(s string) bool {
+	if len(s) != 10 || s[4] != '-' || s[7] != '-' {
+		return false
+	}
+	for i, c := range []byte(s) {
+		if i != 4 && i != 7 && (c < '0' || c > '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// addText records a problem found in the text of a value at the current
+// path.
+func (b *binder) addText(tp *textProblem) {
+	n := len(b.path)
+	b.path = append(b.path, tp.path...)
+	b.add(tp.expected, tp.received, nil)
+	b.path = b.path[:n]
+}
+
+// wrapperNames are the names a model wraps arguments in.
+var wrapperNames = [...]string{"arguments", "input", "parameters"}
+
+// unwrap returns the object inside a lone wrapper name, such as
+// {"arguments": {...}}, when the tool has no argument of that name and
+// every name inside is one of the tool's. Otherwise it returns v.
+func unwrap(p *plan, v any) any {
+	m, ok := v.(map[string]any)
+	if !ok || len(m) != 1 {
+		return v
+	}
+	p = p.resolve()
+	if p == nil || p.opaque || len(p.props) == 0 {
+		return v
+	}
+	for k, inner := range m {
+		wrapper := false
+		for _, w := range wrapperNames {
+			wrapper = wrapper || strings.EqualFold(k, w)
+		}
+		if !wrapper || p.props[k] != nil || p.fold[strings.ToLower(k)] != "" {
+			return v
+		}
+		if s, ok := inner.(string); ok {
+			var tp *textProblem
+			if inner, tp = parseLenient([]byte(s)); tp != nil {
+				return v
+			}
+		}
+		im, ok := inner.(map[string]any)
+		if !ok || len(im) == 0 && len(p.required) > 0 {
+			return v
+		}
+		for name := range im {
+			if p.props[name] == nil && p.fold[strings.ToLower(name)] == "" {
+				return v
+			}
+		}
+		return im
+	}
+	return v
 }
 
 func (b *binder) repairObject(p *plan, m map[string]any) {

@@ -193,7 +193,7 @@ func TestBindRefusals(t *testing.T) {
 		{"object for a string", `{"name":{"first":"a"}}`, `$.name: expected a string, received {"first":"a"}`},
 		{"bad date-time", `{"name":"a","when":"yesterday"}`, `$.when: expected a valid date-time string, received "yesterday"`},
 		{"bad base64", `{"name":"a","data":"!!"}`, `$.data: expected a base64 string, received "!!"`},
-		{"string for an array", `{"name":"a","tags":"x"}`, `$.tags: expected an array, received "x"`},
+		{"number for an array of strings", `{"name":"a","tags":5}`, `$.tags: expected an array, received 5`},
 		{"long values are cut", `{"name":"a","count":"` + strings.Repeat("9", 200) + `x"}`, `$.count: expected an integer, received "` + strings.Repeat("9", 79) + `…`},
 	}
 	for _, tt := range tests {

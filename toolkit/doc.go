@@ -54,22 +54,38 @@
 // mistake can be repaired without loss, exactly where precision matters, and
 // strictly otherwise:
 //
-//   - Repaired: trailing commas (and comments), an argument object sent as
-//     a JSON string, arrays and objects double-encoded as strings, numbers
-//     sent as strings, integral floats such as 5.0 for integers, "true" and
-//     "false" for booleans, enum values in the wrong letter case (returned
-//     in their declared spelling), argument names in the wrong letter case
-//     (in objects that refuse unknown names, as structs do), null for an
+//   - Repaired, in the text: a Markdown code fence around the JSON
+//     (```json … ```), trailing commas and comments, Python's True, False
+//     and None, single-quoted strings (where the text then parses: an
+//     apostrophe inside one is refused, not guessed), and an argument
+//     object sent as a JSON string.
+//   - Repaired, in the values: arrays and objects double-encoded as
+//     strings, numbers sent as strings (with space around them), integral
+//     floats such as 5.0 for integers, "true" and "false" for booleans,
+//     enum values in the wrong letter case or with space around them
+//     (returned in their declared spelling), a single value where an array
+//     of that value's type is expected (it becomes a one-element array),
+//     argument names in the wrong letter case (in objects that refuse
+//     unknown names, as structs do), a lone "arguments", "input" or
+//     "parameters" wrapper around an object whose names are all the
+//     tool's (when the tool has no argument of that name), null for an
 //     optional argument, and a missing optional argument (which takes its
 //     default).
 //   - Exact: integers are parsed from their text over the full int64 and
 //     uint64 ranges and never pass through float64. Values of type any
 //     carry numbers as json.Number for the same reason.
-//   - Refused: a non-integral value for an integer, a value out of range for
-//     its Go type or its schema, any other string for a boolean, an enum
-//     value not in the list, a missing required argument at any depth, and
-//     an unknown argument name (the error names the valid ones, and the one
-//     most likely meant).
+//   - Refused, since any repair would guess: a name given twice in one
+//     object (parsers disagree on which one counts), numbers with
+//     thousands separators ("15,000" is 15000 in one locale and 15 in
+//     another), NaN and Infinity (bare or as strings), text after the
+//     arguments object, a date alone for a date-time, nesting deeper than
+//     [MaxArgumentDepth] levels, and arguments larger than
+//     [MaxArgumentBytes], which [Registry.Call] refuses before parsing.
+//   - Refused as well: a non-integral value for an integer, a value out of
+//     range for its Go type or its schema, any other string for a boolean,
+//     an enum value not in the list, a missing required argument at any
+//     depth, and an unknown argument name (the error names the valid ones,
+//     and the one most likely meant).
 //
 // After repair the arguments are validated against the tool's JSON Schema
 // (2020-12), compiled once when the tool is declared. Every problem is

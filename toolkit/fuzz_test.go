@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+
+	"github.com/toolplane/toolplane/toolkit/internal/bindcases"
 )
 
 // fuzzTools are the tools FuzzBind binds into: a typed one covering every
@@ -40,8 +42,10 @@ func fuzzTools(tb testing.TB) (typed, dynamic *Tool, bound *any) {
 
 // FuzzBind checks that binding never panics, and that whatever it binds
 // passes the tool's own schema: leniency never lets an invalid value
-// through. Plain go test runs its seeds (inline and in
-// testdata/fuzz/FuzzBind); to fuzz briefly, from the toolkit directory:
+// through. Plain go test runs its seeds: inline, in testdata/fuzz/FuzzBind
+// (one file for each repair and refusal of the matrix that go beyond
+// JSON's syntax), and every row of the shared repair and refusal table.
+// To fuzz briefly, from the toolkit directory:
 //
 //	go test -run='^$' -fuzz='^FuzzBind$' -fuzztime=5s .
 func FuzzBind(f *testing.F) {
@@ -58,6 +62,14 @@ func FuzzBind(f *testing.F) {
 		`[1,2,3]`, `null`, ``, `{"name":"a" /* c */}`,
 	} {
 		f.Add([]byte(seed))
+	}
+	for _, c := range bindcases.Repairs {
+		f.Add([]byte(c.Args))
+	}
+	for _, c := range bindcases.Refusals {
+		if len(c.Args) <= 4<<10 {
+			f.Add([]byte(c.Args))
+		}
 	}
 	typed, dynamic, bound := fuzzTools(f)
 	f.Fuzz(func(t *testing.T, args []byte) {

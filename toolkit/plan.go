@@ -47,6 +47,7 @@ type plan struct {
 	enumFold map[string]string // lower-case → declared spelling, string enums
 	def      any
 	hasDef   bool
+	format   string
 }
 
 func (p *plan) resolve() *plan {
@@ -201,6 +202,7 @@ func (b *planBuilder) build(s any, ptr string) *plan {
 		p.def, p.hasDef = def, true
 		b.defaults = append(b.defaults, defaultAt{pointer: ptr, value: def})
 	}
+	p.format, _ = m["format"].(string)
 	return p
 }
 

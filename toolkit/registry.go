@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -249,7 +250,15 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	if !ok {
 		return nil, st.notFound(name)
 	}
-	res, err := r.handle(ctx, st.handler, &Request{Tool: t, Arguments: args})
+	var res *spec.CallResult
+	var err error
+	if len(args) > MaxArgumentBytes {
+		err = &ArgumentError{Tool: name, Problems: []Problem{{Path: "$",
+			Expected: "arguments of at most " + strconv.Itoa(MaxArgumentBytes>>10) + " KiB",
+			Received: strconv.Itoa(len(args)) + " bytes"}}}
+	} else {
+		res, err = r.handle(ctx, st.handler, &Request{Tool: t, Arguments: args})
+	}
 	if err != nil {
 		if r.PropagateErrors {
 			return nil, err

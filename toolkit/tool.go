@@ -272,14 +272,13 @@ func nameChar(c byte) bool {
 
 // call binds the arguments and runs the tool.
 func (t *Tool) call(ctx context.Context, raw json.RawMessage) (*spec.CallResult, error) {
-	args, err := parseArguments(raw)
-	if err != nil {
-		return nil, &ArgumentError{Tool: t.Name(), Problems: []Problem{{
-			Path: "$", Expected: "a JSON object of arguments", Received: "text that is not JSON (" + err.Error() + ")",
-		}}}
-	}
+	args, tp := parseArguments(raw)
 	var b binder
-	args = b.repair(t.plan, args)
+	if tp != nil {
+		b.addText(tp)
+		return nil, b.err(t.Name())
+	}
+	args = b.repair(t.plan, unwrap(t.plan, args))
 	b.validate(t.validator, t.plan, args)
 	if len(b.problems) > 0 {
 		return nil, b.err(t.Name())

@@ -35,7 +35,7 @@
 //	                         on a loopback address (DNS rebinding)
 //	415 unsupported_media_type  a body not sent as application/json
 //	404 tool_not_found       no tool of that name
-//	400 bad_request          a body that is not JSON even read leniently
+//	400 bad_request          a body that could not be read
 //	413 body_too_large       a body over Options.MaxBodyBytes (1 MiB)
 //	405 method_not_allowed   any method but POST (the spec document: GET, HEAD)
 //

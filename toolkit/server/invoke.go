@@ -2,7 +2,6 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
@@ -12,8 +11,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/tailscale/hujson"
-
 	"github.com/modelcontextprotocol/go-sdk/auth"
 
 	"github.com/toolplane/toolplane/toolkit"
@@ -21,7 +18,8 @@ import (
 
 // serveInvoke serves POST /tools/{name}: the body is the arguments object,
 // handed to the registry as it came, so that the registry's lenient binding
-// repairs it exactly as it does for MCP.
+// repairs it, or refuses it with a result that says why, exactly as it does
+// for MCP.
 func (h *Handler) serveInvoke(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		methodNotAllowed(w, http.MethodPost)
@@ -51,10 +49,6 @@ func (h *Handler) serveInvoke(w http.ResponseWriter, r *http.Request) {
 		// No body is no arguments, as MCP's absent "arguments" is.
 		body = []byte("{}")
 	}
-	if err := readable(body); err != nil {
-		writeError(w, http.StatusBadRequest, CodeBadRequest, "the body is not JSON, even read leniently: "+err.Error())
-		return
-	}
 
 	ctx := h.callContext(r.Context(), r.Header, auth.TokenInfoFromContext(r.Context()))
 	res, err := h.reg.Call(ctx, name, body)
@@ -70,18 +64,6 @@ func (h *Handler) serveInvoke(w http.ResponseWriter, r *http.Request) {
 	default:
 		writeError(w, http.StatusInternalServerError, CodeToolFailed, err.Error())
 	}
-}
-
-// readable reports whether body is JSON as the registry reads it: strict
-// JSON, or JWCC (JSON with comments and trailing commas). What it accepts
-// may still be wrong arguments, which is the registry's to report; what it
-// refuses could never be arguments.
-func readable(body []byte) error {
-	if json.Valid(body) {
-		return nil
-	}
-	_, err := hujson.Parse(body)
-	return err
 }
 
 func byteCount(n int64) string {
