@@ -134,6 +134,12 @@ func TestCallToolkitServer(t *testing.T) {
 			t.Fatalf("Call = %+v, %v; want an isError result that names city", res, err)
 		}
 	})
+	t.Run("text that is not JSON is an argument error result", func(t *testing.T) {
+		res, err := c.Call(ctx, "get_weather", "this is not JSON {")
+		if err != nil || !res.IsError || !strings.Contains(res.Text(), "not JSON") {
+			t.Fatalf("Call = %+v, %v; want an isError result that says it is not JSON", res, err)
+		}
+	})
 	t.Run("tool error is a result", func(t *testing.T) {
 		res, err := c.Call(ctx, "fail", nil)
 		if err != nil || !res.IsError || !strings.Contains(res.Text(), "the backend is down") {
@@ -148,7 +154,6 @@ func TestCallToolkitServer(t *testing.T) {
 	}{
 		"404": {"gone", nil, "tool_not_found", discovery.ErrToolNotFound},
 		"413": {"get_weather", map[string]string{"city": strings.Repeat("x", 2<<10)}, "body_too_large", discovery.ErrRequestTooLarge},
-		"400": {"get_weather", "this is not JSON {", "bad_request", discovery.ErrBadRequest},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := c.Call(ctx, tc.tool, tc.args)
