@@ -11,4 +11,9 @@
 // table, and gzipped chunks in several ConfigMaps, each within
 // [MaxTablePartBytes], for a large one. See [TableKey] for the layout and for
 // how an agent mounts it.
+//
+// [SchemaDigest] fingerprints a tool's contract with its callers (its
+// schemas and annotations, in [CanonicalJSON]); every table entry carries
+// it. Package contract, beside this one, says whether a change to that
+// contract breaks callers.
 package spec

@@ -29,6 +29,11 @@ type TableTool struct {
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
 	Meta         map[string]any  `json:"_meta,omitempty"`
+	// SchemaDigest is [SchemaDigest] of InputSchema, OutputSchema and
+	// Annotations: it changes when the tool's contract with its callers
+	// does. The operator sets it; it is empty in tables written before it
+	// existed.
+	SchemaDigest string          `json:"schemaDigest,omitempty"`
 	ToolSet      ObjectReference `json:"toolSet"`
 	// Endpoints is nil when the ToolSet names no Service to reach it by.
 	Endpoints *Endpoints `json:"endpoints,omitempty"`

@@ -1,0 +1,238 @@
+package contract_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+	"github.com/toolplane/toolplane/toolkit/spec/contract"
+)
+
+const (
+	compatible = false
+	breaking   = true
+)
+
+// obj wraps properties and required names in an object schema.
+func obj(props string, required ...string) string {
+	req, _ := json.Marshal(required)
+	if len(required) == 0 {
+		req = []byte("[]")
+	}
+	return fmt.Sprintf(`{"type":"object","properties":{%s},"required":%s}`, props, req)
+}
+
+func TestCompareInputSchemas(t *testing.T) {
+	customer := `"customer":{"type":"object","properties":{"id":{"type":"string"},"tier":{"type":"string","enum":["free","pro"]}},"required":["id"]}`
+	for _, tc := range []struct {
+		name     string
+		old, new string
+		breaking bool
+		// path is a JSON path one of the changes must name, with the
+		// breaking ones first when breaking.
+		path string
+	}{
+		{"a new optional property", obj(`"a":{"type":"string"}`, "a"), obj(`"a":{"type":"string"},"b":{"type":"integer"}`, "a"), compatible, "inputSchema.properties.b"},
+		{"a new required property", obj(`"a":{"type":"string"}`), obj(`"a":{"type":"string"},"b":{"type":"integer"}`, "b"), breaking, "inputSchema.properties.b"},
+		{"a property removed", obj(`"a":{"type":"string"},"b":{"type":"integer"}`), obj(`"a":{"type":"string"}`), breaking, "inputSchema.properties.b"},
+		{"a property renamed", obj(`"a":{"type":"string"},"zip":{"type":"string","pattern":"^[0-9]{5}$"}`), obj(`"a":{"type":"string"},"postal_code":{"type":"string","pattern":"^[0-9]{5}$"}`), breaking, "inputSchema.properties.zip"},
+		{"an optional property made required", obj(`"a":{"type":"string"}`), obj(`"a":{"type":"string"}`, "a"), breaking, "inputSchema.properties.a"},
+		{"a required property made optional", obj(`"a":{"type":"string"}`, "a"), obj(`"a":{"type":"string"}`), compatible, "inputSchema.properties.a"},
+		{"a type changed", obj(`"n":{"type":"string"}`), obj(`"n":{"type":"integer"}`), breaking, "inputSchema.properties.n"},
+		{"integer widened to number", obj(`"n":{"type":"integer"}`), obj(`"n":{"type":"number"}`), compatible, "inputSchema.properties.n"},
+		{"number narrowed to integer", obj(`"n":{"type":"number"}`), obj(`"n":{"type":"integer"}`), breaking, "inputSchema.properties.n"},
+		{"a type made nullable", obj(`"n":{"type":"string"}`), obj(`"n":{"type":["string","null"]}`), compatible, "inputSchema.properties.n"},
+		{"an enum value added", obj(`"c":{"type":"string","enum":["red","green"]}`), obj(`"c":{"type":"string","enum":["red","green","blue"]}`), compatible, "inputSchema.properties.c"},
+		{"an enum value removed", obj(`"c":{"type":"string","enum":["red","green"]}`), obj(`"c":{"type":"string","enum":["red"]}`), breaking, "inputSchema.properties.c"},
+		{"an enum dropped", obj(`"c":{"type":"string","enum":["red"]}`), obj(`"c":{"type":"string"}`), compatible, "inputSchema.properties.c"},
+		{"an enum imposed", obj(`"c":{"type":"string"}`), obj(`"c":{"type":"string","enum":["red"]}`), breaking, "inputSchema.properties.c"},
+		{"a maximum relaxed", obj(`"n":{"type":"integer","maximum":10}`), obj(`"n":{"type":"integer","maximum":100}`), compatible, "inputSchema.properties.n"},
+		{"a maximum tightened", obj(`"n":{"type":"integer","maximum":100}`), obj(`"n":{"type":"integer","maximum":10}`), breaking, "inputSchema.properties.n"},
+		{"a minLength added", obj(`"s":{"type":"string"}`), obj(`"s":{"type":"string","minLength":3}`), breaking, "inputSchema.properties.s"},
+		{"a minimum lowered", obj(`"n":{"type":"number","minimum":1.5}`), obj(`"n":{"type":"number","minimum":0}`), compatible, "inputSchema.properties.n"},
+		{"a pattern added", obj(`"s":{"type":"string"}`), obj(`"s":{"type":"string","pattern":"^[a-z]+$"}`), breaking, "inputSchema.properties.s"},
+		{"a pattern changed", obj(`"s":{"type":"string","pattern":"^[a-z]+$"}`), obj(`"s":{"type":"string","pattern":"^[a-z]{2,}$"}`), breaking, "inputSchema.properties.s"},
+		{"a pattern removed", obj(`"s":{"type":"string","pattern":"^[a-z]+$"}`), obj(`"s":{"type":"string"}`), compatible, "inputSchema.properties.s"},
+		{"a description changed", obj(`"s":{"type":"string","description":"the name"}`), obj(`"s":{"type":"string","description":"the full name"}`), compatible, "inputSchema.properties.s"},
+		{"key order and whitespace only", `{"type":"object","properties":{"a":{"type":"string"}}}`, "{ \"properties\": {\"a\": {\"type\": \"string\"}},\n \"type\": \"object\" }", compatible, ""},
+		{"a nested property removed", obj(customer), obj(`"customer":{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`), breaking, "inputSchema.properties.customer.properties.tier"},
+		{"a nested required property added", obj(customer), obj(`"customer":{"type":"object","properties":{"id":{"type":"string"},"tier":{"type":"string","enum":["free","pro"]},"region":{"type":"string"}},"required":["id","region"]}`), breaking, "inputSchema.properties.customer.properties.region"},
+		{"a nested enum widened", obj(customer), obj(`"customer":{"type":"object","properties":{"id":{"type":"string"},"tier":{"type":"string","enum":["free","pro","team"]}},"required":["id"]}`), compatible, "inputSchema.properties.customer.properties.tier"},
+		{"array items narrowed", obj(`"tags":{"type":"array","items":{"type":"string"}}`), obj(`"tags":{"type":"array","items":{"type":"string","maxLength":16}}`), breaking, "inputSchema.properties.tags.items"},
+		{"an array item gains an optional property", obj(`"lines":{"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"]}}`), obj(`"lines":{"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"},"note":{"type":"string"}},"required":["sku"]}}`), compatible, "inputSchema.properties.lines.items.properties.note"},
+		{"an array item gains a required property", obj(`"lines":{"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"]}}`), obj(`"lines":{"type":"array","items":{"type":"object","properties":{"sku":{"type":"string"},"qty":{"type":"integer"}},"required":["sku","qty"]}}`), breaking, "inputSchema.properties.lines.items.properties.qty"},
+		{"maxItems relaxed", obj(`"tags":{"type":"array","items":{"type":"string"},"maxItems":5}`), obj(`"tags":{"type":"array","items":{"type":"string"},"maxItems":50}`), compatible, "inputSchema.properties.tags"},
+		{"uniqueItems imposed", obj(`"tags":{"type":"array","items":{"type":"string"}}`), obj(`"tags":{"type":"array","items":{"type":"string"},"uniqueItems":true}`), breaking, "inputSchema.properties.tags"},
+		{"a $defs target narrowed, named where it is used",
+			`{"type":"object","properties":{"home":{"$ref":"#/$defs/Address"}},"$defs":{"Address":{"type":"object","properties":{"zip":{"type":"string"}}}}}`,
+			`{"type":"object","properties":{"home":{"$ref":"#/$defs/Address"}},"$defs":{"Address":{"type":"object","properties":{"zip":{"type":"string","maxLength":5}}}}}`,
+			breaking, "inputSchema.properties.home.properties.zip"},
+		{"a $defs target gains an optional property",
+			`{"type":"object","properties":{"home":{"$ref":"#/$defs/Address"}},"$defs":{"Address":{"type":"object","properties":{"zip":{"type":"string"}}}}}`,
+			`{"type":"object","properties":{"home":{"$ref":"#/$defs/Address"}},"$defs":{"Address":{"type":"object","properties":{"zip":{"type":"string"},"city":{"type":"string"}}}}}`,
+			compatible, "inputSchema.properties.home.properties.city"},
+		{"a $ref replaced by the schema it named",
+			`{"type":"object","properties":{"home":{"$ref":"#/$defs/Address"}},"$defs":{"Address":{"type":"object","properties":{"zip":{"type":"string"}}}}}`,
+			`{"type":"object","properties":{"home":{"type":"object","properties":{"zip":{"type":"string"}}}}}`,
+			compatible, ""},
+		{"a recursive $defs type changed deep down",
+			`{"type":"object","properties":{"root":{"$ref":"#/$defs/Node"}},"$defs":{"Node":{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#/$defs/Node"}}}}}}`,
+			`{"type":"object","properties":{"root":{"$ref":"#/$defs/Node"}},"$defs":{"Node":{"type":"object","properties":{"name":{"type":"integer"},"children":{"type":"array","items":{"$ref":"#/$defs/Node"}}}}}}`,
+			breaking, "inputSchema.properties.root.properties.name"},
+		{"additionalProperties closed", obj(`"a":{"type":"string"}`), `{"type":"object","properties":{"a":{"type":"string"}},"required":[],"additionalProperties":false}`, breaking, "inputSchema.additionalProperties"},
+		{"additionalProperties opened", `{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`, `{"type":"object","properties":{"a":{"type":"string"}}}`, compatible, "inputSchema.additionalProperties"},
+		{"anyOf gains an alternative", obj(`"id":{"anyOf":[{"type":"string"},{"type":"integer"}]}`), obj(`"id":{"anyOf":[{"type":"string"},{"type":"integer"},{"type":"null"}]}`), compatible, "inputSchema.properties.id.anyOf"},
+		{"oneOf loses an alternative", obj(`"id":{"oneOf":[{"type":"string"},{"type":"integer"}]}`), obj(`"id":{"oneOf":[{"type":"string"}]}`), breaking, "inputSchema.properties.id.oneOf"},
+		{"anyOf alternative narrowed in place", obj(`"id":{"anyOf":[{"type":"string"},{"type":"integer"}]}`), obj(`"id":{"anyOf":[{"type":"string","maxLength":8},{"type":"integer"}]}`), breaking, "inputSchema.properties.id.anyOf[0]"},
+		{"an unknown keyword changed is conservative", obj(`"a":{"type":"object","dependentRequired":{"x":["y"]}}`), obj(`"a":{"type":"object","dependentRequired":{"x":["z"]}}`), breaking, "inputSchema.properties.a"},
+		{"a property name with a dot", obj(`"a.b":{"type":"string"}`), obj(``), breaking, `inputSchema.properties["a.b"]`},
+		{"multipleOf relaxed", obj(`"n":{"type":"integer","multipleOf":10}`), obj(`"n":{"type":"integer","multipleOf":5}`), compatible, "inputSchema.properties.n"},
+		{"const changed", obj(`"v":{"const":"v1"}`), obj(`"v":{"const":"v2"}`), breaking, "inputSchema.properties.v"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			changes := contract.Compare(
+				contract.Version{InputSchema: json.RawMessage(tc.old)},
+				contract.Version{InputSchema: json.RawMessage(tc.new)})
+			assertChanges(t, changes, tc.breaking, tc.path)
+		})
+	}
+}
+
+func TestCompareOutputSchemasAndAnnotations(t *testing.T) {
+	in := json.RawMessage(obj(`"id":{"type":"string"}`, "id"))
+	yes, no := true, false
+	for _, tc := range []struct {
+		name     string
+		old, new contract.Version
+		breaking bool
+		path     string
+	}{
+		{"an output property removed",
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"total":{"type":"number"},"currency":{"type":"string"}`, "total", "currency"))},
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"total":{"type":"number"}`, "total"))},
+			breaking, "outputSchema.properties.currency"},
+		{"an output property added",
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"total":{"type":"number"}`, "total"))},
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"total":{"type":"number"},"tax":{"type":"number"}`, "total", "tax"))},
+			compatible, "outputSchema.properties.tax"},
+		{"an output property no longer required",
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"total":{"type":"number"}`, "total"))},
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"total":{"type":"number"}`))},
+			breaking, "outputSchema.properties.total"},
+		{"an output enum widened",
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"s":{"type":"string","enum":["open","closed"]}`))},
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"s":{"type":"string","enum":["open","closed","merged"]}`))},
+			breaking, "outputSchema.properties.s"},
+		{"an output maximum tightened",
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"n":{"type":"integer","maximum":100}`))},
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"n":{"type":"integer","maximum":10}`))},
+			compatible, "outputSchema.properties.n"},
+		{"an output schema added",
+			contract.Version{InputSchema: in},
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"n":{"type":"integer"}`))},
+			compatible, "outputSchema"},
+		{"an output schema removed",
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"n":{"type":"integer"}`))},
+			contract.Version{InputSchema: in},
+			breaking, "outputSchema"},
+		{"destructiveHint false to true",
+			contract.Version{InputSchema: in, Annotations: &spec.Annotations{DestructiveHint: &no}},
+			contract.Version{InputSchema: in, Annotations: &spec.Annotations{DestructiveHint: &yes}},
+			breaking, "annotations.destructiveHint"},
+		{"destructiveHint false to unset, which MCP reads as true",
+			contract.Version{InputSchema: in, Annotations: &spec.Annotations{DestructiveHint: &no}},
+			contract.Version{InputSchema: in},
+			breaking, "annotations.destructiveHint"},
+		{"destructiveHint true to false",
+			contract.Version{InputSchema: in, Annotations: &spec.Annotations{DestructiveHint: &yes}},
+			contract.Version{InputSchema: in, Annotations: &spec.Annotations{DestructiveHint: &no}},
+			compatible, "annotations.destructiveHint"},
+		{"readOnlyHint true to false",
+			contract.Version{InputSchema: in, Annotations: &spec.Annotations{ReadOnlyHint: &yes}},
+			contract.Version{InputSchema: in, Annotations: &spec.Annotations{ReadOnlyHint: &no}},
+			breaking, "annotations.readOnlyHint"},
+		{"the tool description",
+			contract.Version{InputSchema: in, Description: "Finds a customer."},
+			contract.Version{InputSchema: in, Description: "Finds a customer by id."},
+			compatible, "description"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			assertChanges(t, contract.Compare(tc.old, tc.new), tc.breaking, tc.path)
+		})
+	}
+}
+
+func assertChanges(t *testing.T, changes []contract.Change, wantBreaking bool, path string) {
+	t.Helper()
+	got := len(contract.Breaking(changes)) > 0
+	if got != wantBreaking {
+		t.Fatalf("breaking = %t, want %t; changes:\n%s", got, wantBreaking, lines(changes))
+	}
+	if path == "" {
+		if len(changes) != 0 {
+			t.Fatalf("want no change, got:\n%s", lines(changes))
+		}
+		return
+	}
+	for _, c := range changes {
+		if c.Path == path && c.Breaking == wantBreaking && c.Message != "" {
+			return
+		}
+	}
+	t.Fatalf("no %s change at %s; changes:\n%s", kind(wantBreaking), path, lines(changes))
+}
+
+func kind(b bool) string {
+	if b {
+		return "breaking"
+	}
+	return "compatible"
+}
+
+func lines(changes []contract.Change) string {
+	var b strings.Builder
+	for _, c := range changes {
+		b.WriteString("  " + c.String() + "\n")
+	}
+	return b.String()
+}
+
+func TestRemovedIsBreaking(t *testing.T) {
+	c := contract.Removed("refund")
+	if !c.Breaking || c.Path != "refund" || c.String() != "breaking: refund: the tool was removed" {
+		t.Fatalf("Removed = %+v", c)
+	}
+}
+
+func TestCompareIsBoundedOnHostileDepth(t *testing.T) {
+	deep := func(leaf string) string {
+		s := leaf
+		for range 500 {
+			s = `{"type":"array","items":` + s + `}`
+		}
+		return `{"type":"object","properties":{"a":` + s + `}}`
+	}
+	changes := contract.Compare(
+		contract.Version{InputSchema: json.RawMessage(deep(`{"type":"string"}`))},
+		contract.Version{InputSchema: json.RawMessage(deep(`{"type":"integer"}`))})
+	if len(contract.Breaking(changes)) == 0 {
+		t.Fatalf("a change below the depth bound must be breaking; got:\n%s", lines(changes))
+	}
+}
+
+func TestSchemaDigest(t *testing.T) {
+	a := spec.SchemaDigest(json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`), nil, nil)
+	b := spec.SchemaDigest(json.RawMessage("{ \"properties\": {\"a\": {\"type\": \"string\"}},\n\"type\": \"object\" }"), json.RawMessage("null"), nil)
+	if a != b || !strings.HasPrefix(a, "sha256:") {
+		t.Fatalf("key order, whitespace and a null output schema must not change the digest: %s vs %s", a, b)
+	}
+	yes := true
+	if c := spec.SchemaDigest(json.RawMessage(`{"type":"object"}`), nil, &spec.Annotations{ReadOnlyHint: &yes}); c == spec.SchemaDigest(json.RawMessage(`{"type":"object"}`), nil, nil) {
+		t.Fatal("annotations must change the digest")
+	}
+	if c := spec.SchemaDigest(json.RawMessage(`{"type":"object"}`), json.RawMessage(`{"type":"object"}`), nil); c == spec.SchemaDigest(json.RawMessage(`{"type":"object"}`), nil, nil) {
+		t.Fatal("an output schema must change the digest")
+	}
+}
