@@ -97,6 +97,11 @@ type toolSetMemory struct {
 	dropped bool
 	// recalled is set once the held tools were looked up in the table.
 	recalled bool
+	// baseline is the last published version of each tool this ToolSet
+	// owns, by published name: what a change is classified against. It is
+	// read from the table once after a restart (baselineLoaded).
+	baseline       map[string]spec.TableTool
+	baselineLoaded bool
 	// assembled is the last round's assembly, and what it was made from.
 	assembled struct {
 		generation int64
@@ -165,7 +170,15 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}
 	before := ts.DeepCopy()
 	patch := client.MergeFrom(before)
-	defer func() { retErr = errors.Join(retErr, r.patchStatus(ctx, before, ts, patch)) }()
+	mem := r.memoryOf(req.NamespacedName)
+	var contracts *contractRound
+	defer func() {
+		err := r.patchStatus(ctx, before, ts, patch)
+		if err == nil {
+			r.commitContracts(ts, mem, contracts)
+		}
+		retErr = errors.Join(retErr, err)
+	}()
 
 	selector, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
 	if err == nil {
@@ -186,7 +199,6 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, credErr
 	}
 
-	mem := r.memoryOf(req.NamespacedName)
 	interval, timeout := intervalOf(ts), timeoutOf(ts)
 	var results []podResult
 	if credErr == nil {
@@ -242,6 +254,9 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, fmt.Errorf("offering tools to the publisher: %w", err)
 	}
 	r.setStatus(ts, rd, a, offered, owners, held, mem)
+	if contracts, err = r.checkContracts(ctx, ts, before.Status.Tools, offered, len(rd.docs) > 0, mem, now); err != nil {
+		return ctrl.Result{}, err
+	}
 	recordTools(req.NamespacedName, ts.Status.Tools)
 	return ctrl.Result{RequeueAfter: requeue}, nil
 }

@@ -317,6 +317,7 @@ func tableTool(ts *v1alpha1.ToolSet, published string, t spec.Tool) spec.TableTo
 		OutputSchema: t.OutputSchema,
 		Annotations:  t.Annotations,
 		Meta:         t.Meta,
+		SchemaDigest: spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations),
 		ToolSet:      spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name},
 	}
 	if svc := ts.Spec.Service; svc != nil {

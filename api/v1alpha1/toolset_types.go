@@ -304,6 +304,30 @@ type ToolStatus struct {
 	// state is Conflicted.
 	// +optional
 	Owner string `json:"owner,omitempty"`
+	// lastBreakingChange is the last change to the published tool that may
+	// break its callers, as the operator classified it against the version
+	// it published before. Compatible changes leave it as it is.
+	// +optional
+	LastBreakingChange *BreakingChange `json:"lastBreakingChange,omitempty"`
+}
+
+// BreakingChange records a change to a published tool that may break the
+// agents that call it: a new required property, a removed property, a
+// narrowed type, enum or bound, and the like.
+type BreakingChange struct {
+	// revision is the revision of the spec document that brought the
+	// change (status.revision at the time).
+	// +optional
+	// +kubebuilder:validation:MaxLength=80
+	Revision string `json:"revision,omitempty"`
+	// time is when the operator saw the change.
+	// +required
+	Time metav1.Time `json:"time"`
+	// message lists the breaking changes, each with its JSON path, cut at
+	// 512 bytes. The BreakingChange event on the ToolSet lists them too.
+	// +optional
+	// +kubebuilder:validation:MaxLength=512
+	Message string `json:"message,omitempty"`
 }
 
 // ToolSet points the operator at Pods that serve tools. The operator scrapes
