@@ -101,9 +101,10 @@ verify: manifests generate chart-crds fmt ## Regenerate and tidy everything, the
 ##@ Build
 
 .PHONY: build
-build: manifests generate ## Build the manager and example-tools binaries into bin/.
+build: manifests generate ## Build the manager, example-tools and kubectl-toolplane (the kubectl plugin) binaries into bin/.
 	go build -o $(LOCALBIN)/manager ./cmd/manager
 	go build -o $(LOCALBIN)/example-tools ./cmd/example-tools
+	go build -o $(LOCALBIN)/kubectl-toolplane ./cmd/kubectl-toolplane
 
 # The image targets need a container engine (Docker, or CONTAINER_TOOL=podman);
 # nothing else in this Makefile does.
@@ -130,8 +131,8 @@ hack/interop/node_modules/.package-lock.json: hack/interop/package.json hack/int
 	npm ci --prefix hack/interop --no-audit --no-fund
 
 .PHONY: envtest
-envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd ## Build the test control plane (kube-apiserver, etcd) from the Go module proxy.
-$(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd: | $(LOCALBIN)
+envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/kubectl ## Build the test control plane (kube-apiserver, etcd) and kubectl, for the plugin's test, from the Go module proxy.
+$(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/kubectl: | $(LOCALBIN)
 	K8S_VERSION=$(K8S_VERSION) hack/controlplane/build.sh $(ENVTEST_ASSETS)
 
 .PHONY: controller-gen

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Builds the envtest control plane (etcd and kube-apiserver) from the Go module
-# proxy into bin/k8s/<version>/. setup-envtest is not used: it downloads release
+# Builds the envtest control plane (etcd and kube-apiserver), and kubectl for
+# the kubectl plugin's test, from the Go module proxy into bin/k8s/<version>/. setup-envtest is not used: it downloads release
 # binaries, and only the module proxy is reachable. A binary that is already
 # there is not rebuilt.
 set -euo pipefail
@@ -23,5 +23,10 @@ if [ ! -x "$out/kube-apiserver" ]; then
   # Helm cannot parse.
   ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
   (cd "$here/kube-apiserver" && go build -trimpath -ldflags "$ldflags" -o "$out/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver && mv "$out/kube-apiserver.tmp" "$out/kube-apiserver")
+fi
+if [ ! -x "$out/kubectl" ]; then
+  echo "Building kubectl v$version into $out (about 1 min after kube-apiserver)..." >&2
+  ldflags="-s -w -X k8s.io/component-base/version.gitVersion=v$version -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor"
+  (cd "$here/kube-apiserver" && go build -trimpath -ldflags "$ldflags" -o "$out/kubectl.tmp" k8s.io/kubernetes/cmd/kubectl && mv "$out/kubectl.tmp" "$out/kubectl")
 fi
 echo "$out"

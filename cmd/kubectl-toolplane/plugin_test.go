@@ -1,0 +1,222 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+func schemaTool(name, schema string) spec.Tool {
+	return spec.Tool{Name: name, Description: "The " + name + " tool.", InputSchema: json.RawMessage(schema)}
+}
+
+const (
+	querySchema  = `{"type":"object","properties":{"q":{"type":"string"}}}`
+	refundSchema = `{"type":"object","properties":{"id":{"type":"string"},"reason":{"type":"string","enum":["damaged","late","other"]}},"required":["id"]}`
+)
+
+// writeDoc writes a spec document of tools to a file, as a build would.
+func writeDoc(tools ...spec.Tool) string {
+	GinkgoHelper()
+	spec.SortTools(tools)
+	doc := spec.Document{SchemaVersion: spec.SchemaVersion, Revision: spec.Revision(tools), Server: spec.Server{Name: "build"}, Tools: tools}
+	path := filepath.Join(GinkgoT().TempDir(), "tools.json")
+	Expect(os.WriteFile(path, must(json.Marshal(doc)), 0o600)).To(Succeed())
+	return path
+}
+
+// The cluster of these specs: crm/crm-tools (a toolkit server) owns
+// lint_query and lint_refund; crm/crm-broken serves one valid tool and one
+// Invalid one; shop/shop-tools also serves lint_refund, Conflicted.
+var _ = Describe("kubectl toolplane", Ordered, func() {
+	var crm *httptest.Server
+
+	BeforeAll(func(ctx context.Context) {
+		crm = newToolkitServer(schemaTool("lint_query", querySchema), schemaTool("lint_refund", refundSchema))
+		crmTS := serveToolSet(ctx, "crm", "crm-tools", crm)
+		Eventually(func(g Gomega) {
+			got := &v1alpha1.ToolSet{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(crmTS), got)).To(Succeed())
+			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(2))
+		}).Should(Succeed())
+
+		broken := newDocServer(schemaTool("lint_fine", querySchema), schemaTool("lint_bad_schema", `{"type":"string"}`))
+		serveToolSet(ctx, "crm", "crm-broken", broken.srv)
+		shop := newDocServer(schemaTool("lint_refund", `{"type":"object","properties":{"order":{"type":"string"}}}`))
+		shopTS := serveToolSet(ctx, "shop", "shop-tools", shop.srv)
+		Eventually(func(g Gomega) {
+			got := &v1alpha1.ToolSet{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(shopTS), got)).To(Succeed())
+			g.Expect(got.Status.ConflictedTools).To(BeEquivalentTo(1))
+			g.Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: "crm", Name: "crm-broken"}, got)).To(Succeed())
+			g.Expect(got.Status.Tools).To(HaveLen(2))
+		}).Should(Succeed())
+		Eventually(func(g Gomega) {
+			out, _, code := run("tools", "-A", "-o", "json")
+			g.Expect(code).To(Equal(0))
+			var t spec.Table
+			g.Expect(json.Unmarshal([]byte(out), &t)).To(Succeed())
+			g.Expect(t.Tools).To(HaveLen(3))
+		}).Should(Succeed())
+	})
+
+	It("tools lists a namespace's tools as kubectl would: name, owner, state, endpoint, age", func() {
+		out, _, code := run("tools", "-n", "crm")
+		Expect(code).To(Equal(0))
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		Expect(lines).To(HaveLen(4))
+		Expect(lines[0]).To(MatchRegexp(`^NAME\s+OWNER\s+STATE\s+ENDPOINT\s+AGE$`))
+		Expect(lines[1]).To(MatchRegexp(`^lint_fine\s+crm-broken\s+Published\s+http://crm-broken\.crm\.svc:8080/tools/lint_fine\s+\d+s$`))
+		Expect(lines[2]).To(MatchRegexp(`^lint_query\s+crm-tools\s+Published\s+http://crm-tools\.crm\.svc:8080/tools/lint_query\s+\d+s$`))
+		Expect(lines[3]).To(MatchRegexp(`^lint_refund\s+crm-tools\s+Published\s+`))
+
+		out, errOut, code := run("tools", "-n", "shop")
+		Expect(code).To(Equal(0))
+		Expect(out).To(BeEmpty())
+		Expect(errOut).To(Equal("No tools found in shop namespace.\n"))
+
+		out, _, _ = run("tools", "-A", "-o", "wide")
+		Expect(out).To(MatchRegexp(`(?m)^NAMESPACE\s+NAME\s+OWNER\s+STATE\s+ENDPOINT\s+AGE\s+SOURCE NAME\s+SCHEMA DIGEST\s+MCP$`))
+		Expect(out).To(MatchRegexp(`(?m)^crm\s+lint_query\s+crm-tools\s+Published\s+\S+\s+\S+\s+lint_query\s+sha256:[0-9a-f]{12}\s+http://crm-tools\.crm\.svc:8080/mcp$`))
+	})
+
+	It("tools --conflicts lists each contested name with every claimant, the owner first", func() {
+		out, _, code := run("tools", "-A", "--conflicts")
+		Expect(code).To(Equal(0))
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		Expect(lines).To(HaveLen(3))
+		Expect(lines[0]).To(MatchRegexp(`^NAME\s+CLAIMANT\s+STATE\s+DETAIL$`))
+		Expect(lines[1]).To(MatchRegexp(`^lint_refund\s+crm/crm-tools\s+Published\s+owns the name$`))
+		Expect(lines[2]).To(MatchRegexp(`^lint_refund\s+shop/shop-tools\s+Conflicted\s+the name is owned by ToolSet crm/crm-tools$`))
+
+		// From the losing side's namespace, the same name and claimants.
+		out2, _, _ := run("tools", "-n", "shop", "--conflicts")
+		Expect(out2).To(Equal(out))
+		_, errOut, _ := run("tools", "-n", "default", "--conflicts")
+		Expect(errOut).To(Equal("No contested tool names in namespace default.\n"))
+	})
+
+	It("describe tool shows the owner, the claimants and their states, endpoints and schemas", func() {
+		out, _, code := run("describe", "tool", "lint_refund")
+		Expect(code).To(Equal(0))
+		Expect(out).To(MatchRegexp(`(?m)^Name:\s+lint_refund$`))
+		Expect(out).To(MatchRegexp(`(?m)^Owner:\s+ToolSet crm/crm-tools$`))
+		Expect(out).To(MatchRegexp(`(?m)^State:\s+Published$`))
+		Expect(out).To(MatchRegexp(`(?m)^Schema Digest:\s+sha256:[0-9a-f]{64}$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+Invoke:\s+http://crm-tools\.crm\.svc:8080/tools/lint_refund$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+crm/crm-tools\s+Published\s+-$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+shop/shop-tools\s+Conflicted\s+the name is owned by ToolSet crm/crm-tools$`))
+		Expect(out).To(ContainSubstring(`"enum": [`))
+		Expect(out).To(MatchRegexp(`(?m)^Last Breaking Change:\n\s+<none>$`))
+
+		out, _, code = run("describe", "tool", "lint_bad_schema")
+		Expect(code).To(Equal(0))
+		Expect(out).To(MatchRegexp(`(?m)^State:\s+Not published$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+crm/crm-broken\s+Invalid\s+inputSchema must be a JSON Schema with "type": "object"$`))
+
+		_, errOut, code := run("describe", "tool", "lint_nobody")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring(`tool "lint_nobody" not found`))
+	})
+
+	It("lint prints the plan against the live cluster, breaking changes with their JSON paths, and exits 1", func() {
+		doc := writeDoc(
+			schemaTool("lint_refund", `{"type":"object","properties":{"id":{"type":"string"},"amount":{"type":"number"},"reason":{"type":"string","enum":["damaged","late"]}},"required":["id","amount"]}`),
+			schemaTool("lint_export", querySchema),
+			schemaTool("lint_fine", querySchema),
+			schemaTool("lint_worse", `{"type":"array"}`),
+		)
+		out, errOut, code := run("lint", doc, "-n", "crm", "--toolset", "crm-tools")
+		Expect(code).To(Equal(1))
+		Expect(out).To(HavePrefix("Plan for ToolSet crm/crm-tools from " + doc))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_export\s+Published\s+new$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_fine\s+Conflicted\s+owned by ToolSet crm/crm-broken$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_query\s+Removed\s+published now; the document no longer offers it$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_refund\s+Published\s+changed: 2 breaking changes$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_worse\s+Invalid\s+inputSchema must be a JSON Schema with "type": "object"$`))
+		Expect(out).To(ContainSubstring("Breaking changes against what is published now:\n" +
+			"  lint_query: the tool was removed\n" +
+			`  lint_refund: inputSchema.properties.amount: property "amount" was added and is required` + "\n" +
+			`  lint_refund: inputSchema.properties.reason: enum values removed: "other"` + "\n"))
+		Expect(out).To(ContainSubstring("Plan: 2 published, 1 conflicted, 0 denied, 1 invalid, 0 filtered, 1 removed; 3 breaking changes."))
+		Expect(errOut).To(Equal("lint failed: 3 breaking changes, 1 conflicted name\n"))
+
+		By("nothing changed in the cluster")
+		out, _, _ = run("tools", "-n", "crm")
+		Expect(out).To(ContainSubstring("lint_query"))
+		Expect(out).NotTo(ContainSubstring("lint_export"))
+	})
+
+	It("lint reads a running service's URL and exits 0 on compatible changes only", func() {
+		next := newToolkitServer(
+			schemaTool("lint_query", `{"type":"object","properties":{"q":{"type":"string"},"limit":{"type":"integer"}}}`),
+			schemaTool("lint_refund", refundSchema),
+		)
+		out, errOut, code := run("lint", next.URL, "-n", "crm", "--toolset", "crm-tools")
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_query\s+Published\s+changed: 1 compatible change, none breaking$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_refund\s+Published\s+unchanged$`))
+		Expect(out).To(ContainSubstring("Compatible changes:\n" + `  lint_query: inputSchema.properties.limit: optional property "limit" was added`))
+		Expect(out).To(ContainSubstring("Plan: 2 published, 0 conflicted, 0 denied, 0 invalid, 0 filtered, 0 removed; 0 breaking changes."))
+		Expect(errOut).To(BeEmpty())
+	})
+
+	It("lint for the losing ToolSet names the owner, and exits 1", func() {
+		doc := writeDoc(schemaTool("lint_refund", refundSchema), schemaTool("lint_shop_only", querySchema))
+		out, errOut, code := run("lint", doc, "-n", "shop", "--toolset", "shop-tools")
+		Expect(code).To(Equal(1))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_refund\s+Conflicted\s+owned by ToolSet crm/crm-tools$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_shop_only\s+Published\s+new$`))
+		Expect(errOut).To(Equal("lint failed: 1 conflicted name\n"))
+
+		_, errOut, code = run("lint", filepath.Join(GinkgoT().TempDir(), "missing.json"), "-n", "shop")
+		Expect(code).To(Equal(2))
+		Expect(errOut).To(ContainSubstring("no such file"))
+	})
+
+	It("call calls a tool through an MCP endpoint and prints its result", func() {
+		out, _, code := run("call", "lint_query", "--args", `{"q":"refunds"}`, "--gateway", crm.URL+spec.MCPPath)
+		Expect(code).To(Equal(0))
+		Expect(out).To(Equal(`ok lint_query {"q":"refunds"}` + "\n"))
+
+		_, errOut, code := run("call", "lint_query", "--args", `[1]`, "--gateway", crm.URL+spec.MCPPath)
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("--args must be a JSON object"))
+	})
+
+	It("works as a real kubectl plugin: kubectl toolplane tools, with the binary on the PATH", func() {
+		kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+		_, err := os.Stat(kubectl)
+		Expect(err).NotTo(HaveOccurred(), "kubectl is built next to kube-apiserver by `make envtest`")
+		dir := GinkgoT().TempDir()
+		buildPlugin(dir)
+
+		kc := func(args ...string) string {
+			GinkgoHelper()
+			// kubectl takes the first words that are not flags as the
+			// plugin's name, so the kubeconfig goes in the environment.
+			cmd := exec.Command(kubectl, args...)
+			cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			out, err := cmd.CombinedOutput()
+			GinkgoWriter.Printf("$ kubectl %v\n%s", args, out)
+			Expect(err).NotTo(HaveOccurred(), string(out))
+			return string(out)
+		}
+		Expect(kc("plugin", "list")).To(ContainSubstring(filepath.Join(dir, "kubectl-toolplane")))
+		out := kc("toolplane", "tools", "-n", "crm")
+		Expect(out).To(MatchRegexp(`(?m)^NAME\s+OWNER\s+STATE\s+ENDPOINT\s+AGE$`))
+		Expect(out).To(MatchRegexp(`(?m)^lint_query\s+crm-tools\s+Published\s+http://crm-tools\.crm\.svc:8080/tools/lint_query\s+\d+s$`))
+		Expect(kc("toolplane", "--help")).To(ContainSubstring("kubectl toolplane lint ./tools.json -n crm --toolset crm-tools"))
+	})
+})
