@@ -66,6 +66,9 @@ func (m *Manager) Start(ctx context.Context) error {
 	m.proc.Args = append([]string{
 		"--kubeconfig", m.Kubeconfig,
 		"--metrics-bind-address", m.MetricsAddr,
+		// Metrics reads its endpoint over plain HTTP without a token; a
+		// --metrics-secure=true in Args wins over this.
+		"--metrics-secure=false",
 		"--health-probe-bind-address", m.ProbeAddr,
 		"--table-namespace", m.TableNamespace,
 	}, m.Args...)

@@ -54,7 +54,8 @@ var _ = Describe("The Helm chart", func() {
 		Expect(args).To(ContainElements(
 			"--leader-elect",
 			"--health-probe-bind-address=:8081",
-			"--metrics-bind-address=:8080",
+			"--metrics-bind-address=:8443",
+			"--metrics-secure=true",
 			"--table-namespace=toolplane-system",
 			"--table-name=toolplane-tools",
 			"--table-restore-timeout=2m",
@@ -75,7 +76,7 @@ var _ = Describe("The Helm chart", func() {
 	})
 
 	It("renders a non-default values file that the API server accepts", func(ctx context.Context) {
-		m := helmTemplate("custom", "ops", "-f", customValues)
+		m := helmTemplate("custom", "ops", "-f", customValues, "--api-versions", "monitoring.coreos.com/v1")
 		Expect(dryRun(ctx, m, "")).To(Succeed())
 
 		d := fromUnstructured[appsv1.Deployment](m.named("Deployment", "platform-toolplane"))
@@ -96,6 +97,7 @@ var _ = Describe("The Helm chart", func() {
 			"--leader-elect",
 			"--health-probe-bind-address=:9091",
 			"--metrics-bind-address=:9090",
+			"--metrics-secure=false",
 			"--table-namespace=agents",
 			"--table-name=cluster-tools",
 			"--table-restore-timeout=90s",

@@ -160,46 +160,7 @@ var _ = Describe("An install from the chart", Ordered, func() {
 		Expect(apply(ctx, append(samples.ofKind("ToolSet"), samples.ofKind("Service")...), samplesNS, false)).To(Succeed())
 
 		By("running the manager with the chart's arguments, as the chart's ServiceAccount")
-		sa := m.ofKind("ServiceAccount")[0]
-		user, err := testEnv.AddUser(envtest.User{
-			Name:   fmt.Sprintf("system:serviceaccount:%s:%s", sa.GetNamespace(), sa.GetName()),
-			Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.GetNamespace()},
-		}, nil)
-		Expect(err).NotTo(HaveOccurred())
-		kubeconfig, err := user.KubeConfig()
-		Expect(err).NotTo(HaveOccurred())
-		kubeconfigPath := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
-		Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
-		md := fromUnstructured[appsv1.Deployment](m.ofKind("Deployment")[0])
-		args, ok := managerContainer(md)
-		Expect(ok).To(BeTrue())
-		// The chart's ports may be taken on this machine: the harness binds
-		// free loopback ones instead. Every other argument is the chart's.
-		args = slices.DeleteFunc(slices.Clone(args), func(a string) bool {
-			return strings.HasPrefix(a, "--metrics-bind-address=") || strings.HasPrefix(a, "--health-probe-bind-address=")
-		})
-		tableNamespace, _ := strings.CutPrefix(args[slices.IndexFunc(args, func(a string) bool {
-			return strings.HasPrefix(a, "--table-namespace=")
-		})], "--table-namespace=")
-		manager := &harness.Manager{
-			Bin:            buildCommand(ctx, "manager"),
-			Kubeconfig:     kubeconfigPath,
-			TableNamespace: tableNamespace,
-			Args:           args,
-			LogPath:        filepath.Join(GinkgoT().TempDir(), "manager.log"),
-		}
-		DeferCleanup(func() {
-			if CurrentSpecReport().Failed() {
-				log, _ := os.ReadFile(manager.LogPath)
-				fmt.Fprintf(GinkgoWriter, "manager log:\n%s", log)
-			}
-		})
-		// Start returns once /readyz answers.
-		Expect(manager.Start(ctx)).To(Succeed())
-		DeferCleanup(func() {
-			// The kubelet kills the Pod this long after SIGTERM.
-			Expect(manager.Stop(time.Duration(*md.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second)).To(Succeed())
-		})
+		manager := runChartManager(ctx, m)
 		resp, err = http.Get("http://" + manager.ProbeAddr + "/healthz")
 		Expect(err).NotTo(HaveOccurred())
 		resp.Body.Close()
@@ -231,3 +192,51 @@ var _ = Describe("An install from the chart", Ordered, func() {
 		Expect(leases.Items).To(ContainElement(HaveField("ObjectMeta.Name", "toolplane-manager.toolplane.io")))
 	})
 })
+
+// runChartManager runs the manager binary as a rendering's Deployment would:
+// with its arguments, authenticated as its ServiceAccount and so held to its
+// RBAC (which the caller has applied). Only the metrics and probe addresses
+// are the harness's free loopback ones, since the chart's ports may be taken
+// on this machine. The manager stops when the spec ends.
+func runChartManager(ctx context.Context, m manifests) *harness.Manager {
+	GinkgoHelper()
+	sa := m.ofKind("ServiceAccount")[0]
+	user, err := testEnv.AddUser(envtest.User{
+		Name:   fmt.Sprintf("system:serviceaccount:%s:%s", sa.GetNamespace(), sa.GetName()),
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.GetNamespace()},
+	}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfigPath := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+	md := fromUnstructured[appsv1.Deployment](m.ofKind("Deployment")[0])
+	args, ok := managerContainer(md)
+	Expect(ok).To(BeTrue())
+	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool {
+		return strings.HasPrefix(a, "--metrics-bind-address=") || strings.HasPrefix(a, "--health-probe-bind-address=")
+	})
+	tableNamespace, _ := strings.CutPrefix(args[slices.IndexFunc(args, func(a string) bool {
+		return strings.HasPrefix(a, "--table-namespace=")
+	})], "--table-namespace=")
+	manager := &harness.Manager{
+		Bin:            buildCommand(ctx, "manager"),
+		Kubeconfig:     kubeconfigPath,
+		TableNamespace: tableNamespace,
+		Args:           args,
+		LogPath:        filepath.Join(GinkgoT().TempDir(), "manager.log"),
+	}
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			log, _ := os.ReadFile(manager.LogPath)
+			fmt.Fprintf(GinkgoWriter, "manager log:\n%s", log)
+		}
+	})
+	// Start returns once /readyz answers.
+	Expect(manager.Start(ctx)).To(Succeed())
+	DeferCleanup(func() {
+		// The kubelet kills the Pod this long after SIGTERM.
+		Expect(manager.Stop(time.Duration(*md.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second)).To(Succeed())
+	})
+	return manager
+}
