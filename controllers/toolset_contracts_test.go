@@ -70,7 +70,7 @@ var _ = Describe("The ToolSet reconciler's contract checks", func() {
 			got = breakingEvents(ctx, g, ts)
 			g.Expect(got).NotTo(BeEmpty())
 		}).Should(Succeed())
-		afterScrapes(w, 3)
+		afterScrapes(w, 2)
 		got = breakingEvents(ctx, Default, ts)
 		Expect(got).To(HaveLen(1))
 		Expect(got[0].Series).To(BeNil(), "the event was repeated")
