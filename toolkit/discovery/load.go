@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,16 +20,14 @@ import (
 // an update renames a new link over it.
 const dataLink = "..data"
 
-// maxTableFiles bounds how many files ReadDir reads: the index, and each
-// chunk with its revision.
-const maxTableFiles = 2*spec.MaxTableParts + 2
-
 // ReadDir reads the tool table mounted in dir, in any form that
 // spec.EncodeTable writes. dir is a ConfigMap or projected volume (see
 // spec.TableKey for how to mount the parts of a large table) or any directory
 // holding the table's keys as files. Under kubelet's layout, ReadDir reads
 // the version that ..data points at, so a concurrent update cannot mix two
-// versions of the volume. Each file is bounded by spec.MaxTablePartBytes.
+// versions of the volume. It reads only the files that the index names, so
+// the chunks of another revision next to them cost nothing. Each file is
+// bounded by spec.MaxTablePartBytes.
 func ReadDir(dir string) (*spec.Table, error) {
 	base := dir
 	if target, err := os.Readlink(filepath.Join(dir, dataLink)); err == nil {
@@ -37,24 +36,40 @@ func ReadDir(dir string) (*spec.Table, error) {
 		}
 		base = target
 	}
-	entries, err := os.ReadDir(base)
-	if err != nil {
-		return nil, fmt.Errorf("reading tool table: %w", err)
+	read := func(name string) ([]byte, error) {
+		return readBounded(filepath.Join(base, name), spec.MaxTablePartBytes)
 	}
 	files := make(map[string][]byte)
-	for _, e := range entries {
-		name := e.Name()
-		if name != spec.TableKey && name != spec.TableIndexKey && !strings.HasPrefix(name, "tools.part-") {
-			continue
-		}
-		if len(files) == maxTableFiles {
-			return nil, fmt.Errorf("%w: more than %d files in %s", spec.ErrTableTooLarge, maxTableFiles, dir)
-		}
-		b, err := readBounded(filepath.Join(base, name), spec.MaxTablePartBytes)
+	ib, err := read(spec.TableIndexKey)
+	switch {
+	case err == nil:
+		files[spec.TableIndexKey] = ib
+		idx, err := spec.ParseTableIndex(ib)
 		if err != nil {
+			return nil, err
+		}
+		for _, key := range idx.Keys() {
+			b, err := read(key)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // DecodeTable names what is missing.
+			}
+			if err != nil {
+				return nil, fmt.Errorf("reading tool table: %w", err)
+			}
+			files[key] = b
+		}
+	case errors.Is(err, fs.ErrNotExist):
+		b, err := read(spec.TableKey)
+		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("reading tool table: %w", err)
 		}
-		files[name] = b
+		if err == nil {
+			files[spec.TableKey] = b
+		} else if _, err := os.Stat(base); err != nil {
+			return nil, fmt.Errorf("reading tool table: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("reading tool table: %w", err)
 	}
 	return spec.DecodeTable(files)
 }

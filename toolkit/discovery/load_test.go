@@ -155,8 +155,16 @@ func TestWatchDirFollowsKubeletSwap(t *testing.T) {
 	for k, b := range next {
 		torn[k] = b
 	}
-	torn[spec.TablePartKey(1)] = split[spec.TablePartKey(1)]
-	torn[spec.TablePartRevisionKey(1)] = split[spec.TablePartRevisionKey(1)]
+	nextIdx, err := spec.ParseTableIndex(next[spec.TableIndexKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	splitIdx, err := spec.ParseTableIndex(split[spec.TableIndexKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	delete(torn, nextIdx.Parts[1].Key)
+	torn[splitIdx.Parts[1].Key] = split[splitIdx.Parts[1].Key]
 	vol.write(t, torn)
 	deadline := time.After(waitFor)
 	for refused := false; !refused; {

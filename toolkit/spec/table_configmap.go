@@ -20,10 +20,10 @@ import (
 //   - Plain: the table's JSON, under [TableKey] in ConfigMap <name>. Used
 //     whenever it fits in [MaxTablePartBytes].
 //   - Indexed: ConfigMap <name> holds the [TableIndex] under [TableIndexKey]
-//     and the first chunk of the gzipped JSON under [TablePartKey](0).
-//     Further chunks, if any, live in ConfigMaps <name>-1, <name>-2, …, each
-//     holding chunk i under [TablePartKey](i) and the table's revision under
-//     [TablePartRevisionKey](i).
+//     and the first chunk of the gzipped JSON. Further chunks, if any, live in
+//     ConfigMaps <name>-1, <name>-2, …, chunk i in <name>-i. Every chunk's
+//     key is named by its digest, [TableChunkKey], so a chunk once written
+//     never changes.
 //
 // Every key is distinct across all the ConfigMaps of a table, so an agent can
 // mount them all into one directory with a projected volume; the parts that a
@@ -38,20 +38,31 @@ import (
 //	    - configMap: {name: toolplane-tools-2, optional: true}
 //	    - configMap: {name: toolplane-tools-3, optional: true}
 //
-// Each listed part adds up to 376 KiB of gzipped JSON, about 2.5 MiB of
-// table (10,000 tools with realistic schemas take 10 ConfigMaps). List more
-// parts than the table needs today: a part the index names but the volume
-// lacks is reported as [ErrTablePartMissing], naming the ConfigMap to add.
-// Mount the volume as a directory, never with subPath: kubelet does not
-// update subPath mounts. [DecodeTable] reads the files of that directory.
+// The first ConfigMap holds up to 360 KiB of gzipped JSON, about 2.5 MiB of
+// table; each further listed part adds 188 KiB, about 1.25 MiB of table
+// (10,000 tools with realistic schemas take 12 ConfigMaps). List more parts
+// than the table needs today: a part the index names but the volume lacks is
+// reported as [ErrTablePartMissing], naming the ConfigMap to add. Mount the
+// volume as a directory, never with subPath: kubelet does not update subPath
+// mounts. [DecodeTable] reads the files of that directory.
+//
+// Writes are atomic for readers. A publisher adds the chunks of a new
+// revision next to those of the current one (a part ConfigMap has room for
+// two), then rewrites ConfigMap <name>, the index with its first chunk, in
+// one write: the only change in place. Chunks the index no longer names are
+// removed only after a grace period, so that a reader that has the previous
+// index still finds its chunks. A writer stopped between any two of its
+// writes leaves a table that reads back whole, old or new.
 //
 // A kubelet refreshes each ConfigMap of a projected volume from its own cache,
-// so for a while it may project an index of one revision next to parts of
-// another. Every part therefore carries the revision and the index carries
-// each part's digest; [DecodeTable] reports such a torn read as
-// [ErrTableTorn] or [ErrTablePartMissing], and a reader keeps its last good
-// table until the next update. A publisher writes the parts before the index
-// and deletes parts the current index no longer names only after the index.
+// so for a while it may project a new index next to a part that does not
+// hold the new chunk yet. [DecodeTable] reports such a torn read as
+// [ErrTablePartMissing] (or [ErrTableTorn] when a chunk does not match its
+// digest), and a reader keeps its last good table until the next update.
+//
+// Tables written before chunks were content-addressed keyed chunk i as
+// [TablePartKey](i), with the revision next to it under
+// [TablePartRevisionKey](i); DecodeTable still reads them.
 const (
 	// TableKey holds the whole table in the plain form.
 	TableKey = "tools.json"
@@ -59,11 +70,19 @@ const (
 	TableIndexKey = "tools.index.json"
 )
 
-// TablePartKey returns the key of chunk i of an indexed table.
-func TablePartKey(i int) string { return "tools.part-" + strconv.Itoa(i) }
+// tableChunkPrefix starts the key of every chunk, in both key forms.
+const tableChunkPrefix = "tools.part-"
 
-// TablePartRevisionKey returns the key that holds the table revision next to
-// chunk i (i ≥ 1) of an indexed table.
+// TableChunkKey returns the key of a chunk whose SHA-256 digest is the hex
+// string sha256Hex.
+func TableChunkKey(sha256Hex string) string { return tableChunkPrefix + sha256Hex }
+
+// TablePartKey returns the key of chunk i of an indexed table as written
+// before chunks were content-addressed. [DecodeTable] still reads it.
+func TablePartKey(i int) string { return tableChunkPrefix + strconv.Itoa(i) }
+
+// TablePartRevisionKey returns the key that held the table revision next to
+// chunk i (i ≥ 1) of an indexed table written with [TablePartKey] keys.
 func TablePartRevisionKey(i int) string { return TablePartKey(i) + ".revision" }
 
 // TablePartName returns the name of ConfigMap i of a table published as
@@ -88,9 +107,13 @@ const (
 	// MaxTableParts bounds the number of chunks of an indexed table.
 	MaxTableParts = 64
 
-	// tableChunkBytes is the raw size of a full chunk: its base64 (501⅓ KiB)
-	// leaves room for the index next to chunk 0.
-	tableChunkBytes = 376 << 10
+	// tableFirstChunkBytes is the raw size of chunk 0: its base64 (480 KiB)
+	// leaves room for the index of MaxTableParts chunks next to it.
+	tableFirstChunkBytes = 360 << 10
+	// tableChunkBytes is the raw size of every further chunk: two of them in
+	// base64 (501⅓ KiB) fit in one ConfigMap, the current revision's and the
+	// next one's.
+	tableChunkBytes = 188 << 10
 )
 
 // TableEncodingGzip is the only [TableIndex.Encoding] written today: the
@@ -120,7 +143,7 @@ var (
 type TableIndex struct {
 	// SchemaVersion is always [SchemaVersion].
 	SchemaVersion string `json:"schemaVersion"`
-	// Revision is the table's revision; every part carries it too.
+	// Revision is the table's revision.
 	Revision string `json:"revision"`
 	// Encoding is [TableEncodingGzip] or "identity".
 	Encoding string `json:"encoding"`
@@ -135,7 +158,8 @@ type TableIndex struct {
 type TableIndexPart struct {
 	// ConfigMap is the name of the ConfigMap that holds the chunk.
 	ConfigMap string `json:"configMap"`
-	// Key is the chunk's key, [TablePartKey](i).
+	// Key is the chunk's key: [TableChunkKey] of its digest (or, in tables
+	// written before chunks were content-addressed, [TablePartKey](i)).
 	Key string `json:"key"`
 	// Size is the chunk's length in bytes.
 	Size int `json:"size"`
@@ -166,7 +190,10 @@ func (p TablePart) StoredSize() int {
 
 // EncodeTable returns the ConfigMap payloads of t, published under baseName.
 // The first part is the ConfigMap baseName itself; the others, if any, are
-// baseName-1, baseName-2, … in order.
+// baseName-1, baseName-2, … in order. Each further part holds one chunk
+// under its [TableChunkKey]: a publisher adds it to what the ConfigMap holds
+// (see [TableKey] for the order of writes); the first part replaces the
+// ConfigMap baseName whole.
 //
 // t's tools are sorted by name (on a copy) and its SchemaVersion and Revision
 // are set from them, so identical tools always give byte-identical parts.
@@ -175,11 +202,11 @@ func (p TablePart) StoredSize() int {
 // It fails with [ErrDuplicateTool] if two tools share a name and with
 // [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts].
 func EncodeTable(t *Table, baseName string) ([]TablePart, error) {
-	return encodeTable(t, baseName, tableLimits{plain: MaxTablePartBytes, chunk: tableChunkBytes})
+	return encodeTable(t, baseName, tableLimits{plain: MaxTablePartBytes, first: tableFirstChunkBytes, chunk: tableChunkBytes})
 }
 
 // tableLimits lets tests exercise the split form with small tables.
-type tableLimits struct{ plain, chunk int }
+type tableLimits struct{ plain, first, chunk int }
 
 func encodeTable(t *Table, baseName string, lim tableLimits) ([]TablePart, error) {
 	if baseName == "" {
@@ -204,7 +231,10 @@ func encodeTable(t *Table, baseName string, lim tableLimits) ([]TablePart, error
 		return nil, fmt.Errorf("compressing tool table: %w", err)
 	}
 	z := zbuf.Bytes()
-	n := (len(z) + lim.chunk - 1) / lim.chunk
+	n := 1
+	if len(z) > lim.first {
+		n += (len(z) - lim.first + lim.chunk - 1) / lim.chunk
+	}
 	if n > MaxTableParts {
 		return nil, fmt.Errorf("%w: %d parts of gzipped JSON, at most %d", ErrTableTooLarge, n, MaxTableParts)
 	}
@@ -212,26 +242,34 @@ func encodeTable(t *Table, baseName string, lim tableLimits) ([]TablePart, error
 	idx := TableIndex{SchemaVersion: SchemaVersion, Revision: revision, Encoding: TableEncodingGzip, Size: int64(len(raw))}
 	parts := make([]TablePart, n)
 	for i := range n {
-		chunk := z[i*lim.chunk : min((i+1)*lim.chunk, len(z))]
+		from, to := 0, min(lim.first, len(z))
+		if i > 0 {
+			from = lim.first + (i-1)*lim.chunk
+			to = min(from+lim.chunk, len(z))
+		}
+		chunk := z[from:to]
 		sum := sha256.Sum256(chunk)
-		key := TablePartKey(i)
+		digest := hex.EncodeToString(sum[:])
+		key := TableChunkKey(digest)
 		idx.Parts = append(idx.Parts, TableIndexPart{
-			ConfigMap: TablePartName(baseName, i), Key: key, Size: len(chunk), SHA256: hex.EncodeToString(sum[:]),
+			ConfigMap: TablePartName(baseName, i), Key: key, Size: len(chunk), SHA256: digest,
 		})
 		parts[i] = TablePart{Name: TablePartName(baseName, i), BinaryData: map[string][]byte{key: chunk}}
-		if i > 0 {
-			parts[i].Data = map[string]string{TablePartRevisionKey(i): revision}
-		}
 	}
 	ib, err := json.Marshal(idx)
 	if err != nil {
 		return nil, fmt.Errorf("encoding tool table index: %w", err)
 	}
 	parts[0].Data = map[string]string{TableIndexKey: string(ib)}
-	for _, p := range parts {
-		if s := p.StoredSize(); s > MaxTablePartBytes {
-			// The chunk size leaves room for the index of MaxTableParts
-			// chunks, so this is a bug, not an input error.
+	for i, p := range parts {
+		s := p.StoredSize()
+		if i > 0 {
+			// Room for the chunk of the next revision next to it.
+			s *= 2
+		}
+		if s > MaxTablePartBytes {
+			// The chunk sizes leave room for the index of MaxTableParts
+			// chunks with long names, so this is a bug, not an input error.
 			return nil, fmt.Errorf("%w: part %s is %d bytes, at most %d", ErrTableTooLarge, p.Name, s, MaxTablePartBytes)
 		}
 	}
@@ -315,9 +353,12 @@ func DecodeTableParts(parts ...TablePart) (*Table, error) {
 	return DecodeTable(files)
 }
 
-func decodeIndexed(ib []byte, files map[string][]byte) (*Table, error) {
+// ParseTableIndex reads the JSON under [TableIndexKey] and checks what can be
+// checked without the chunks: the schema version, the bounds, and that every
+// part's key is one a chunk may have.
+func ParseTableIndex(b []byte) (*TableIndex, error) {
 	var idx TableIndex
-	if err := json.Unmarshal(ib, &idx); err != nil {
+	if err := json.Unmarshal(b, &idx); err != nil {
 		return nil, fmt.Errorf("%w: index: %w", ErrTableMalformed, err)
 	}
 	if idx.SchemaVersion != SchemaVersion {
@@ -332,16 +373,41 @@ func decodeIndexed(ib []byte, files map[string][]byte) (*Table, error) {
 	if idx.Size < 0 || idx.Size > MaxTableBytes {
 		return nil, fmt.Errorf("%w: index declares %d bytes of JSON, at most %d", ErrTableTooLarge, idx.Size, MaxTableBytes)
 	}
+	for i, p := range idx.Parts {
+		if p.Key != TablePartKey(i) && p.Key != TableChunkKey(p.SHA256) {
+			return nil, fmt.Errorf("%w: index part %d has key %q, want %q", ErrTableMalformed, i, p.Key, TableChunkKey(p.SHA256))
+		}
+	}
+	return &idx, nil
+}
+
+// Keys returns every key that a reader of idx needs besides [TableIndexKey]:
+// the chunks, and in the older form their revisions.
+func (idx *TableIndex) Keys() []string {
+	keys := make([]string, 0, len(idx.Parts))
+	for i, p := range idx.Parts {
+		keys = append(keys, p.Key)
+		if i > 0 && p.Key == TablePartKey(i) {
+			keys = append(keys, TablePartRevisionKey(i))
+		}
+	}
+	return keys
+}
+
+func decodeIndexed(ib []byte, files map[string][]byte) (*Table, error) {
+	pidx, err := ParseTableIndex(ib)
+	if err != nil {
+		return nil, err
+	}
+	idx := *pidx
 
 	chunks := make([]io.Reader, len(idx.Parts))
 	var stored int64
 	for i, p := range idx.Parts {
-		if p.Key != TablePartKey(i) {
-			return nil, fmt.Errorf("%w: index part %d has key %q, want %q", ErrTableMalformed, i, p.Key, TablePartKey(i))
-		}
-		// Chunk 0 shares the index's ConfigMap, so it cannot tear from it;
-		// every other chunk says which revision it belongs to.
-		if i > 0 {
+		// Chunk 0 shares the index's ConfigMap, so it cannot tear from it.
+		// Every other chunk is named by its digest, or in the older form
+		// says which revision it belongs to.
+		if i > 0 && p.Key == TablePartKey(i) {
 			rev, ok := files[TablePartRevisionKey(i)]
 			if !ok {
 				return nil, fmt.Errorf("%w: %s (ConfigMap %s) for revision %s", ErrTablePartMissing, TablePartRevisionKey(i), p.ConfigMap, idx.Revision)

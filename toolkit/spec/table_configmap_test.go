@@ -173,8 +173,13 @@ func TestEncodeTableSplit(t *testing.T) {
 		if want := spec.TablePartName("toolplane-tools", i); p.Name != want || idx.Parts[i].ConfigMap != want {
 			t.Errorf("part %d is ConfigMap %s (index: %s), want %s", i, p.Name, idx.Parts[i].ConfigMap, want)
 		}
-		if i > 0 && p.Data[spec.TablePartRevisionKey(i)] != rev {
-			t.Errorf("part %d carries revision %q, want %s", i, p.Data[spec.TablePartRevisionKey(i)], rev)
+		chunk := p.BinaryData[idx.Parts[i].Key]
+		sum := sha256.Sum256(chunk)
+		if idx.Parts[i].Key != spec.TableChunkKey(hex.EncodeToString(sum[:])) || len(p.BinaryData) != 1 {
+			t.Errorf("part %d holds %d chunks, its key %s is not its digest", i, len(p.BinaryData), idx.Parts[i].Key)
+		}
+		if i > 0 && len(p.Data) != 0 {
+			t.Errorf("part %d carries data keys %v, want only its chunk", i, p.Data)
 		}
 	}
 	if parts[1].Name != "toolplane-tools-1" {
@@ -233,8 +238,8 @@ func TestDecodeTableTorn(t *testing.T) {
 	t.Run("part from another revision", func(t *testing.T) {
 		mixed := append([]spec.TablePart{newer[0], older[1]}, newer[2:]...)
 		_, err := spec.DecodeTable(files(t, mixed))
-		if !errors.Is(err, spec.ErrTableTorn) {
-			t.Fatalf("err = %v, want ErrTableTorn", err)
+		if !errors.Is(err, spec.ErrTablePartMissing) {
+			t.Fatalf("err = %v, want ErrTablePartMissing", err)
 		}
 		if !strings.Contains(err.Error(), "t-1") {
 			t.Errorf("error %q does not name the torn ConfigMap t-1", err)
@@ -246,22 +251,98 @@ func TestDecodeTableTorn(t *testing.T) {
 			t.Fatalf("err = %v, want ErrTablePartMissing", err)
 		}
 	})
-	t.Run("chunk without its revision key", func(t *testing.T) {
-		f := files(t, newer)
-		delete(f, spec.TablePartKey(2))
-		if _, err := spec.DecodeTable(f); !errors.Is(err, spec.ErrTablePartMissing) {
-			t.Fatalf("err = %v, want ErrTablePartMissing", err)
-		}
-	})
 	t.Run("chunk does not match its digest", func(t *testing.T) {
 		f := files(t, newer)
-		c := bytes.Clone(f[spec.TablePartKey(1)])
+		key := onlyKey(t, newer[1])
+		c := bytes.Clone(f[key])
 		c[len(c)/2] ^= 0xff
-		f[spec.TablePartKey(1)] = c
+		f[key] = c
 		if _, err := spec.DecodeTable(f); !errors.Is(err, spec.ErrTableTorn) {
 			t.Fatalf("err = %v, want ErrTableTorn", err)
 		}
 	})
+}
+
+// TestDecodeTableRevisionsSideBySide covers what a reader sees between a
+// publisher's writes: the chunks of two revisions next to each other in the
+// same ConfigMaps, under either index.
+func TestDecodeTableRevisionsSideBySide(t *testing.T) {
+	enc := func(n int) []spec.TablePart {
+		parts, err := spec.EncodeTableChunked(&spec.Table{Tools: tabletest.Tools(n)}, "t", 4<<10, 16<<10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(parts) < 3 {
+			t.Fatalf("%d parts; the test wants at least 3", len(parts))
+		}
+		return parts
+	}
+	older, newer := enc(400), enc(300)
+	for _, tc := range []struct {
+		name  string
+		index spec.TablePart
+		want  int
+	}{{"old index", older[0], 400}, {"new index", newer[0], 300}} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := files(t, append(slices.Clone(older[1:]), newer[1:]...))
+			maps.Copy(f, files(t, []spec.TablePart{tc.index}))
+			got, err := spec.DecodeTable(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Tools) != tc.want {
+				t.Fatalf("read %d tools, want %d", len(got.Tools), tc.want)
+			}
+		})
+	}
+}
+
+// TestDecodeTableNumberedParts reads the form written before chunks were
+// content-addressed: chunk i under TablePartKey(i), its revision next to it.
+func TestDecodeTableNumberedParts(t *testing.T) {
+	tools := tabletest.Tools(400)
+	parts, err := spec.EncodeTableChunked(&spec.Table{Tools: tools}, "t", 4<<10, 16<<10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := files(t, parts)
+	idx, err := spec.ParseTableIndex(f[spec.TableIndexKey])
+	if err != nil {
+		t.Fatal(err)
+	}
+	legacy := map[string][]byte{}
+	for i := range idx.Parts {
+		legacy[spec.TablePartKey(i)] = f[idx.Parts[i].Key]
+		idx.Parts[i].Key = spec.TablePartKey(i)
+		if i > 0 {
+			legacy[spec.TablePartRevisionKey(i)] = []byte(idx.Revision)
+		}
+	}
+	legacy[spec.TableIndexKey] = mustJSON(t, idx)
+	if got := idx.Keys(); len(got) != 2*len(idx.Parts)-1 {
+		t.Errorf("Keys() = %v, want every chunk and the revisions of chunks 1 on", got)
+	}
+	got, err := spec.DecodeTable(legacy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertSameTools(t, got, tools)
+
+	legacy[spec.TablePartRevisionKey(1)] = []byte("sha256:other")
+	if _, err := spec.DecodeTable(legacy); !errors.Is(err, spec.ErrTableTorn) {
+		t.Fatalf("a chunk of another revision: err = %v, want ErrTableTorn", err)
+	}
+}
+
+func onlyKey(t *testing.T, p spec.TablePart) string {
+	t.Helper()
+	if len(p.BinaryData) != 1 {
+		t.Fatalf("part %s holds %d chunks, want 1", p.Name, len(p.BinaryData))
+	}
+	for k := range p.BinaryData {
+		return k
+	}
+	return ""
 }
 
 // indexed builds an indexed table by hand from an encoded payload.
