@@ -7,13 +7,10 @@ import (
 	"maps"
 	"reflect"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -87,8 +84,13 @@ type TablePublisher struct {
 	// change came for Debounce, and at most MaxDelay after the first change.
 	Debounce time.Duration
 	MaxDelay time.Duration
+	// PartGracePeriod is how long a chunk of a split table is kept after
+	// the index stopped naming it, for readers of the previous index
+	// (DefaultTablePartGracePeriod if zero).
+	PartGracePeriod time.Duration
 
 	initOnce sync.Once
+	tables   tableStore
 	loaded   chan struct{}
 	kick     chan struct{}
 	changed  chan event.TypedGenericEvent[*v1alpha1.ToolSet]
@@ -437,6 +439,12 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 	p.init()
 	log := ctrl.LoggerFrom(ctx).WithName("table-publisher").WithValues("namespace", p.namespace(), "name", p.name())
 	ctx = ctrl.LoggerInto(ctx, log)
+	if p.tables == nil {
+		p.tables = &configMapTable{
+			client: p.Client, reader: p.reader(), namespace: p.namespace(), name: p.name(),
+			grace: orDefault(p.PartGracePeriod, DefaultTablePartGracePeriod),
+		}
+	}
 
 	// Reading back is retried until it succeeds: answering offers from an
 	// empty state would hand out names that the table gives to others.
@@ -477,7 +485,8 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 			}
 			flushTimer.Reset(min(debounce, burstStart.Add(maxDelay).Sub(now)))
 		case <-flushTimer.C:
-			if err := p.flush(ctx); err != nil {
+			wait, err := p.flush(ctx)
+			if err != nil {
 				if ctx.Err() != nil {
 					return nil
 				}
@@ -487,6 +496,9 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 			}
 			backoff.Forget("flush")
 			burstStart = time.Time{}
+			if wait > 0 {
+				flushTimer.Reset(wait)
+			}
 		}
 	}
 }
@@ -521,24 +533,18 @@ func (p *TablePublisher) pumpChanged(ctx context.Context) {
 // entries.
 func (p *TablePublisher) load(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx)
-	stored, err := p.storedParts(ctx)
+	table, err := p.tables.read(ctx)
+	unreadable := false
+	if errors.Is(err, errTableUnreadable) {
+		// A write cut short by an older operator, which rewrote parts in
+		// place, can leave parts of two revisions. Readers keep their last
+		// good table, so the publisher holds its first write until every
+		// ToolSet has offered rather than publish less.
+		log.Error(err, "The stored tool table cannot be read back; holding writes until every ToolSet has offered")
+		unreadable, err = true, nil
+	}
 	if err != nil {
 		return err
-	}
-	var table *spec.Table
-	unreadable := false
-	if len(stored) > 0 {
-		parts := make([]spec.TablePart, 0, len(stored))
-		for _, cm := range stored {
-			parts = append(parts, spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData})
-		}
-		if table, err = spec.DecodeTableParts(parts...); err != nil {
-			// A write cut short leaves parts of two revisions. Readers keep
-			// their last good table, so the publisher holds its first write
-			// until every ToolSet has offered rather than publish less.
-			log.Error(err, "The stored tool table cannot be read back; holding writes until every ToolSet has offered")
-			unreadable = true
-		}
 	}
 
 	var list v1alpha1.ToolSetList
@@ -596,44 +602,6 @@ func (p *TablePublisher) load(ctx context.Context) error {
 	return nil
 }
 
-// storedParts returns the ConfigMaps of the table as stored now: the base and
-// every part named like one and labelled as the publisher's, in order.
-func (p *TablePublisher) storedParts(ctx context.Context) ([]corev1.ConfigMap, error) {
-	var list corev1.ConfigMapList
-	if err := p.reader().List(ctx, &list, client.InNamespace(p.namespace())); err != nil {
-		return nil, fmt.Errorf("listing ConfigMaps of the tool table: %w", err)
-	}
-	var out []corev1.ConfigMap
-	for _, cm := range list.Items {
-		if _, ok := p.partIndex(&cm); ok {
-			out = append(out, cm)
-		}
-	}
-	slices.SortFunc(out, func(a, b corev1.ConfigMap) int {
-		ia, _ := p.partIndex(&a)
-		ib, _ := p.partIndex(&b)
-		return ia - ib
-	})
-	return out, nil
-}
-
-// partIndex returns i if cm is part i of the table. The base ConfigMap is
-// always the table's; other parts must carry the publisher's label.
-func (p *TablePublisher) partIndex(cm *corev1.ConfigMap) (int, bool) {
-	if cm.Name == p.name() {
-		return 0, true
-	}
-	suffix, ok := strings.CutPrefix(cm.Name, p.name()+"-")
-	if !ok || cm.Labels[TableManagedByLabel] != tableManagedBy {
-		return 0, false
-	}
-	i, err := strconv.Atoi(suffix)
-	if err != nil || i < 1 || strconv.Itoa(i) != suffix {
-		return 0, false
-	}
-	return i, true
-}
-
 // table returns the table as the publisher would write it now, sorted, and
 // false while writes are held.
 func (p *TablePublisher) table() (*spec.Table, bool) {
@@ -650,98 +618,13 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 	return &spec.Table{Tools: tools}, true
 }
 
-// flush writes the table if it differs from what is stored: the parts first,
-// the base ConfigMap (the index) next, and only then deletes the parts that
-// the index no longer names, so that a reader never sees an index naming a
-// part that is not there.
-func (p *TablePublisher) flush(ctx context.Context) error {
+// flush writes the table if it differs from what is stored, and finishes
+// what the store left for after the grace period. A positive wait asks for
+// another flush after it.
+func (p *TablePublisher) flush(ctx context.Context) (wait time.Duration, err error) {
 	t, ok := p.table()
 	if !ok {
-		return nil
+		return 0, nil
 	}
-	parts, err := spec.EncodeTable(t, p.name())
-	if err != nil {
-		return fmt.Errorf("encoding the tool table: %w", err)
-	}
-	stored, err := p.storedParts(ctx)
-	if err != nil {
-		return err
-	}
-	byName := make(map[string]*corev1.ConfigMap, len(stored))
-	for i := range stored {
-		byName[stored[i].Name] = &stored[i]
-	}
-
-	wrote := 0
-	order := append(slices.Clone(parts[1:]), parts[0])
-	for _, part := range order {
-		changed, err := p.writePart(ctx, byName[part.Name], part)
-		if err != nil {
-			return err
-		}
-		if changed {
-			wrote++
-		}
-		delete(byName, part.Name)
-	}
-	for _, cm := range byName {
-		if cm.Name == p.name() {
-			continue
-		}
-		if err := p.Client.Delete(ctx, cm, client.Preconditions{ResourceVersion: &cm.ResourceVersion}); client.IgnoreNotFound(err) != nil {
-			return fmt.Errorf("deleting leftover tool table part %s: %w", cm.Name, err)
-		}
-		wrote++
-	}
-
-	size := 0
-	for _, part := range parts {
-		size += part.StoredSize()
-	}
-	tableTools.Set(float64(len(t.Tools)))
-	tableBytes.Set(float64(size))
-	tableParts.Set(float64(len(parts)))
-	if wrote > 0 {
-		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", spec.TableRevision(t.Tools), "tools", len(t.Tools), "parts", len(parts), "bytes", size)
-	}
-	return nil
-}
-
-// writePart creates or updates one ConfigMap of the table, unless it already
-// holds part. Updates carry the stored resourceVersion, so a concurrent
-// writer makes this fail and the next attempt compares afresh.
-func (p *TablePublisher) writePart(ctx context.Context, cur *corev1.ConfigMap, part spec.TablePart) (bool, error) {
-	if cur == nil {
-		cm := &corev1.ConfigMap{
-			ObjectMeta: metav1.ObjectMeta{Namespace: p.namespace(), Name: part.Name, Labels: map[string]string{TableManagedByLabel: tableManagedBy}},
-			Data:       part.Data,
-			BinaryData: part.BinaryData,
-		}
-		if err := p.Client.Create(ctx, cm); err != nil {
-			return false, fmt.Errorf("creating tool table part %s: %w", part.Name, err)
-		}
-		return true, nil
-	}
-	if equalData(cur.Data, part.Data) && equalBinary(cur.BinaryData, part.BinaryData) && cur.Labels[TableManagedByLabel] == tableManagedBy {
-		return false, nil
-	}
-	cm := cur.DeepCopy()
-	cm.Data, cm.BinaryData = part.Data, part.BinaryData
-	if cm.Labels == nil {
-		cm.Labels = map[string]string{}
-	}
-	cm.Labels[TableManagedByLabel] = tableManagedBy
-	if err := p.Client.Update(ctx, cm); err != nil {
-		if apierrors.IsConflict(err) {
-			return false, fmt.Errorf("updating tool table part %s: changed concurrently: %w", part.Name, err)
-		}
-		return false, fmt.Errorf("updating tool table part %s: %w", part.Name, err)
-	}
-	return true, nil
-}
-
-func equalData(a, b map[string]string) bool { return len(a) == len(b) && maps.Equal(a, b) }
-
-func equalBinary(a, b map[string][]byte) bool {
-	return maps.EqualFunc(a, b, func(x, y []byte) bool { return string(x) == string(y) })
+	return p.tables.write(ctx, t)
 }

@@ -132,16 +132,25 @@ func startPublisher(ns string, restoreTimeout time.Duration) (rp *runningPublish
 // not nil.
 func startGatedPublisher(ns string, restoreTimeout time.Duration, gate chan struct{}) (rp *runningPublisher, stop func()) {
 	GinkgoHelper()
-	rp = &runningPublisher{writes: &writeLog{gate: gate, held: make(chan struct{}, 1)}}
+	writes := &writeLog{gate: gate, held: make(chan struct{}, 1)}
+	return startPublisherWith(ns, restoreTimeout, writes, countingClient(writes))
+}
+
+// startPublisherWith is startPublisher writing through c, which logs its
+// writes to writes.
+func startPublisherWith(ns string, restoreTimeout time.Duration, writes *writeLog, c client.Client) (rp *runningPublisher, stop func()) {
+	GinkgoHelper()
+	rp = &runningPublisher{writes: writes}
 	rp.TablePublisher = &TablePublisher{
-		Client:         countingClient(rp.writes),
+		Client:         c,
 		APIReader:      k8sClient,
 		Namespace:      ns,
 		Name:           "tools",
 		RestoreTimeout: restoreTimeout,
 		// Short, so specs run fast; no spec depends on them.
-		Debounce: 10 * time.Millisecond,
-		MaxDelay: 100 * time.Millisecond,
+		Debounce:        10 * time.Millisecond,
+		MaxDelay:        100 * time.Millisecond,
+		PartGracePeriod: 200 * time.Millisecond,
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)

@@ -1,0 +1,403 @@
+package controllers
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// DefaultTablePartGracePeriod is how long a chunk of the table stays after
+// the index stopped naming it. It covers a reader that fetched the previous
+// index and reads its chunks next, and a kubelet that projects a part
+// ConfigMap from a fresher cache than the index's: watches deliver within
+// seconds, and a kubelet that polls instead refreshes within a minute.
+const DefaultTablePartGracePeriod = time.Minute
+
+// errTableUnreadable means the stored table exists but does not decode.
+var errTableUnreadable = errors.New("the stored tool table cannot be read back")
+
+// tableStore is where the publisher keeps the table. read returns nil and no
+// error when no table is stored. write stores t; a positive wait asks to be
+// called again after it, to finish what must wait for the grace period (the
+// write itself, if a part has no room yet, or the removal of old chunks).
+type tableStore interface {
+	read(ctx context.Context) (*spec.Table, error)
+	write(ctx context.Context, t *spec.Table) (wait time.Duration, err error)
+}
+
+// configMapTable stores the table in ConfigMaps, as [spec.EncodeTable] lays
+// it out, so that a writer stopped between any two of its writes leaves a
+// table that reads back whole, old or new:
+//
+//  1. each further part's chunk is added, under its content-addressed key,
+//     to what its ConfigMap holds: the index does not name it yet;
+//  2. the base ConfigMap, the index with chunk 0, is replaced in one write;
+//  3. chunks the index no longer names are removed once grace has passed
+//     since the store first saw them unnamed, and a part ConfigMap left
+//     empty is deleted.
+//
+// A part ConfigMap has room for two chunks. When a third is due before the
+// grace of an old one has passed, the write waits. Only the leader writes,
+// and every update carries the resourceVersion it was computed from.
+type configMapTable struct {
+	client    client.Client
+	reader    client.Reader
+	namespace string
+	name      string
+	grace     time.Duration
+	now       func() time.Time
+
+	// unnamed records when each chunk ("ConfigMap/key") was first seen
+	// that no stored index named. A new store starts its grace afresh,
+	// since it cannot know when a reader last saw them named.
+	unnamed map[string]time.Time
+}
+
+var _ tableStore = (*configMapTable)(nil)
+
+func (s *configMapTable) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
+}
+
+func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
+	stored, err := s.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(stored) == 0 {
+		return nil, nil
+	}
+	parts := make([]spec.TablePart, 0, len(stored))
+	for _, cm := range stored {
+		parts = append(parts, spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData})
+	}
+	t, err := spec.DecodeTableParts(parts...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", errTableUnreadable, err)
+	}
+	return t, nil
+}
+
+func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duration, error) {
+	parts, err := spec.EncodeTable(t, s.name)
+	if err != nil {
+		return 0, fmt.Errorf("encoding the tool table: %w", err)
+	}
+	list, err := s.list(ctx)
+	if err != nil {
+		return 0, err
+	}
+	stored := make(map[string]*corev1.ConfigMap, len(list))
+	for i := range list {
+		stored[list[i].Name] = &list[i]
+	}
+	now := s.clock()
+	named := namedKeys(stored[s.name])
+	s.age(stored, named, now)
+
+	wrote := 0
+	if base := stored[s.name]; base == nil || !holds(base, parts[0]) {
+		for _, part := range parts[1:] {
+			cm, wait, err := s.stage(ctx, stored[part.Name], part, named, now)
+			if err != nil || wait > 0 {
+				return wait, err
+			}
+			if cm != nil {
+				stored[part.Name] = cm
+				wrote++
+			}
+		}
+		cm, err := s.put(ctx, stored[s.name], s.name, parts[0].Data, parts[0].BinaryData)
+		if err != nil {
+			return 0, err
+		}
+		stored[s.name] = cm
+		wrote++
+		// Chunks the old index named are unnamed from now on.
+		newly := namedKeys(cm)
+		for ref := range named {
+			if !newly[ref] {
+				s.unnamed[ref] = now
+			}
+		}
+		named = newly
+	}
+	collected, wait, err := s.collect(ctx, stored, named, now)
+	wrote += collected
+
+	size := 0
+	for _, part := range parts {
+		size += part.StoredSize()
+	}
+	tableTools.Set(float64(len(t.Tools)))
+	tableBytes.Set(float64(size))
+	tableParts.Set(float64(len(parts)))
+	if wrote > 0 {
+		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", spec.TableRevision(t.Tools),
+			"tools", len(t.Tools), "parts", len(parts), "bytes", size, "writes", wrote)
+	}
+	return wait, err
+}
+
+// stage adds part's chunk to the ConfigMap cur, making room by dropping
+// unnamed chunks past their grace. It returns the ConfigMap as written, nil
+// if it already held the chunk, or how long to wait for room.
+func (s *configMapTable) stage(ctx context.Context, cur *corev1.ConfigMap, part spec.TablePart, named map[string]bool, now time.Time) (*corev1.ConfigMap, time.Duration, error) {
+	data, bin := map[string]string{}, map[string][]byte{}
+	if cur != nil {
+		maps.Copy(data, cur.Data)
+		maps.Copy(bin, cur.BinaryData)
+	}
+	current := true
+	for k, v := range part.BinaryData {
+		if b, ok := bin[k]; !ok || string(b) != string(v) {
+			current = false
+		}
+	}
+	if current && cur != nil && cur.Labels[TableManagedByLabel] == tableManagedBy {
+		return nil, 0, nil
+	}
+
+	var waiting []string // unnamed chunks still in their grace
+	for k := range keysOf(data, bin) {
+		ref := cur.Name + "/" + k
+		if named[ref] {
+			continue
+		}
+		if _, ok := part.BinaryData[k]; ok {
+			continue
+		}
+		if now.Sub(s.unnamed[ref]) >= s.grace {
+			delete(data, k)
+			delete(bin, k)
+			continue
+		}
+		waiting = append(waiting, k)
+	}
+	maps.Copy(bin, part.BinaryData)
+	if (spec.TablePart{Data: data, BinaryData: bin}).StoredSize() > spec.MaxTablePartBytes {
+		if len(waiting) > 0 {
+			first := now.Add(s.grace)
+			for _, k := range waiting {
+				if at := s.unnamed[cur.Name+"/"+k].Add(s.grace); at.Before(first) {
+					first = at
+				}
+			}
+			ctrl.LoggerFrom(ctx).V(1).Info("Waiting for old chunks of the tool table to pass their grace", "configMap", part.Name, "chunks", len(waiting))
+			return nil, max(first.Sub(now), time.Millisecond), nil
+		}
+		// Only chunks the stored index names block: a table written in the
+		// older form, whose chunks fill a ConfigMap. This one write goes in
+		// place, as writes did then.
+		ctrl.LoggerFrom(ctx).Info("Replaced a part of the tool table in place to make room; readers may see it torn until the index is written", "configMap", part.Name)
+		data, bin = map[string]string{}, maps.Clone(part.BinaryData)
+	}
+	cm, err := s.put(ctx, cur, part.Name, data, bin)
+	return cm, 0, err
+}
+
+// collect removes the chunks that the index does not name and whose grace
+// has passed, deleting a part ConfigMap left empty. It returns the writes
+// made and how long until the next chunk's grace ends.
+func (s *configMapTable) collect(ctx context.Context, stored map[string]*corev1.ConfigMap, named map[string]bool, now time.Time) (int, time.Duration, error) {
+	wrote := 0
+	var next time.Duration
+	for _, name := range slices.Sorted(maps.Keys(stored)) {
+		cm := stored[name]
+		if name == s.name {
+			continue
+		}
+		data, bin := maps.Clone(cm.Data), maps.Clone(cm.BinaryData)
+		removed := false
+		for k := range keysOf(cm.Data, cm.BinaryData) {
+			ref := name + "/" + k
+			if named[ref] {
+				continue
+			}
+			if left := s.grace - now.Sub(s.unnamed[ref]); left > 0 {
+				if next == 0 || left < next {
+					next = left
+				}
+				continue
+			}
+			delete(data, k)
+			delete(bin, k)
+			removed = true
+		}
+		if !removed {
+			continue
+		}
+		if len(data) == 0 && len(bin) == 0 {
+			if err := s.client.Delete(ctx, cm, client.Preconditions{ResourceVersion: &cm.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+				return wrote, 0, fmt.Errorf("deleting leftover tool table part %s: %w", name, err)
+			}
+			delete(stored, name)
+		} else {
+			updated, err := s.put(ctx, cm, name, data, bin)
+			if err != nil {
+				return wrote, 0, err
+			}
+			stored[name] = updated
+		}
+		wrote++
+	}
+	return wrote, next, nil
+}
+
+// age starts the grace of every chunk that no index names and the store has
+// not seen before, and forgets chunks that are gone.
+func (s *configMapTable) age(stored map[string]*corev1.ConfigMap, named map[string]bool, now time.Time) {
+	if s.unnamed == nil {
+		s.unnamed = make(map[string]time.Time)
+	}
+	seen := make(map[string]bool)
+	for name, cm := range stored {
+		if name == s.name {
+			continue
+		}
+		for k := range keysOf(cm.Data, cm.BinaryData) {
+			ref := name + "/" + k
+			if named[ref] {
+				continue
+			}
+			seen[ref] = true
+			if _, ok := s.unnamed[ref]; !ok {
+				s.unnamed[ref] = now
+			}
+		}
+	}
+	for ref := range s.unnamed {
+		if !seen[ref] {
+			delete(s.unnamed, ref)
+		}
+	}
+}
+
+// put creates the ConfigMap name, or updates cur, to hold exactly data and
+// bin, labelled as the publisher's. An update carries cur's
+// resourceVersion, so a concurrent writer makes it fail and the next attempt
+// compares afresh.
+func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name string, data map[string]string, bin map[string][]byte) (*corev1.ConfigMap, error) {
+	if len(data) == 0 {
+		data = nil
+	}
+	if len(bin) == 0 {
+		bin = nil
+	}
+	if cur == nil {
+		cm := &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: s.namespace, Name: name, Labels: map[string]string{TableManagedByLabel: tableManagedBy}},
+			Data:       data,
+			BinaryData: bin,
+		}
+		if err := s.client.Create(ctx, cm); err != nil {
+			return nil, fmt.Errorf("creating tool table part %s: %w", name, err)
+		}
+		return cm, nil
+	}
+	cm := cur.DeepCopy()
+	cm.Data, cm.BinaryData = data, bin
+	if cm.Labels == nil {
+		cm.Labels = map[string]string{}
+	}
+	cm.Labels[TableManagedByLabel] = tableManagedBy
+	if err := s.client.Update(ctx, cm); err != nil {
+		return nil, fmt.Errorf("updating tool table part %s: %w", name, err)
+	}
+	return cm, nil
+}
+
+// list returns the ConfigMaps of the table as stored now: the base and every
+// part named like one and labelled as the publisher's, in order.
+func (s *configMapTable) list(ctx context.Context) ([]corev1.ConfigMap, error) {
+	var list corev1.ConfigMapList
+	if err := s.reader.List(ctx, &list, client.InNamespace(s.namespace)); err != nil {
+		return nil, fmt.Errorf("listing ConfigMaps of the tool table: %w", err)
+	}
+	var out []corev1.ConfigMap
+	for _, cm := range list.Items {
+		if _, ok := s.partIndex(&cm); ok {
+			out = append(out, cm)
+		}
+	}
+	slices.SortFunc(out, func(a, b corev1.ConfigMap) int {
+		ia, _ := s.partIndex(&a)
+		ib, _ := s.partIndex(&b)
+		return ia - ib
+	})
+	return out, nil
+}
+
+// partIndex returns i if cm is part i of the table. The base ConfigMap is
+// always the table's; other parts must carry the publisher's label.
+func (s *configMapTable) partIndex(cm *corev1.ConfigMap) (int, bool) {
+	if cm.Name == s.name {
+		return 0, true
+	}
+	suffix, ok := strings.CutPrefix(cm.Name, s.name+"-")
+	if !ok || cm.Labels[TableManagedByLabel] != tableManagedBy {
+		return 0, false
+	}
+	i, err := strconv.Atoi(suffix)
+	if err != nil || i < 1 || strconv.Itoa(i) != suffix {
+		return 0, false
+	}
+	return i, true
+}
+
+// namedKeys returns the chunks, as "ConfigMap/key", that the index in base
+// names; none for the plain form or an unreadable index.
+func namedKeys(base *corev1.ConfigMap) map[string]bool {
+	named := map[string]bool{}
+	if base == nil {
+		return named
+	}
+	raw, ok := base.Data[spec.TableIndexKey]
+	if !ok {
+		return named
+	}
+	idx, err := spec.ParseTableIndex([]byte(raw))
+	if err != nil {
+		return named
+	}
+	for i, p := range idx.Parts {
+		named[p.ConfigMap+"/"+p.Key] = true
+		if i > 0 && p.Key == spec.TablePartKey(i) {
+			named[p.ConfigMap+"/"+spec.TablePartRevisionKey(i)] = true
+		}
+	}
+	return named
+}
+
+// holds reports whether cm holds exactly part, labelled as the publisher's.
+func holds(cm *corev1.ConfigMap, part spec.TablePart) bool {
+	return cm.Labels[TableManagedByLabel] == tableManagedBy &&
+		len(cm.Data) == len(part.Data) && maps.Equal(cm.Data, part.Data) &&
+		maps.EqualFunc(cm.BinaryData, part.BinaryData, func(x, y []byte) bool { return string(x) == string(y) })
+}
+
+func keysOf(data map[string]string, bin map[string][]byte) map[string]struct{} {
+	keys := make(map[string]struct{}, len(data)+len(bin))
+	for k := range data {
+		keys[k] = struct{}{}
+	}
+	for k := range bin {
+		keys[k] = struct{}{}
+	}
+	return keys
+}

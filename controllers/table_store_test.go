@@ -1,0 +1,339 @@
+package controllers
+
+import (
+	"context"
+	"crypto/sha512"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/toolplane/toolplane/toolkit/discovery"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// errWriterStopped is what a stopped writer's client answers.
+var errWriterStopped = errors.New("the writer was stopped here")
+
+// stoppingClient is a client on the test API server that makes the first
+// limit ConfigMap writes (every write when limit is 0), refuses every later
+// one as if the writer had been killed there, and calls after once each
+// write it made has taken effect.
+func stoppingClient(writes *writeLog, limit int, after func()) (c client.Client, stopped <-chan struct{}) {
+	GinkgoHelper()
+	inner, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	var (
+		mu   sync.Mutex
+		made int
+		once sync.Once
+	)
+	ch := make(chan struct{})
+	write := func(verb string, obj client.Object, do func() error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if limit > 0 && made == limit {
+			once.Do(func() { close(ch) })
+			return errWriterStopped
+		}
+		if err := writes.record(verb, obj, do); err != nil {
+			return err
+		}
+		made++
+		after()
+		return nil
+	}
+	return interceptor.NewClient(inner, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			return write("create", obj, func() error { return c.Create(ctx, obj, opts...) })
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			return write("update", obj, func() error { return c.Update(ctx, obj, opts...) })
+		},
+		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
+			return write("delete", obj, func() error { return c.Delete(ctx, obj, opts...) })
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			return write("patch", obj, func() error { return c.Patch(ctx, obj, patch, opts...) })
+		},
+	}), ch
+}
+
+// tableConfigMaps returns the ConfigMaps of the table "tools" in ns: those
+// an agent's projected volume lists.
+func tableConfigMaps(ctx context.Context, ns string) ([]corev1.ConfigMap, error) {
+	var list corev1.ConfigMapList
+	if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err != nil {
+		return nil, err
+	}
+	part := regexp.MustCompile(`^tools(-[0-9]+)?$`)
+	var out []corev1.ConfigMap
+	for _, cm := range list.Items {
+		if part.MatchString(cm.Name) {
+			out = append(out, cm)
+		}
+	}
+	return out, nil
+}
+
+// readAsAgent reads the table in ns through toolkit/discovery, from a
+// directory laid out as a projected volume of its ConfigMaps shows them.
+func readAsAgent(ctx context.Context, ns, dir string) (*spec.Table, error) {
+	cms, err := tableConfigMaps(ctx, ns)
+	if err != nil {
+		return nil, err
+	}
+	vol, err := os.MkdirTemp(dir, "volume-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(vol)
+	for _, cm := range cms {
+		for k, v := range cm.Data {
+			if err := os.WriteFile(filepath.Join(vol, k), []byte(v), 0o600); err != nil {
+				return nil, err
+			}
+		}
+		for k, v := range cm.BinaryData {
+			if err := os.WriteFile(filepath.Join(vol, k), v, 0o600); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return discovery.ReadDir(vol)
+}
+
+// storedRevision returns the revision that the index of the table in ns
+// names, without reading the chunks.
+func storedRevision(ctx context.Context, ns string) (string, error) {
+	var cm corev1.ConfigMap
+	if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tools"}, &cm); err != nil {
+		return "", err
+	}
+	idx, err := spec.ParseTableIndex([]byte(cm.Data[spec.TableIndexKey]))
+	if err != nil {
+		return "", err
+	}
+	return idx.Revision, nil
+}
+
+// settled reports whether the table in ns holds nothing but what its index
+// names: the grace of every old chunk has passed and it is gone.
+func settled(ctx context.Context, ns string) (bool, error) {
+	cms, err := tableConfigMaps(ctx, ns)
+	if err != nil {
+		return false, err
+	}
+	var base *corev1.ConfigMap
+	for i := range cms {
+		if cms[i].Name == "tools" {
+			base = &cms[i]
+		}
+	}
+	named := namedKeys(base)
+	for _, cm := range cms {
+		if cm.Name == "tools" {
+			continue
+		}
+		for k := range keysOf(cm.Data, cm.BinaryData) {
+			if !named[cm.Name+"/"+k] {
+				return false, nil
+			}
+		}
+	}
+	return base != nil, nil
+}
+
+// agentReads records what an agent read after each write.
+type agentReads struct {
+	mu        sync.Mutex
+	revisions map[string]int
+	errs      []error
+}
+
+func (r *agentReads) add(t *spec.Table, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		r.errs = append(r.errs, err)
+		return
+	}
+	r.revisions[t.Revision]++
+}
+
+var _ = Describe("The tool table store", func() {
+	It("leaves a split table that agents read whole, old or new, and a new publisher restores every owner, wherever its writer stops", func(ctx context.Context) {
+		toolSets := newNamespace(ctx)
+		create := func(name string) (types.NamespacedName, time.Time) {
+			ts := minimalToolSet(toolSets, name)
+			Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+			return client.ObjectKeyFromObject(ts), ts.CreationTimestamp.Time
+		}
+		a, aAt := create("a")
+		b, bAt := create("b")
+		c, cAt := create("c")
+		// Names sort by ToolSet, so a's change touches every chunk.
+		aOld := append(noisyTools(a, "a", 2500), entry(a, "x", "x"))
+		bTools := noisyTools(b, "b", 1500)
+		cTools := append(noisyTools(c, "c", 1500), entry(c, "x", "x"), entry(c, "b_0000", "b_0000"))
+		aNew := noisyTools(a, "a", 700)
+		// The rule: b keeps b_0000 (it owns it, c is only a claimant); x
+		// goes from a, which drops it, to c, the one claimant left.
+		offerAll := func(p *runningPublisher, aTools []spec.TableTool) {
+			p.offer(ctx, b, bAt, bTools...)
+			p.offer(ctx, c, cAt, cTools...)
+			p.offer(ctx, a, aAt, aTools...)
+		}
+
+		// The reference run: the old table, then the new one, from start.
+		ref := newNamespace(ctx)
+		p0, stop0 := startPublisher(ref, 0)
+		p0.offer(ctx, a, aAt, aOld...)
+		offerAll(p0, aOld)
+		var oldTable *spec.Table
+		var oldCMs []corev1.ConfigMap
+		Eventually(func(g Gomega) {
+			t, _, err := storedTable(ctx, ref)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(t.Tools).To(HaveLen(len(aOld) + len(bTools) + len(cTools) - 2))
+			g.Expect(settled(ctx, ref)).To(BeTrue())
+			oldTable = t
+			oldCMs, err = tableConfigMaps(ctx, ref)
+			g.Expect(err).NotTo(HaveOccurred())
+		}).WithTimeout(bigTableTimeout).Should(Succeed())
+		Expect(len(oldCMs)).To(BeNumerically(">=", 3), "the old table spans at least three ConfigMaps")
+		Expect(harnessNames(oldTable)).To(HaveKeyWithValue("x", a.String()))
+
+		p0.offer(ctx, a, aAt, aNew...)
+		var newTable *spec.Table
+		Eventually(func(g Gomega) {
+			t, cms, err := storedTable(ctx, ref)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(t.Tools).To(HaveLen(len(aNew) + len(bTools) + len(cTools) - 1))
+			g.Expect(settled(ctx, ref)).To(BeTrue())
+			g.Expect(len(cms)).To(BeNumerically(">=", 2), "the new table is split too")
+			g.Expect(len(cms)).To(BeNumerically("<", len(oldCMs)), "the new table has fewer parts, so a part is deleted")
+			newTable = t
+		}).WithTimeout(bigTableTimeout).Should(Succeed())
+		stop0()
+		Expect(harnessNames(newTable)).To(SatisfyAll(
+			HaveKeyWithValue("x", c.String()),
+			HaveKeyWithValue("b_0000", b.String()),
+		))
+		owners := func(t *spec.Table) map[types.NamespacedName][]string {
+			out := map[types.NamespacedName][]string{}
+			for _, tt := range t.Tools {
+				ts := types.NamespacedName{Namespace: tt.ToolSet.Namespace, Name: tt.ToolSet.Name}
+				out[ts] = append(out[ts], tt.Name)
+			}
+			return out
+		}
+
+		dir := GinkgoT().TempDir()
+		total := -1
+		for k := 1; total < 0; k++ {
+			By(fmt.Sprintf("stopping the writer after write %d", k))
+			ns := newNamespace(ctx)
+			for _, cm := range oldCMs {
+				Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
+					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name, Labels: cm.Labels},
+					Data:       cm.Data, BinaryData: cm.BinaryData,
+				})).To(Succeed())
+			}
+			reads := &agentReads{revisions: map[string]int{}}
+			check := func() { reads.add(readAsAgent(ctx, ns, dir)) }
+
+			writes := &writeLog{}
+			cl, stopped := stoppingClient(writes, k, check)
+			p1, stop1 := startPublisherWith(ns, time.Hour, writes, cl)
+			// b and c offer what they offered; the table does not change.
+			p1.offer(ctx, b, bAt, bTools...)
+			p1.offer(ctx, c, cAt, cTools...)
+			p1.offer(ctx, a, aAt, aNew...)
+			Eventually(func(g Gomega) {
+				select {
+				case <-stopped:
+					return
+				default:
+				}
+				g.Expect(storedRevision(ctx, ns)).To(Equal(newTable.Revision))
+				g.Expect(settled(ctx, ns)).To(BeTrue())
+				total = writes.count()
+			}).WithTimeout(bigTableTimeout).WithPolling(50 * time.Millisecond).Should(Succeed())
+			stop1()
+
+			// A new publisher against what the stopped one left.
+			stored, _, err := storedTable(ctx, ns)
+			Expect(err).NotTo(HaveOccurred(), "the table reads back after write %d", k)
+			Expect(stored.Revision).To(BeElementOf(oldTable.Revision, newTable.Revision))
+			writes2 := &writeLog{}
+			cl2, _ := stoppingClient(writes2, 0, check)
+			p2, _ := startPublisherWith(ns, time.Hour, writes2, cl2)
+			for ts, names := range owners(stored) {
+				published, err := p2.Published(ctx, ts)
+				Expect(err).NotTo(HaveOccurred())
+				got := make([]string, 0, len(published))
+				for _, t := range published {
+					got = append(got, t.Name)
+				}
+				slices.Sort(got)
+				slices.Sort(names)
+				// Equal, not ConsistOf: matching thousands of elements
+				// one to one takes ConsistOf seconds.
+				Expect(got).To(Equal(names), "the owners of %s after write %d", ts, k)
+			}
+			offerAll(p2, aNew)
+			Eventually(func(g Gomega) {
+				g.Expect(storedRevision(ctx, ns)).To(Equal(newTable.Revision))
+				g.Expect(settled(ctx, ns)).To(BeTrue())
+			}).WithTimeout(bigTableTimeout).WithPolling(50 * time.Millisecond).Should(Succeed())
+			// Every write checked the table whole; this checks the last.
+			final, _, err := storedTable(ctx, ns)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(final.Revision).To(Equal(newTable.Revision))
+
+			reads.mu.Lock()
+			Expect(reads.errs).To(BeEmpty(), "an agent's read failed after write %d", k)
+			for rev := range reads.revisions {
+				Expect(rev).To(BeElementOf(oldTable.Revision, newTable.Revision))
+			}
+			reads.mu.Unlock()
+		}
+		Expect(total).To(BeNumerically(">=", 4), "staging, the index and the clean-up are each a write")
+		GinkgoWriter.Printf("Stopped the writer after each of its %d writes\n", total)
+	})
+})
+
+// noisyTools is manyTools whose descriptions compress even less, so that a
+// split table takes fewer tools.
+func noisyTools(ts types.NamespacedName, prefix string, n int) []spec.TableTool {
+	tools := manyTools(ts, prefix, n)
+	for j := range tools {
+		sum := sha512.Sum512([]byte(tools[j].Description))
+		more := sha512.Sum512(sum[:])
+		tools[j].Description += " See " + hex.EncodeToString(sum[:]) + hex.EncodeToString(more[:]) + "."
+	}
+	return tools
+}
+
+// harnessNames returns name → owner "namespace/name" of t.
+func harnessNames(t *spec.Table) map[string]string {
+	out := make(map[string]string, len(t.Tools))
+	for _, tt := range t.Tools {
+		out[tt.Name] = tt.ToolSet.String()
+	}
+	return out
+}
