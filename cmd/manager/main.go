@@ -36,6 +36,10 @@ func main() {
 		maxScrapes      int
 		maxResponseSize int64
 		restoreTimeout  time.Duration
+		partGrace       time.Duration
+		leaseDuration   time.Duration
+		renewDeadline   time.Duration
+		retryPeriod     time.Duration
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", `The address the metrics endpoint binds to; "0" disables it.`)
 	flag.BoolVar(&metricsSecure, "metrics-secure", true,
@@ -49,6 +53,14 @@ func main() {
 	flag.DurationVar(&restoreTimeout, "table-restore-timeout", controllers.DefaultRestoreTimeout,
 		"How long, after the operator starts or takes over, the tools read back from the tool table are kept for ToolSets that have not been scraped yet. "+
 			"Until then the table is never published smaller than it was found.")
+	flag.DurationVar(&partGrace, "table-part-grace-period", controllers.DefaultTablePartGracePeriod,
+		"How long a chunk of a split tool table is kept after the index stopped naming it, so that an agent reading the previous index still finds it.")
+	flag.DurationVar(&leaseDuration, "leader-elect-lease-duration", 15*time.Second,
+		"How long a replica waits, after the leader last renewed its lease, before it takes over.")
+	flag.DurationVar(&renewDeadline, "leader-elect-renew-deadline", 10*time.Second,
+		"How long the leader keeps trying to renew its lease before it steps down; less than the lease duration.")
+	flag.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second,
+		"How often replicas try to acquire or renew the lease.")
 	flag.IntVar(&maxScrapes, "max-concurrent-scrapes", 32, "The most scrapes in flight at once, across all ToolSets.")
 	flag.Int64Var(&maxResponseSize, "max-response-bytes", 4<<20, "The largest spec document read from one Pod, in bytes.")
 	opts := zap.Options{}
@@ -73,6 +85,9 @@ func main() {
 		// Leaving the leader's lease on shutdown lets a new leader take over
 		// at once instead of waiting out the lease.
 		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &leaseDuration,
+		RenewDeadline:                 &renewDeadline,
+		RetryPeriod:                   &retryPeriod,
 		Cache: cache.Options{
 			// The operator writes ConfigMaps only in its own namespace, so it
 			// caches (and may list) them only there.
@@ -91,9 +106,10 @@ func main() {
 	}
 
 	publisher := &controllers.TablePublisher{
-		Namespace:      tableNamespace,
-		Name:           tableName,
-		RestoreTimeout: restoreTimeout,
+		Namespace:       tableNamespace,
+		Name:            tableName,
+		RestoreTimeout:  restoreTimeout,
+		PartGracePeriod: partGrace,
 	}
 	if err := publisher.SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the tool-table publisher")
