@@ -71,6 +71,7 @@ func isIdentifier(s string) bool {
 // binder collects problems while repairing and decoding one call's
 // arguments.
 type binder struct {
+	root     *plan // for redaction; nil when the tool has no sensitive values
 	problems []Problem
 	paths    map[string]bool // paths that have a problem already
 	path     []step
@@ -89,6 +90,9 @@ func (b *binder) pop() { b.path = b.path[:len(b.path)-1] }
 // add records a problem with the value at the current path.
 func (b *binder) add(expected, received string, valid []string) {
 	path := pathString(b.path)
+	if b.root != nil && sensitiveAt(b.root, b.path) {
+		received = redacted
+	}
 	if b.paths == nil {
 		b.paths = map[string]bool{}
 	}
@@ -117,7 +121,7 @@ func (b *binder) repair(p *plan, v any) any {
 				}
 			}
 			if p.format == "date-time" && isDateOnly(x) {
-				b.add("a date-time such as "+x+"T09:00:00Z", received(x)+", a date without a time of day and time zone, which would have to be guessed", nil)
+				b.add("a date-time with a time of day and time zone, such as 2026-11-30T09:00:00Z", received(x)+", a date without a time of day and time zone, which would have to be guessed", nil)
 			}
 			return v
 		}
@@ -520,7 +524,11 @@ func (b *binder) validate(sch *jsonschema.Schema, root *plan, v any) {
 			}
 			continue
 		}
-		b.problems = append(b.problems, Problem{Path: path, Expected: expected(e.ErrorKind), Received: received(valueAt(v, e.InstanceLocation))})
+		got := received(valueAt(v, e.InstanceLocation))
+		if b.root != nil && sensitiveAtLoc(b.root, e.InstanceLocation) {
+			got = redacted
+		}
+		b.problems = append(b.problems, Problem{Path: path, Expected: expected(e.ErrorKind), Received: got})
 	}
 }
 

@@ -41,8 +41,18 @@
 //     string and as JSON for anything else.
 //   - tool: constraints, separated by semicolons: required, optional,
 //     enum=a|b|c, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
-//     minLength, maxLength, minItems, maxItems, uniqueItems, format, title.
-//     A backslash escapes a semicolon or a bar.
+//     minLength, maxLength, minItems, maxItems, uniqueItems, format, title,
+//     sensitive. A backslash escapes a semicolon or a bar.
+//
+// A sensitive field (a password, a token) is served with writeOnly: true,
+// and its value never appears in [Logging]'s lines at any level, in the
+// spans and metrics of the tracing and metrics subpackages, or in an error
+// message, the model's included (a wrong type for that very field says
+// "received [redacted]"). It is shown as "[redacted]", and is scrubbed from
+// an error or a logged result that quotes it. A dynamic tool marks one
+// with [Sensitive], or with "writeOnly": true (or "x-sensitive": true) in
+// its schema. Middleware of your own logs [Request.RedactedArguments] and
+// passes texts through [Request.Redact].
 //
 // A field is required unless it is a pointer, has omitempty or omitzero, has
 // a default, or is marked optional. On a slice or array field, the value

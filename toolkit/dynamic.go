@@ -106,6 +106,14 @@ func numberOf[N Number](n N) json.Number {
 	return json.Number(strconv.FormatUint(uint64(n), 10))
 }
 
+// Sensitive marks a parameter whose value must not be seen: it is served
+// as writeOnly, and never appears in logs, spans or error messages, where
+// it is shown as "[redacted]". A hand-written schema marks one with
+// "writeOnly": true (or "x-sensitive": true).
+func Sensitive() ParamOption {
+	return func(s *schema, _ *paramFlags) error { s.WriteOnly = true; return nil }
+}
+
 // Minimum sets the smallest value a number may take. Integers keep their
 // exact value.
 func Minimum[N Number](n N) ParamOption {

@@ -75,7 +75,7 @@ func FuzzBind(f *testing.F) {
 	f.Fuzz(func(t *testing.T, args []byte) {
 		for _, tool := range []*Tool{typed, dynamic} {
 			*bound = nil
-			_, err := tool.call(context.Background(), args)
+			_, err := tool.call(context.Background(), args, nil)
 			if err != nil {
 				var ae *ArgumentError
 				if !errors.As(err, &ae) || len(ae.Problems) == 0 {

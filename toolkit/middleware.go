@@ -19,8 +19,11 @@ type Request struct {
 	// Tool is the tool being called.
 	Tool *Tool
 	// Arguments are the raw arguments, before binding. Middleware may
-	// replace them.
+	// replace them. They may hold sensitive values: log
+	// [Request.RedactedArguments] instead.
 	Arguments json.RawMessage
+
+	secrets []string // the sensitive values, once bound
 }
 
 // Handler handles a call. It returns the result, or an error: an
@@ -61,6 +64,8 @@ const maxLoggedArguments = 1024
 // Logging logs every call at Info level (at Warn for an error outcome):
 // the tool, its arguments (cut to 1 KiB), the outcome and the duration. The
 // result is logged only at Debug level, since it may be large or sensitive.
+// Sensitive values (see the package documentation) are "[redacted]" in
+// the arguments, and scrubbed from the error and the result.
 // A nil logger means slog.Default().
 func Logging(logger *slog.Logger) Middleware {
 	return func(next Handler) Handler {
@@ -76,7 +81,7 @@ func Logging(logger *slog.Logger) Middleware {
 			if outcome != "ok" {
 				level = slog.LevelWarn
 			}
-			args := string(req.Arguments)
+			args := req.RedactedArguments()
 			if len(args) > maxLoggedArguments {
 				args = args[:maxLoggedArguments] + "…"
 			}
@@ -87,10 +92,10 @@ func Logging(logger *slog.Logger) Middleware {
 				slog.Duration("duration", time.Since(start)),
 			}
 			if err != nil {
-				attrs = append(attrs, slog.String("error", err.Error()))
+				attrs = append(attrs, slog.String("error", req.Redact(err.Error())))
 			}
 			if res != nil && l.Enabled(ctx, slog.LevelDebug) {
-				attrs = append(attrs, slog.String("result", res.Text()))
+				attrs = append(attrs, slog.String("result", req.Redact(res.Text())))
 			}
 			l.LogAttrs(ctx, level, "Called tool", attrs...)
 			return res, err

@@ -48,6 +48,10 @@ type plan struct {
 	def      any
 	hasDef   bool
 	format   string
+	// sensitive marks a value that is never shown (writeOnly or
+	// x-sensitive); anySensitive is set on the root when any value is.
+	sensitive    bool
+	anySensitive bool
 }
 
 func (p *plan) resolve() *plan {
@@ -82,7 +86,11 @@ type defaultAt struct {
 
 func buildPlan(doc any) (*plan, []defaultAt) {
 	b := &planBuilder{root: doc, byPtr: map[string]*plan{}}
-	return b.build(doc, ""), b.defaults
+	root := b.build(doc, "")
+	for _, p := range b.byPtr {
+		root.anySensitive = root.anySensitive || p.sensitive
+	}
+	return root, b.defaults
 }
 
 func (b *planBuilder) build(s any, ptr string) *plan {
@@ -95,6 +103,8 @@ func (b *planBuilder) build(s any, ptr string) *plan {
 	if !ok {
 		return p // true, false: any value, or the validator says no
 	}
+	sensitive := m["writeOnly"] == true || m["x-sensitive"] == true
+	p.sensitive = sensitive
 	if ref, ok := m["$ref"].(string); ok {
 		target, tptr, ok := b.lookup(ref)
 		if !ok || len(m) > 1 && hasAssertions(m) {
@@ -119,6 +129,7 @@ func (b *planBuilder) build(s any, ptr string) *plan {
 				return p
 			}
 			*p = *inner
+			p.sensitive = p.sensitive || sensitive
 			if p.types != 0 {
 				p.types |= tNull
 			}
@@ -209,7 +220,7 @@ func (b *planBuilder) build(s any, ptr string) *plan {
 func hasAssertions(m map[string]any) bool {
 	for k := range m {
 		switch k {
-		case "$ref", "description", "title", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly":
+		case "$ref", "description", "title", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "x-sensitive":
 		default:
 			return true
 		}

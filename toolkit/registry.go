@@ -252,12 +252,20 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 	}
 	var res *spec.CallResult
 	var err error
+	req := &Request{Tool: t, Arguments: args}
 	if len(args) > MaxArgumentBytes {
 		err = &ArgumentError{Tool: name, Problems: []Problem{{Path: "$",
 			Expected: "arguments of at most " + strconv.Itoa(MaxArgumentBytes>>10) + " KiB",
 			Received: strconv.Itoa(len(args)) + " bytes"}}}
 	} else {
-		res, err = r.handle(ctx, st.handler, &Request{Tool: t, Arguments: args})
+		res, err = r.handle(ctx, st.handler, req)
+	}
+	if len(req.secrets) > 0 {
+		// What the model reads of a failure never quotes a secret back.
+		err = redactError(err, req.secrets)
+		if res != nil && res.IsError {
+			res = redactResult(res, req.secrets)
+		}
 	}
 	if err != nil {
 		if r.PropagateErrors {
@@ -317,7 +325,7 @@ func (r *Registry) callTool(ctx context.Context, req *Request) (res *spec.CallRe
 			res, err = nil, recovered(ctx, r.logger(), t.Name(), v)
 		}
 	}()
-	res, err = t.call(ctx, req.Arguments)
+	res, err = t.call(ctx, req.Arguments, &req.secrets)
 	if t.timeout > 0 {
 		err = timedOut(ctx, err, t.Name(), t.timeout)
 	}

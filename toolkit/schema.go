@@ -23,6 +23,7 @@ type schema struct {
 	Description          string             `json:"description,omitempty"`
 	Enum                 []any              `json:"enum,omitempty"`
 	Default              json.RawMessage    `json:"default,omitempty"`
+	WriteOnly            bool               `json:"writeOnly,omitempty"`
 	Format               string             `json:"format,omitempty"`
 	Pattern              string             `json:"pattern,omitempty"`
 	MinLength            *uint64            `json:"minLength,omitempty"`
@@ -369,6 +370,7 @@ func quotedSchema(t reflect.Type) *schema {
 func applyConstraints(fs *schema, f field, c constraints) error {
 	fs.Title = c.title
 	fs.Description = c.description
+	fs.WriteOnly = c.sensitive
 	if c.minItems != nil || c.maxItems != nil || c.uniqueItems {
 		if fs.typeName() != "array" {
 			return fmt.Errorf("minItems, maxItems and uniqueItems apply to arrays only")
@@ -498,7 +500,7 @@ func nullable(s *schema) *schema {
 		}
 		// A $ref cannot take a sibling type that widens it, so offer null
 		// as an alternative, and keep the field's annotations outside.
-		out := &schema{Title: s.Title, Description: s.Description, Default: s.Default,
+		out := &schema{Title: s.Title, Description: s.Description, Default: s.Default, WriteOnly: s.WriteOnly,
 			AnyOf: []*schema{{Ref: s.Ref}, {Type: "null"}}}
 		return out
 	}

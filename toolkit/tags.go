@@ -20,6 +20,7 @@ type constraints struct {
 	required    bool
 	optional    bool
 	uniqueItems bool
+	sensitive   bool
 	// Numbers are kept as the tag's text and checked with json.Number
 	// syntax, so that integer bounds stay exact.
 	minimum, maximum, exclusiveMinimum, exclusiveMaximum json.Number
@@ -87,6 +88,8 @@ func parseTags(tag reflect.StructTag) (constraints, error) {
 			c.required = true
 		case "optional":
 			c.optional = true
+		case "sensitive":
+			c.sensitive = true
 		case "uniqueItems":
 			c.uniqueItems = true
 		case "title":

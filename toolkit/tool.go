@@ -271,14 +271,21 @@ func nameChar(c byte) bool {
 }
 
 // call binds the arguments and runs the tool.
-func (t *Tool) call(ctx context.Context, raw json.RawMessage) (*spec.CallResult, error) {
+func (t *Tool) call(ctx context.Context, raw json.RawMessage, secrets *[]string) (*spec.CallResult, error) {
 	args, tp := parseArguments(raw)
 	var b binder
+	if t.plan.anySensitive {
+		b.root = t.plan
+	}
 	if tp != nil {
 		b.addText(tp)
 		return nil, b.err(t.Name())
 	}
 	args = b.repair(t.plan, unwrap(t.plan, args))
+	if b.root != nil && secrets != nil {
+		// Before validation: a call that fails must not quote them either.
+		collectSecrets(t.plan, args, false, secrets)
+	}
 	b.validate(t.validator, t.plan, args)
 	if len(b.problems) > 0 {
 		return nil, b.err(t.Name())

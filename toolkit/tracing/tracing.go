@@ -2,6 +2,7 @@ package tracing
 
 import (
 	"context"
+	"errors"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -40,8 +41,9 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 // Middleware records one span per call, named "execute_tool {tool}", with
 // the tool's name and the call's outcome (see [toolkit.Outcome]). A call
 // that fails, or returns a result with IsError set, ends its span with
-// status Error; the error's message is recorded, the arguments are not,
-// since they may hold personal data.
+// status Error; the error's message is recorded with sensitive values
+// scrubbed ([toolkit.Request.Redact]), the arguments are not, since they
+// may hold personal data.
 func Middleware(opts ...Option) toolkit.Middleware {
 	c := config{}
 	for _, o := range opts {
@@ -66,10 +68,11 @@ func Middleware(opts ...Option) toolkit.Middleware {
 			span.SetAttributes(KeyOutcome.String(toolkit.Outcome(res, err)))
 			switch {
 			case err != nil:
-				span.RecordError(err)
-				span.SetStatus(codes.Error, err.Error())
+				msg := req.Redact(err.Error())
+				span.RecordError(errors.New(msg))
+				span.SetStatus(codes.Error, msg)
 			case res != nil && res.IsError:
-				span.SetStatus(codes.Error, res.Text())
+				span.SetStatus(codes.Error, req.Redact(res.Text()))
 			}
 			return res, err
 		}
