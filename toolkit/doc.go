@@ -113,6 +113,20 @@
 // SDK runs handlers without a recover, so a panic that escaped would end
 // the process.
 //
+// A tool that returns a *spec.CallResult builds its own result: any number
+// of blocks of text ([Text]), images ([Image]), audio ([Audio]) and
+// embedded resources ([Resource]), which every transport passes on as they
+// are.
+//
+// # Progress and log messages
+//
+// A long-running tool reports its progress with [Progress] and sends log
+// messages to its caller with [Log], both through its context. Over MCP
+// they become notifications/progress, when the client sent a
+// progressToken, and notifications/message, at or above the level the
+// client set; on other transports they are dropped, at the cost of a
+// context lookup. A transport of one's own provides a [Reporter].
+//
 // # Middleware
 //
 // A [Middleware] wraps every call on every transport, since every transport

@@ -2,11 +2,18 @@
 // SDK client, so that the Go test in toolkit/server can check that a client
 // it did not write lists and calls toolkit's tools.
 //
-//   node interop.mjs <mcp-url> <tool> <arguments-json> [--await-list-changed]
+//   node interop.mjs <mcp-url> <tool> <arguments-json> [--await-list-changed] [--progress]
 //
 // It prints one JSON object per line on stdout, each with an "event":
 //   {"event":"connected","protocolVersion":…,"sessionId":…,"serverInfo":…,"capabilities":…}
 //   {"event":"tools","tools":[…]}            the full tools/list, every page
+//   {"event":"progress","progress":…,"total":…,"message":…}
+//                                             only with --progress: each
+//                                             notifications/progress of the call,
+//                                             which asks for them with a progressToken
+//   {"event":"log","level":…,"logger":…,"data":…}
+//                                             only with --progress: each
+//                                             notifications/message, at level info and up
 //   {"event":"called","result":{…}}           tools/call with the arguments as given
 //   {"event":"changed","tools":[…]}           only with --await-list-changed: the
 //                                             list after notifications/tools/list_changed
@@ -15,13 +22,15 @@
 // Every wait is bounded; any failure exits non-zero with the reason on stderr.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 
 const [url, tool, rawArgs, ...flags] = process.argv.slice(2);
 if (!url || !tool || rawArgs === undefined) {
-  console.error('usage: node interop.mjs <mcp-url> <tool> <arguments-json> [--await-list-changed]');
+  console.error('usage: node interop.mjs <mcp-url> <tool> <arguments-json> [--await-list-changed] [--progress]');
   process.exit(2);
 }
 const awaitListChanged = flags.includes('--await-list-changed');
+const wantProgress = flags.includes('--progress');
 const timeoutMs = 20000;
 
 const emit = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
@@ -72,9 +81,17 @@ try {
 
   emit({ event: 'tools', tools: await listAll() });
 
+  let options;
+  if (wantProgress) {
+    client.setNotificationHandler(LoggingMessageNotificationSchema, (n) =>
+      emit({ event: 'log', level: n.params.level, logger: n.params.logger, data: n.params.data }));
+    await client.setLoggingLevel('info');
+    // onprogress makes the SDK send a progressToken with the call.
+    options = { onprogress: (p) => emit({ event: 'progress', progress: p.progress, total: p.total, message: p.message }) };
+  }
   // The arguments go out as parsed from the command line, unvalidated: a
   // string where a number belongs stays a string.
-  const result = await client.callTool({ name: tool, arguments: JSON.parse(rawArgs) });
+  const result = await client.callTool({ name: tool, arguments: JSON.parse(rawArgs) }, undefined, options);
   emit({ event: 'called', result });
 
   if (awaitListChanged) {

@@ -4,10 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +55,11 @@ type interopEvent struct {
 	ServerInfo      json.RawMessage `json:"serverInfo"`
 	Tools           json.RawMessage `json:"tools"`
 	Result          json.RawMessage `json:"result"`
+	Progress        float64         `json:"progress"`
+	Total           float64         `json:"total"`
+	Message         string          `json:"message"`
+	Level           string          `json:"level"`
+	Data            string          `json:"data"`
 }
 
 // runInterop starts the harness and returns its events as they come.
@@ -195,6 +203,65 @@ func TestTypeScriptSDKInterop(t *testing.T) {
 				if !slices.ContainsFunc(after, func(tl spec.Tool) bool { return tl.Name == "late" }) {
 					t.Errorf("after list_changed the TypeScript client lists %s", canonical(t, after))
 				}
+			}
+		})
+	}
+}
+
+// TestTypeScriptSDKInterop_Progress checks that the TypeScript client,
+// which asks for progress with a progressToken, receives the tool's
+// notifications/progress on the call's stream, and, after
+// logging/setLevel, its notifications/message; and that it reads the
+// tool's image, audio and resource blocks.
+func TestTypeScriptSDKInterop_Progress(t *testing.T) {
+	node := requireNode(t)
+	for _, tc := range []struct {
+		name string
+		opts *server.Options
+	}{
+		{"stateless", &server.Options{}},
+		{"sessions", &server.Options{MCPSessions: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			reg := new(toolkit.Registry)
+			if err := reg.Add(richTool()); err != nil {
+				t.Fatal(err)
+			}
+			h := server.New(reg, tc.opts)
+			srv := httptest.NewServer(h)
+			t.Cleanup(func() { h.Close(); srv.Close() })
+			events := runInterop(t, node, srv.URL, "render", `{}`, "--progress")
+			next(t, events, "connected")
+			next(t, events, "tools")
+			var progress, logs []string
+			for {
+				e := <-events
+				if e.Event == "progress" {
+					progress = append(progress, fmt.Sprintf("%g/%g %s", e.Progress, e.Total, e.Message))
+					continue
+				}
+				if e.Event == "log" {
+					logs = append(logs, e.Level+" "+e.Data)
+					continue
+				}
+				if e.Event != "called" {
+					t.Fatalf("harness event %q, want progress, log or called", e.Event)
+				}
+				var got spec.CallResult
+				if err := json.Unmarshal(e.Result, &got); err != nil {
+					t.Fatal(err)
+				}
+				if len(got.Content) != 4 || got.Content[1].Type != "image" || string(got.Content[1].Data) != string(png) ||
+					got.Content[3].Resource == nil || got.Content[3].Resource.URI != "file:///chart.csv" {
+					t.Errorf("content %+v", got.Content)
+				}
+				break
+			}
+			if strings.Join(progress, ", ") != "1/3 step 1, 2/3 step 2, 3/3 step 3" {
+				t.Errorf("progress %q", progress)
+			}
+			if wantLogs := "warning the cache was cold"; strings.Join(logs, ", ") != wantLogs {
+				t.Errorf("logs %q, want %q", logs, wantLogs)
 			}
 		})
 	}

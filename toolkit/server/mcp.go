@@ -49,8 +49,12 @@ func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Contex
 			Instructions: o.Instructions,
 			Logger:       sdkLogger,
 			// Advertise tools with list_changed even while the registry is
-			// empty, and nothing else: no logging, prompts or resources.
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+			// empty, and logging, which tools use through toolkit.Log; no
+			// prompts or resources.
+			Capabilities: &mcp.ServerCapabilities{
+				Tools:   &mcp.ToolCapabilities{ListChanged: true},
+				Logging: &mcp.LoggingCapabilities{}, //nolint:staticcheck // deprecated in 2026-07-28, still served to 2025-era clients
+			},
 		},
 	)
 	getServer := func(*http.Request) *mcp.Server { return b.server }
@@ -148,6 +152,9 @@ func (b *mcpBridge) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		ctx = toolkit.WithCaller(ctx, toolkit.Caller{})
 	}
 	ctx = b.callCtx(ctx, header, token)
+	if req.Session != nil {
+		ctx = toolkit.WithReporter(ctx, &reporter{session: req.Session, tool: req.Params.Name, token: req.Params.GetProgressToken()})
+	}
 	res, err := b.reg.Call(ctx, req.Params.Name, req.Params.Arguments)
 	switch {
 	case err == nil:
@@ -200,12 +207,81 @@ func mcpTool(t spec.Tool) *mcp.Tool {
 func mcpResult(r *spec.CallResult) *mcp.CallToolResult {
 	out := &mcp.CallToolResult{IsError: r.IsError, Content: make([]mcp.Content, 0, len(r.Content))}
 	for _, c := range r.Content {
-		out.Content = append(out.Content, &mcp.TextContent{Text: c.Text})
+		out.Content = append(out.Content, mcpContent(c))
 	}
 	if len(r.StructuredContent) > 0 {
 		out.StructuredContent = r.StructuredContent
 	}
 	return out
+}
+
+// mcpContent is one block as the SDK sends it. A block of a type MCP does
+// not know is sent as its text.
+func mcpContent(c spec.Content) mcp.Content {
+	switch c.Type {
+	case spec.ContentImage:
+		return &mcp.ImageContent{Data: c.Data, MIMEType: c.MIMEType}
+	case spec.ContentAudio:
+		return &mcp.AudioContent{Data: c.Data, MIMEType: c.MIMEType}
+	case spec.ContentResource:
+		rc := &mcp.ResourceContents{}
+		if c.Resource != nil {
+			rc = &mcp.ResourceContents{URI: c.Resource.URI, MIMEType: c.Resource.MIMEType, Text: c.Resource.Text, Blob: c.Resource.Blob}
+		}
+		return &mcp.EmbeddedResource{Resource: rc}
+	}
+	return &mcp.TextContent{Text: c.Text}
+}
+
+// reporter sends a tool's progress and log messages to the MCP client that
+// called it, on that call's response stream.
+type reporter struct {
+	session *mcp.ServerSession
+	tool    string
+	token   any // nil: the client asked for no progress
+
+	mu   sync.Mutex
+	last float64
+	sent bool
+}
+
+func (r *reporter) Progress(ctx context.Context, done, total float64, message string) {
+	if r.token == nil {
+		return
+	}
+	r.mu.Lock()
+	if r.sent && done <= r.last {
+		r.mu.Unlock()
+		return // MCP wants progress to grow
+	}
+	r.last, r.sent = done, true
+	r.mu.Unlock()
+	if total < 0 {
+		total = 0
+	}
+	_ = r.session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: r.token, Progress: done, Total: total, Message: message})
+}
+
+func (r *reporter) Log(ctx context.Context, level slog.Level, message string) {
+	//nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
+	_ = r.session.Log(ctx, &mcp.LoggingMessageParams{Level: mcpLevel(level), Logger: r.tool, Data: message})
+}
+
+// mcpLevel is the MCP logging level of a slog level.
+func mcpLevel(l slog.Level) mcp.LoggingLevel {
+	switch {
+	case l >= slog.LevelError+4:
+		return "critical"
+	case l >= slog.LevelError:
+		return "error"
+	case l >= slog.LevelWarn:
+		return "warning"
+	case l >= slog.LevelInfo+2:
+		return "notice"
+	case l >= slog.LevelInfo:
+		return "info"
+	}
+	return "debug"
 }
 
 // minLevel passes on only the records at or above min.

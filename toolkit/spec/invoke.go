@@ -5,8 +5,9 @@ import "encoding/json"
 // CallResult is the reply of the invoke endpoint, POST /tools/{name}: an MCP
 // CallToolResult. MCP's tools/call returns the same value.
 type CallResult struct {
-	// Content holds the result as text: the string a tool returned, the JSON
-	// of a structured result, "Success" for no output, or an error message.
+	// Content holds the result: as text, the string a tool returned, the
+	// JSON of a structured result, "Success" for no output, or an error
+	// message; or the blocks a tool built itself, of any type.
 	Content []Content `json:"content"`
 	// StructuredContent is the JSON of a structured (non-string) result.
 	StructuredContent json.RawMessage `json:"structuredContent,omitempty"`
@@ -15,10 +16,62 @@ type CallResult struct {
 	IsError bool `json:"isError"`
 }
 
-// Content is one MCP content block. toolkit produces text blocks only.
+// Content types of MCP's content blocks.
+const (
+	ContentText     = "text"
+	ContentImage    = "image"
+	ContentAudio    = "audio"
+	ContentResource = "resource"
+)
+
+// Content is one MCP content block: text, an image, audio, or an embedded
+// resource. Type says which fields are set.
 type Content struct {
+	// Type is one of ContentText, ContentImage, ContentAudio and
+	// ContentResource.
 	Type string `json:"type"`
-	Text string `json:"text"`
+	// Text is a text block's text.
+	Text string `json:"text,omitempty"`
+	// Data is an image's or audio's bytes, base64 in JSON.
+	Data []byte `json:"data,omitempty"`
+	// MIMEType is an image's or audio's media type, such as image/png.
+	MIMEType string `json:"mimeType,omitempty"`
+	// Resource is an embedded resource's contents.
+	Resource *ResourceContents `json:"resource,omitempty"`
+}
+
+// ResourceContents are the contents of an embedded resource: text or
+// bytes, with the resource's URI.
+type ResourceContents struct {
+	URI      string `json:"uri"`
+	MIMEType string `json:"mimeType,omitempty"`
+	Text     string `json:"text,omitempty"`
+	Blob     []byte `json:"blob,omitempty"`
+}
+
+// MarshalJSON writes the fields MCP requires of each type even when they
+// are empty (a text block's text, an image's data and mimeType), and no
+// others.
+func (c Content) MarshalJSON() ([]byte, error) {
+	switch c.Type {
+	case ContentText:
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{c.Type, c.Text})
+	case ContentImage, ContentAudio:
+		data := c.Data
+		if data == nil {
+			data = []byte{}
+		}
+		return json.Marshal(struct {
+			Type     string `json:"type"`
+			Data     []byte `json:"data"`
+			MIMEType string `json:"mimeType"`
+		}{c.Type, data, c.MIMEType})
+	}
+	type plain Content
+	return json.Marshal(plain(c))
 }
 
 // Text returns the concatenated text of the result's text blocks.
