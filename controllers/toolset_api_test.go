@@ -158,7 +158,8 @@ var _ = Describe("The ToolSet API", func() {
 		var crd apiextensionsv1.CustomResourceDefinition
 		Expect(yaml.Unmarshal(raw, &crd)).To(Succeed())
 		Expect(crd.Spec.Names.ShortNames).To(ContainElement("ts"))
-		Expect(crd.Spec.Names.Categories).To(ContainElements("all", "toolplane"))
+		// Not in "all": `kubectl delete all --all` must not delete ToolSets.
+		Expect(crd.Spec.Names.Categories).To(ConsistOf("toolplane"))
 		version := crd.Spec.Versions[0]
 		var columns []string
 		for _, c := range version.AdditionalPrinterColumns {

@@ -330,12 +330,16 @@ type BreakingChange struct {
 	Message string `json:"message,omitempty"`
 }
 
+// ToolSet is in the "toolplane" category and, on purpose, not in "all":
+// `kubectl delete all --all` must leave ToolSets, and so the cluster's tool
+// names, alone.
+
 // ToolSet points the operator at Pods that serve tools. The operator scrapes
 // their spec endpoints, keeps every tool name unique across the cluster, and
 // publishes the tools in the cluster's tool table.
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
-// +kubebuilder:resource:shortName=ts,categories={all,toolplane}
+// +kubebuilder:resource:shortName=ts,categories=toolplane
 // +kubebuilder:printcolumn:name="Tools",type=integer,JSONPath=`.status.publishedTools`
 // +kubebuilder:printcolumn:name="Conflicts",type=integer,JSONPath=`.status.conflictedTools`
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`

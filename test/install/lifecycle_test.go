@@ -4,11 +4,13 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -52,10 +54,22 @@ var _ = Describe("The chart's release lifecycle", func() {
 		Expect(err).NotTo(HaveOccurred())
 
 		By("upgrading with one value changed")
-		helmIn("upgrade", release, chartDir, "-n", ns, "--reuse-values", "--set", "logLevel=debug")
+		helmIn("upgrade", release, chartDir, "-n", ns, "--reset-then-reuse-values", "--set", "logLevel=debug")
 		d, err = kube.AppsV1().Deployments(ns).Get(ctx, "lifecycle-toolplane", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--zap-log-level=debug"))
+
+		By("upgrading to a chart version that adds a value, as the README says")
+		next := chartWithNewValue()
+		out, err = helm("upgrade", release, next, "-n", ns, "--reuse-values", "--kubeconfig", kubeconfigPath)
+		Expect(err).To(HaveOccurred(), "--reuse-values kept the old chart's values, so the new value is missing: this upgrade should fail\n%s", out)
+		helmIn("upgrade", release, next, "-n", ns, "--reset-then-reuse-values")
+		cm, err := kube.CoreV1().ConfigMaps(ns).Get(ctx, "lifecycle-toolplane-next", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred(), "the new chart's default did not apply")
+		Expect(cm.Data).To(HaveKeyWithValue("greeting", "hello"))
+		d, err = kube.AppsV1().Deployments(ns).Get(ctx, "lifecycle-toolplane", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--zap-log-level=debug"), "the value the user set was lost")
 
 		By("uninstalling")
 		out = helmIn("uninstall", release, "-n", ns)
@@ -69,3 +83,103 @@ var _ = Describe("The chart's release lifecycle", func() {
 		Expect(crd.GetDeletionTimestamp()).To(BeNil())
 	})
 })
+
+var _ = Describe("The chart's CRD guard", func() {
+	It("refuses an upgrade that would delete the CRD and every ToolSet, unless told so", func(ctx context.Context) {
+		const release, ns = "guard", "guard-system"
+		kubeconfigPath := adminKubeconfig()
+		helmIn := func(args ...string) string {
+			GinkgoHelper()
+			out, err := helm(append(args, "--kubeconfig", kubeconfigPath)...)
+			Expect(err).NotTo(HaveOccurred(), "helm %v:\n%s", args, out)
+			return out
+		}
+		adoptCRD(ctx, release, ns)
+
+		By("installing with crds.keep=false, so nothing protects the CRD")
+		helmIn("install", release, chartDir, "-n", ns, "--create-namespace", "--set", "crds.keep=false")
+		ensureNamespaces(ctx, "guard-tenant")
+		toolset := &unstructured.Unstructured{}
+		toolset.SetAPIVersion("toolplane.io/v1alpha1")
+		toolset.SetKind("ToolSet")
+		toolset.SetName("precious")
+		Expect(unstructured.SetNestedField(toolset.Object, map[string]any{"matchLabels": map[string]any{"app": "precious"}}, "spec", "selector")).To(Succeed())
+		Expect(unstructured.SetNestedField(toolset.Object, "http", "spec", "port")).To(Succeed())
+		Expect(apply(ctx, manifests{toolset}, "guard-tenant", false)).To(Succeed())
+
+		By("refusing crds.enabled=false")
+		out, err := helm("upgrade", release, chartDir, "-n", ns, "--reset-then-reuse-values", "--set", "crds.enabled=false", "--kubeconfig", kubeconfigPath)
+		Expect(err).To(HaveOccurred(), "the upgrade went through:\n%s", out)
+		Expect(out).To(ContainSubstring("crds.confirmDeletion=true"))
+		crd, err := dyn.Resource(crdResource).Get(ctx, "toolsets.toolplane.io", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(crd.GetDeletionTimestamp()).To(BeNil())
+		_, err = dyn.Resource(toolsetResource).Namespace("guard-tenant").Get(ctx, "precious", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("handing the CRD over safely: crds.keep=true first, then crds.enabled=false")
+		helmIn("upgrade", release, chartDir, "-n", ns, "--reset-then-reuse-values", "--set", "crds.keep=true")
+		helmIn("upgrade", release, chartDir, "-n", ns, "--reset-then-reuse-values", "--set", "crds.enabled=false")
+		crd, err = dyn.Resource(crdResource).Get(ctx, "toolsets.toolplane.io", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(crd.GetDeletionTimestamp()).To(BeNil())
+		_, err = dyn.Resource(toolsetResource).Namespace("guard-tenant").Get(ctx, "precious", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		helmIn("uninstall", release, "-n", ns)
+		_, err = dyn.Resource(crdResource).Get(ctx, "toolsets.toolplane.io", metav1.GetOptions{})
+		Expect(err).NotTo(HaveOccurred())
+	})
+})
+
+var toolsetResource = schema.GroupVersionResource{Group: "toolplane.io", Version: "v1alpha1", Resource: "toolsets"}
+
+// adminKubeconfig writes a kubeconfig of a cluster admin, for helm.
+func adminKubeconfig() string {
+	GinkgoHelper()
+	admin, err := testEnv.AddUser(envtest.User{Name: "helm-user", Groups: []string{"system:masters"}}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := admin.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	path := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(os.WriteFile(path, kubeconfig, 0o600)).To(Succeed())
+	return path
+}
+
+// adoptCRD marks the CRD that envtest installed as the release's, as Helm
+// adopts an object that carries its release's ownership metadata, and takes
+// off any keep policy a previous release left.
+func adoptCRD(ctx context.Context, release, namespace string) {
+	GinkgoHelper()
+	patch := `{"metadata":{"labels":{"app.kubernetes.io/managed-by":"Helm"},` +
+		`"annotations":{"meta.helm.sh/release-name":"` + release + `","meta.helm.sh/release-namespace":"` + namespace + `","helm.sh/resource-policy":null}}}`
+	_, err := dyn.Resource(crdResource).Patch(ctx, "toolsets.toolplane.io", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	Expect(err).NotTo(HaveOccurred())
+}
+
+// chartWithNewValue copies the chart and adds a value that a template reads
+// through a nested key, as a new chart version would: rendering it with the
+// old release's values alone (--reuse-values) dereferences a missing map.
+func chartWithNewValue() string {
+	GinkgoHelper()
+	dir := filepath.Join(GinkgoT().TempDir(), "toolplane")
+	Expect(os.CopyFS(dir, os.DirFS(filepath.Join(repoRoot, chartDir)))).To(Succeed())
+	values, err := os.ReadFile(filepath.Join(dir, "values.yaml"))
+	Expect(err).NotTo(HaveOccurred())
+	values = append(values, "\nnext:\n  greeting: hello\n"...)
+	Expect(os.WriteFile(filepath.Join(dir, "values.yaml"), values, 0o600)).To(Succeed())
+	schema, err := os.ReadFile(filepath.Join(dir, "values.schema.json"))
+	Expect(err).NotTo(HaveOccurred())
+	schema = []byte(strings.Replace(string(schema), `"properties": {`, `"properties": {"next": {"type": "object"},`, 1))
+	Expect(os.WriteFile(filepath.Join(dir, "values.schema.json"), schema, 0o600)).To(Succeed())
+	tmpl := `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ include "toolplane.fullname" . }}-next
+  namespace: {{ .Release.Namespace }}
+data:
+  greeting: {{ .Values.next.greeting | quote }}
+`
+	Expect(os.WriteFile(filepath.Join(dir, "templates", "next.yaml"), []byte(tmpl), 0o600)).To(Succeed())
+	return dir
+}
