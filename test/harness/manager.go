@@ -90,6 +90,20 @@ func (m *Manager) Exited() (bool, error) { return m.proc.Exited() }
 // error.
 func (m *Manager) Stop(timeout time.Duration) error { return m.proc.Stop(timeout) }
 
+// Kill ends the manager with SIGKILL: it gets no chance to release its
+// lease or finish a write.
+func (m *Manager) Kill() { m.proc.Kill() }
+
+// Leading reports whether the manager holds the leader lease, by its own
+// leader_election_master_status gauge.
+func (m *Manager) Leading(ctx context.Context) (bool, error) {
+	fams, err := m.Metrics(ctx)
+	if err != nil {
+		return false, err
+	}
+	return Sum(fams, "leader_election_master_status", nil) == 1, nil
+}
+
 // Metrics scrapes the manager's own metrics endpoint.
 func (m *Manager) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+m.MetricsAddr+"/metrics", nil)

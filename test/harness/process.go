@@ -144,6 +144,22 @@ func (p *Process) Stop(timeout time.Duration) error {
 	return err
 }
 
+// Kill sends SIGKILL, as a crash or a lost node would end the process, and
+// waits for it to exit.
+func (p *Process) Kill() {
+	p.mu.Lock()
+	cmd, exited := p.cmd, p.exited
+	p.mu.Unlock()
+	if cmd == nil {
+		return
+	}
+	_ = cmd.Process.Kill()
+	<-exited
+	p.mu.Lock()
+	p.cmd, p.exited = nil, nil
+	p.mu.Unlock()
+}
+
 func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()

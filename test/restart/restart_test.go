@@ -1,6 +1,8 @@
 // Package restart stops and starts the real manager binary five times while
-// ToolSets and Pods churn, and watches the tool table throughout: no version
-// of it may lack a tool that the truth holds, and no name may change owner.
+// ToolSets and Pods churn, and kills the leader of two replicas with leader
+// election twice, and watches the tool table throughout: no version of it
+// may lack a tool that the truth holds, and no name may change owner except
+// by the rule.
 package restart
 
 import (
