@@ -101,15 +101,37 @@ const (
 // schema deeper than this is compared as a whole, conservatively.
 const maxDepth = 64
 
+// maxNodes bounds the schema nodes one comparison visits. $refs can make a
+// small document describe a tree exponentially large; past this bound the
+// rest is taken as breaking.
+const maxNodes = 20000
+
 type comparer struct {
 	changes []Change
 	// roots resolve local $refs, old and new.
 	oldRoot, newRoot any
 	// seen guards against cycles through $refs.
 	seen map[[2]string]bool
+	// visited counts schema nodes against maxNodes; exhausted is set once
+	// the bound is reached and reported.
+	visited   int
+	exhausted bool
+	// full is set once maxChanges are listed.
+	full bool
 }
 
+// maxChanges bounds the changes one comparison lists.
+const maxChanges = 200
+
 func (c *comparer) add(path string, breaking bool, format string, args ...any) {
+	if c.full {
+		return
+	}
+	if len(c.changes) >= maxChanges {
+		c.full = true
+		c.changes = append(c.changes, Change{Path: path, Breaking: true, Message: "more changes than toolplane lists; the rest is taken as breaking"})
+		return
+	}
 	c.changes = append(c.changes, Change{Path: path, Breaking: breaking, Message: fmt.Sprintf(format, args...)})
 }
 
@@ -187,6 +209,7 @@ func (c *comparer) schemaDoc(path string, oldRaw, newRaw json.RawMessage, dir di
 		return
 	}
 	c.oldRoot, c.newRoot, c.seen = o, n, map[[2]string]bool{}
+	c.visited, c.exhausted = 0, false
 	c.schema(path, o, n, dir, 0)
 }
 
@@ -210,13 +233,23 @@ var handled = map[string]bool{
 }
 
 func (c *comparer) schema(path string, o, n any, dir direction, depth int) {
-	oRef, nRef := refOf(o), refOf(n)
-	// Equal refs may still name changed definitions.
-	if oRef == "" && nRef == "" && equal(o, n) {
+	// Equal schemas that hold a $ref may still name changed definitions.
+	if equal(o, n) && !hasRef(o) {
 		return
 	}
+	oRef, nRef := refOf(o), refOf(n)
 	if depth > maxDepth {
 		c.add(path, true, "the schema changed deeper than toolplane compares; taken as breaking")
+		return
+	}
+	if c.full {
+		return
+	}
+	if c.visited++; c.visited > maxNodes {
+		if !c.exhausted {
+			c.exhausted = true
+			c.add(path, true, "the schemas are too large to compare in full; the rest is taken as breaking")
+		}
 		return
 	}
 	if oRef != "" || nRef != "" {
@@ -227,7 +260,7 @@ func (c *comparer) schema(path string, o, n any, dir direction, depth int) {
 		c.seen[key] = true
 		defer delete(c.seen, key)
 		o, n = c.deref(o, c.oldRoot), c.deref(n, c.newRoot)
-		if equal(o, n) {
+		if equal(o, n) && !hasRef(o) {
 			return
 		}
 	}
@@ -260,7 +293,7 @@ func (c *comparer) schema(path string, o, n any, dir direction, depth int) {
 
 	var described, unknown []string
 	for _, k := range keys(om, nm) {
-		if equal(om[k], nm[k]) || handled[k] {
+		if handled[k] || equal(om[k], nm[k]) {
 			continue
 		}
 		if annotationKeywords[k] {
@@ -519,7 +552,7 @@ func number(v any) (r *big.Rat, has bool) {
 		return nil, false
 	}
 	num, ok := v.(json.Number)
-	if !ok {
+	if !ok || !boundedNumber(string(num)) {
 		return nil, true
 	}
 	r, ok = new(big.Rat).SetString(string(num))
@@ -527,6 +560,19 @@ func number(v any) (r *big.Rat, has bool) {
 		return nil, true
 	}
 	return r, true
+}
+
+// boundedNumber refuses numbers whose exact value would be costly to
+// build: big.Rat expands 1e999999999 in full.
+func boundedNumber(s string) bool {
+	if len(s) > 64 {
+		return false
+	}
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		exp, err := strconv.Atoi(strings.TrimPrefix(s[i+1:], "+"))
+		return err == nil && exp >= -400 && exp <= 400
+	}
+	return true
 }
 
 func (c *comparer) object(path string, o, n map[string]any, dir direction, depth int) {
@@ -678,6 +724,28 @@ func subset(a, b []any) bool {
 		}
 	}
 	return true
+}
+
+// hasRef reports whether a schema holds a $ref anywhere.
+func hasRef(s any) bool {
+	switch v := s.(type) {
+	case map[string]any:
+		if _, ok := v["$ref"]; ok {
+			return true
+		}
+		for _, e := range v {
+			if hasRef(e) {
+				return true
+			}
+		}
+	case []any:
+		for _, e := range v {
+			if hasRef(e) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 func refOf(s any) string {

@@ -81,6 +81,10 @@ func TestCompareInputSchemas(t *testing.T) {
 			`{"type":"object","properties":{"root":{"$ref":"#/$defs/Node"}},"$defs":{"Node":{"type":"object","properties":{"name":{"type":"string"},"children":{"type":"array","items":{"$ref":"#/$defs/Node"}}}}}}`,
 			`{"type":"object","properties":{"root":{"$ref":"#/$defs/Node"}},"$defs":{"Node":{"type":"object","properties":{"name":{"type":"integer"},"children":{"type":"array","items":{"$ref":"#/$defs/Node"}}}}}}`,
 			breaking, "inputSchema.properties.root.properties.name"},
+		{"a $defs target changed below an array that holds the $ref",
+			`{"type":"object","properties":{"lines":{"type":"array","items":{"$ref":"#/$defs/Line"}}},"$defs":{"Line":{"type":"object","properties":{"sku":{"type":"string"}}}}}`,
+			`{"type":"object","properties":{"lines":{"type":"array","items":{"$ref":"#/$defs/Line"}}},"$defs":{"Line":{"type":"object","properties":{"sku":{"type":"string"}},"required":["sku"]}}}`,
+			breaking, "inputSchema.properties.lines.items.properties.sku"},
 		{"additionalProperties closed", obj(`"a":{"type":"string"}`), `{"type":"object","properties":{"a":{"type":"string"}},"required":[],"additionalProperties":false}`, breaking, "inputSchema.additionalProperties"},
 		{"additionalProperties opened", `{"type":"object","properties":{"a":{"type":"string"}},"additionalProperties":false}`, `{"type":"object","properties":{"a":{"type":"string"}}}`, compatible, "inputSchema.additionalProperties"},
 		{"anyOf gains an alternative", obj(`"id":{"anyOf":[{"type":"string"},{"type":"integer"}]}`), obj(`"id":{"anyOf":[{"type":"string"},{"type":"integer"},{"type":"null"}]}`), compatible, "inputSchema.properties.id.anyOf"},
@@ -89,6 +93,7 @@ func TestCompareInputSchemas(t *testing.T) {
 		{"an unknown keyword changed is conservative", obj(`"a":{"type":"object","dependentRequired":{"x":["y"]}}`), obj(`"a":{"type":"object","dependentRequired":{"x":["z"]}}`), breaking, "inputSchema.properties.a"},
 		{"a property name with a dot", obj(`"a.b":{"type":"string"}`), obj(``), breaking, `inputSchema.properties["a.b"]`},
 		{"multipleOf relaxed", obj(`"n":{"type":"integer","multipleOf":10}`), obj(`"n":{"type":"integer","multipleOf":5}`), compatible, "inputSchema.properties.n"},
+		{"a bound with an exponent too large to build exactly is conservative", obj(`"n":{"type":"number","maximum":1}`), obj(`"n":{"type":"number","maximum":1e999999999}`), breaking, "inputSchema.properties.n"},
 		{"const changed", obj(`"v":{"const":"v1"}`), obj(`"v":{"const":"v2"}`), breaking, "inputSchema.properties.v"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -219,6 +224,21 @@ func TestCompareIsBoundedOnHostileDepth(t *testing.T) {
 		contract.Version{InputSchema: json.RawMessage(deep(`{"type":"integer"}`))})
 	if len(contract.Breaking(changes)) == 0 {
 		t.Fatalf("a change below the depth bound must be breaking; got:\n%s", lines(changes))
+	}
+}
+
+func TestCompareIsBoundedOnRefsThatDoubleAtEachLevel(t *testing.T) {
+	// d0 uses d1 twice, d1 uses d2 twice, …: 2^40 paths to the leaf.
+	doc := func(leaf string) json.RawMessage {
+		defs := []string{fmt.Sprintf(`"d40":{"type":%q}`, leaf)}
+		for i := range 40 {
+			defs = append(defs, fmt.Sprintf(`"d%d":{"type":"object","properties":{"a":{"$ref":"#/$defs/d%d"},"b":{"$ref":"#/$defs/d%d"}}}`, i, i+1, i+1))
+		}
+		return json.RawMessage(`{"type":"object","properties":{"root":{"$ref":"#/$defs/d0"}},"$defs":{` + strings.Join(defs, ",") + `}}`)
+	}
+	changes := contract.Compare(contract.Version{InputSchema: doc("string")}, contract.Version{InputSchema: doc("integer")})
+	if len(contract.Breaking(changes)) == 0 || len(changes) > 1000 {
+		t.Fatalf("want a bounded, breaking answer; got %d changes", len(changes))
 	}
 }
 
