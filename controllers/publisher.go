@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -23,16 +24,29 @@ type Offer struct {
 	// published names and sorted by name. Tools held through a scrape outage
 	// (Stale) are included until their grace period ends.
 	Tools []spec.TableTool
+	// Denied are names among Tools that the caller denies before the
+	// ownership rule runs, with what denies them: the hook for ceilings such
+	// as a budget of tools per ToolSet or per namespace (OverBudget). A
+	// denied claim never owns the name; an owner denied loses it.
+	Denied map[string]ownership.Denial
 }
 
 // Publisher keeps every published tool name owned by exactly one ToolSet in
 // the cluster and publishes the tool table. The ToolSet reconciler offers
 // each ToolSet's tools to it after every scrape.
 type Publisher interface {
-	// Offer records what a ToolSet exposes now and returns the owner of
-	// every offered name. A name owned by another ToolSet is Conflicted for
-	// this one. Offering no tools releases every name the ToolSet held.
-	Offer(ctx context.Context, offer Offer) (owners map[string]types.NamespacedName, err error)
+	// Offer records what a ToolSet exposes now and returns the verdict of
+	// the ownership rule on every offered name: Owned, Conflicted (another
+	// ToolSet owns it), Denied (a policy or a ceiling forbids it) or Pending
+	// (its owner let it go after a restart, and it is handed over once every
+	// ToolSet has been heard from). Offering no tools releases every name the
+	// ToolSet held.
+	Offer(ctx context.Context, offer Offer) (verdicts map[string]ownership.Verdict, err error)
+	// Retain records that a ToolSet was heard from without a new offer, as
+	// when its spec cannot be acted on: what it claims now stands (its last
+	// offer, or after a restart the entries read back from the table). It
+	// returns the verdict on every name it claims.
+	Retain(ctx context.Context, toolSet types.NamespacedName) (verdicts map[string]ownership.Verdict, err error)
 	// Withdraw releases every name held by a ToolSet that is gone.
 	Withdraw(ctx context.Context, toolSet types.NamespacedName) error
 	// Changed delivers the ToolSets whose ownership changed through another

@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
-	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/workqueue"
@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -49,21 +50,26 @@ const (
 // or offers a name twice.
 var ErrInvalidOffer = errors.New("controllers: invalid offer")
 
-// TablePublisher is the [Publisher] of the operator: it decides which
-// ToolSet owns each published name and writes the tool table to ConfigMaps.
+// TablePublisher is the [Publisher] of the operator: it keeps the claims of
+// every ToolSet, has package ownership decide which ToolSet owns each
+// published name, and writes the tool table to ConfigMaps.
 //
 // Ownership is sticky: the owner keeps a name for as long as it offers it
-// (stale tools included); other claimants are told the owner. When the owner
-// lets go, by dropping the name, offering nothing or being withdrawn, the
-// earliest-created remaining claimant takes the name, ties broken by
-// namespace/name.
+// (stale tools included) and no policy forbids it; other claimants are told
+// the owner. When the owner lets go, by dropping the name, offering nothing
+// or being withdrawn, the earliest-created remaining permitted claimant takes
+// the name, ties broken by namespace/name (see [ownership.Rule]).
 //
 // The published table is the only durable state. At start the publisher
 // reads it back: each entry's ToolSet, if it still exists, owns the name
-// again and its entry is kept until it offers, is withdrawn, or
-// RestoreTimeout passes. So a restart or a leader failover moves no owner and
-// never publishes a smaller table than the one it found. Offer and Withdraw
-// wait until that read is done.
+// again and its entry is kept until it offers (or retains it), is withdrawn,
+// or RestoreTimeout passes after the caches have synced. A name read back
+// whose owner is gone or let it go is not handed to whoever is reconciled
+// first: it stays Pending until every ToolSet that existed at start has been
+// heard from (or the timeout passes), and then goes by the rule. So a restart
+// or a leader failover moves no owner except by the rule, and never
+// publishes a smaller table than the one it found. Offer, Retain and
+// Withdraw wait until that read is done.
 //
 // It is a [manager.Runnable] that runs on the leader only. Set the exported
 // fields before the manager starts; zero values take the defaults.
@@ -77,9 +83,21 @@ type TablePublisher struct {
 	// parts Name-1, Name-2, … when it is split (see [spec.EncodeTable]).
 	Namespace string
 	Name      string
-	// RestoreTimeout bounds how long restored entries are kept for ToolSets
-	// that have not offered since start.
+	// RestoreTimeout bounds how long, from when the caches have synced,
+	// restored entries are kept for ToolSets that have not offered since
+	// start, and names read back wait for every ToolSet to be heard from.
 	RestoreTimeout time.Duration
+	// CacheSynced waits until the caches the ToolSet reconciler reads have
+	// synced and reports whether they did before ctx was done. The restore
+	// window starts then. SetupWithManager sets it from the manager's cache;
+	// nil means at once.
+	CacheSynced func(ctx context.Context) bool
+	// WaitForPolicies holds every hand-over of a name until the first
+	// SetPolicies call, so that a name a policy reserves is never handed to
+	// a namespace the policy forbids while the policies are not yet known.
+	// Whoever sets it must call SetPolicies once the policies are known,
+	// even when there are none.
+	WaitForPolicies bool
 	// Debounce and MaxDelay coalesce bursts: the table is written once no
 	// change came for Debounce, and at most MaxDelay after the first change.
 	Debounce time.Duration
@@ -99,27 +117,28 @@ type TablePublisher struct {
 	mu sync.Mutex
 	// claims are the ToolSets that offer at least one name.
 	claims map[types.NamespacedName]*claim
-	// claimants index claims by name; owners holds the owner of every name
-	// that has a claimant.
-	claimants map[string]map[types.NamespacedName]struct{}
+	// claimants index claims by name; owners holds the owner of every owned
+	// name. rule decides them (see table_publisher_claims.go).
+	claimants map[string]map[types.NamespacedName]ownership.Claimant
 	owners    map[string]types.NamespacedName
-	// awaiting are the ToolSets whose restored entries are kept until they
-	// offer. While holdWrites, the table could not be read back and nothing
-	// is written until they all have offered.
+	rule      *ownership.Rule
+	// policiesSet: SetPolicies was called at least once.
+	policiesSet bool
+	// awaiting are the ToolSets that existed at start and have not been
+	// heard from since. While restoring, restored entries are kept for them
+	// and the names read back (every name, if the table was unreadable)
+	// change hands only once they all have spoken. While holdWrites, the
+	// table could not be read back and nothing is written until then.
 	awaiting   map[types.NamespacedName]struct{}
+	restored   map[string]struct{}
 	restoring  bool
+	unreadable bool
 	holdWrites bool
 	conflicts  int
 	pending    map[types.NamespacedName]struct{}
-}
-
-// claim is what one ToolSet offers.
-type claim struct {
-	created metav1.Time
-	tools   map[string]spec.TableTool
-	// restored: the tools were read back from the table, and the ToolSet
-	// has not offered since start.
-	restored bool
+	// synced is set once the caches have synced after start; the restore
+	// window runs from then.
+	synced atomic.Bool
 }
 
 var (
@@ -135,7 +154,8 @@ func (p *TablePublisher) init() {
 		p.notify = make(chan struct{}, 1)
 		p.changed = make(chan event.TypedGenericEvent[*v1alpha1.ToolSet])
 		p.claims = make(map[types.NamespacedName]*claim)
-		p.claimants = make(map[string]map[types.NamespacedName]struct{})
+		p.claimants = make(map[string]map[types.NamespacedName]ownership.Claimant)
+		p.restored = make(map[string]struct{})
 		p.owners = make(map[string]types.NamespacedName)
 		p.awaiting = make(map[types.NamespacedName]struct{})
 		p.pending = make(map[types.NamespacedName]struct{})
@@ -171,7 +191,29 @@ func (p *TablePublisher) SetupWithManager(mgr ctrl.Manager) error {
 	if p.APIReader == nil {
 		p.APIReader = mgr.GetAPIReader()
 	}
+	if p.CacheSynced == nil {
+		c := mgr.GetCache()
+		p.CacheSynced = func(ctx context.Context) bool {
+			// The informers the ToolSet reconciler watches through; getting
+			// one starts it and waits for it to sync.
+			for _, obj := range []client.Object{&v1alpha1.ToolSet{}, &corev1.Pod{}} {
+				if _, err := c.GetInformer(ctx, obj); err != nil {
+					return false
+				}
+			}
+			return c.WaitForCacheSync(ctx)
+		}
+	}
 	return mgr.Add(p)
+}
+
+// waitSynced waits for CacheSynced, if set, and reports whether the caches
+// synced before ctx was done.
+func (p *TablePublisher) waitSynced(ctx context.Context) bool {
+	if p.CacheSynced == nil {
+		return true
+	}
+	return p.CacheSynced(ctx)
 }
 
 // Changed implements [Publisher]. The channel is never closed.
@@ -189,248 +231,6 @@ func (p *TablePublisher) waitLoaded(ctx context.Context) error {
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for the tool table to be read back: %w", ctx.Err())
 	}
-}
-
-// Offer implements [Publisher]. It blocks until the table has been read back
-// after start, or ctx is done.
-func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]types.NamespacedName, error) {
-	if o.ToolSet.Name == "" || o.ToolSet.Namespace == "" {
-		return nil, fmt.Errorf("%w: no ToolSet", ErrInvalidOffer)
-	}
-	tools := make(map[string]spec.TableTool, len(o.Tools))
-	ref := spec.ObjectReference{Namespace: o.ToolSet.Namespace, Name: o.ToolSet.Name}
-	for _, t := range o.Tools {
-		if _, dup := tools[t.Name]; dup {
-			return nil, fmt.Errorf("%w: %s offers %q twice", ErrInvalidOffer, o.ToolSet, t.Name)
-		}
-		// The table names the ToolSet that owns each entry; it is not the
-		// offerer's to choose.
-		t.ToolSet = ref
-		tools[t.Name] = t
-	}
-	if err := p.waitLoaded(ctx); err != nil {
-		return nil, err
-	}
-
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	var old map[string]spec.TableTool
-	if c := p.claims[o.ToolSet]; c != nil {
-		old = c.tools
-	}
-	p.setClaim(o.ToolSet, &claim{created: o.Created, tools: tools})
-	p.offered(o.ToolSet)
-	dirty := false
-	for name := range union(old, tools) {
-		if p.resolve(name, o.ToolSet) {
-			dirty = true
-		}
-		// A new entry, or a changed one, of a name this ToolSet owns.
-		if p.owners[name] == o.ToolSet && !reflect.DeepEqual(old[name], tools[name]) {
-			dirty = true
-		}
-	}
-	if dirty {
-		p.kickLocked()
-	}
-	owners := make(map[string]types.NamespacedName, len(tools))
-	for name := range tools {
-		owners[name] = p.owners[name]
-	}
-	setConflictsMetric(p.conflicts)
-	return owners, nil
-}
-
-// Withdraw implements [Publisher]. It blocks until the table has been read
-// back after start, or ctx is done.
-func (p *TablePublisher) Withdraw(ctx context.Context, toolSet types.NamespacedName) error {
-	if err := p.waitLoaded(ctx); err != nil {
-		return err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.offered(toolSet)
-	p.release(toolSet, toolSet)
-	setConflictsMetric(p.conflicts)
-	return nil
-}
-
-// Published returns the entries of the table that toolSet owns, sorted by
-// name. Right after start they are the entries read back from the table,
-// which lets the ToolSet reconciler hold a ToolSet's last published tools
-// through a scrape outage that spans a restart. It blocks like Offer.
-func (p *TablePublisher) Published(ctx context.Context, toolSet types.NamespacedName) ([]spec.TableTool, error) {
-	if err := p.waitLoaded(ctx); err != nil {
-		return nil, err
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	c := p.claims[toolSet]
-	if c == nil {
-		return nil, nil
-	}
-	var out []spec.TableTool
-	for name, t := range c.tools {
-		if p.owners[name] == toolSet {
-			out = append(out, t)
-		}
-	}
-	spec.SortTableTools(out)
-	return out, nil
-}
-
-// release drops every claim of toolSet and hands its names over; actor is the
-// ToolSet whose action caused it (none for a restore that timed out).
-func (p *TablePublisher) release(toolSet, actor types.NamespacedName) {
-	c := p.claims[toolSet]
-	if c == nil {
-		return
-	}
-	p.setClaim(toolSet, nil)
-	for name := range c.tools {
-		p.resolve(name, actor)
-	}
-	p.kickLocked()
-}
-
-// setClaim replaces the claim of toolSet (nil removes it) and keeps the
-// claimants index and the conflict count in step.
-func (p *TablePublisher) setClaim(toolSet types.NamespacedName, c *claim) {
-	if old := p.claims[toolSet]; old != nil {
-		for name := range old.tools {
-			p.conflicts -= max(len(p.claimants[name])-1, 0)
-			delete(p.claimants[name], toolSet)
-			p.conflicts += max(len(p.claimants[name])-1, 0)
-			if len(p.claimants[name]) == 0 {
-				delete(p.claimants, name)
-			}
-		}
-		delete(p.claims, toolSet)
-	}
-	if c == nil || len(c.tools) == 0 {
-		return
-	}
-	p.claims[toolSet] = c
-	for name := range c.tools {
-		set := p.claimants[name]
-		if set == nil {
-			set = make(map[types.NamespacedName]struct{})
-			p.claimants[name] = set
-		}
-		p.conflicts -= max(len(set)-1, 0)
-		set[toolSet] = struct{}{}
-		p.conflicts += max(len(set)-1, 0)
-	}
-}
-
-// resolve settles the owner of name after a change by actor and reports
-// whether it moved. The owner keeps a name it still claims; otherwise the
-// earliest-created claimant takes it. Every other claimant sees a new owner,
-// so each is told.
-func (p *TablePublisher) resolve(name string, actor types.NamespacedName) bool {
-	cur, owned := p.owners[name]
-	if _, ok := p.claimants[name][cur]; owned && ok {
-		return false
-	}
-	var next types.NamespacedName
-	found := false
-	for ts := range p.claimants[name] {
-		if !found || p.earlier(ts, next) {
-			next, found = ts, true
-		}
-	}
-	if !found {
-		delete(p.owners, name)
-		return owned
-	}
-	p.owners[name] = next
-	for ts := range p.claimants[name] {
-		if ts != actor {
-			p.pending[ts] = struct{}{}
-		}
-	}
-	select {
-	case p.notify <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// earlier orders claimants: creation time, then namespace/name.
-func (p *TablePublisher) earlier(a, b types.NamespacedName) bool {
-	ta, tb := p.claims[a].created, p.claims[b].created
-	if !ta.Equal(&tb) {
-		return ta.Before(&tb)
-	}
-	if a.Namespace != b.Namespace {
-		return a.Namespace < b.Namespace
-	}
-	return a.Name < b.Name
-}
-
-// offered records that toolSet has spoken since start: its restored entries
-// are now replaced by what it offers.
-func (p *TablePublisher) offered(toolSet types.NamespacedName) {
-	if c := p.claims[toolSet]; c != nil {
-		c.restored = false
-	}
-	if _, ok := p.awaiting[toolSet]; !ok {
-		return
-	}
-	delete(p.awaiting, toolSet)
-	if len(p.awaiting) == 0 && p.restoring {
-		p.restoring = false
-		if p.holdWrites {
-			p.holdWrites = false
-			p.kickLocked()
-		}
-	}
-}
-
-// endRestore drops the restored entries of ToolSets that did not offer in
-// time.
-func (p *TablePublisher) endRestore(ctx context.Context) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.restoring {
-		return
-	}
-	log := ctrl.LoggerFrom(ctx)
-	for _, ts := range slices.SortedFunc(maps.Keys(p.awaiting), compareNamespacedName) {
-		if c := p.claims[ts]; c != nil && c.restored {
-			log.Info("Dropped restored tools of a ToolSet that did not offer in time", "toolSet", ts, "tools", len(c.tools))
-			p.release(ts, types.NamespacedName{})
-		}
-	}
-	clear(p.awaiting)
-	p.restoring, p.holdWrites = false, false
-	setConflictsMetric(p.conflicts)
-	p.kickLocked()
-}
-
-func (p *TablePublisher) kickLocked() {
-	select {
-	case p.kick <- struct{}{}:
-	default:
-	}
-}
-
-func compareNamespacedName(a, b types.NamespacedName) int {
-	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Name, b.Name)
-}
-
-func union(a, b map[string]spec.TableTool) map[string]struct{} {
-	u := make(map[string]struct{}, len(a)+len(b))
-	for k := range a {
-		u[k] = struct{}{}
-	}
-	for k := range b {
-		u[k] = struct{}{}
-	}
-	return u
 }
 
 // Start implements [manager.Runnable]: it reads the table back, then writes
@@ -465,8 +265,15 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 
 	go p.pumpChanged(ctx)
 
-	restoreTimer := time.NewTimer(orDefault(p.RestoreTimeout, DefaultRestoreTimeout))
-	defer restoreTimer.Stop()
+	// The restore window runs from when the caches have synced: before, no
+	// ToolSet can be reconciled, so waiting then would eat into the window.
+	synced := make(chan struct{})
+	go func() {
+		if p.waitSynced(ctx) {
+			close(synced)
+		}
+	}()
+	var restoreC <-chan time.Time
 	flushTimer := time.NewTimer(0)
 	<-flushTimer.C
 	defer flushTimer.Stop()
@@ -476,7 +283,13 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-restoreTimer.C:
+		case <-synced:
+			synced = nil
+			p.synced.Store(true)
+			restoreTimer := time.NewTimer(orDefault(p.RestoreTimeout, DefaultRestoreTimeout))
+			defer restoreTimer.Stop()
+			restoreC = restoreTimer.C
+		case <-restoreC:
 			p.endRestore(ctx)
 		case <-p.kick:
 			now := time.Now()
@@ -555,50 +368,7 @@ func (p *TablePublisher) load(ctx context.Context) error {
 	for _, ts := range list.Items {
 		exists[types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = ts.CreationTimestamp
 	}
-
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	restored := make(map[types.NamespacedName]*claim)
-	dropped := 0
-	if table != nil {
-		for _, t := range table.Tools {
-			ts := types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
-			created, ok := exists[ts]
-			if !ok {
-				dropped++
-				continue
-			}
-			c := restored[ts]
-			if c == nil {
-				c = &claim{created: created, tools: make(map[string]spec.TableTool), restored: true}
-				restored[ts] = c
-			}
-			c.tools[t.Name] = t
-		}
-	}
-	for ts, c := range restored {
-		p.setClaim(ts, c)
-		for name := range c.tools {
-			p.owners[name] = ts
-		}
-		p.awaiting[ts] = struct{}{}
-	}
-	if unreadable {
-		for ts := range exists {
-			p.awaiting[ts] = struct{}{}
-		}
-	}
-	p.restoring = len(p.awaiting) > 0
-	p.holdWrites = unreadable && p.restoring
-	// Write at once what was read back, less the entries of deleted
-	// ToolSets; a cluster without a table gets an empty one, so that agents
-	// that mount it can start.
-	p.kickLocked()
-	tools := 0
-	if table != nil {
-		tools = len(table.Tools)
-	}
-	log.Info("Read back the tool table", "tools", tools, "toolSets", len(restored), "droppedTools", dropped)
+	p.restore(ctx, table, unreadable, exists)
 	return nil
 }
 

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -143,7 +144,7 @@ func startPublisherWith(ns string, restoreTimeout time.Duration, writes *writeLo
 	rp = &runningPublisher{writes: writes}
 	rp.TablePublisher = &TablePublisher{
 		Client:         c,
-		APIReader:      k8sClient,
+		APIReader:      scopedReader{Reader: k8sClient, namespace: ns},
 		Namespace:      ns,
 		Name:           "tools",
 		RestoreTimeout: restoreTimeout,
@@ -184,6 +185,22 @@ func startPublisherWith(ns string, restoreTimeout time.Duration, writes *writeLo
 	return rp, stop
 }
 
+// scopedReader lists only the ToolSets of one namespace, so that a spec's
+// publisher sees a cluster of the spec's own ToolSets: the publisher waits
+// after a restart for every ToolSet it lists, and the suite's other specs
+// leave ToolSets that no spec's publisher hears from.
+type scopedReader struct {
+	client.Reader
+	namespace string
+}
+
+func (r scopedReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if _, ok := list.(*v1alpha1.ToolSetList); ok {
+		opts = append(opts, client.InNamespace(r.namespace))
+	}
+	return r.Reader.List(ctx, list, opts...)
+}
+
 // changedEvents returns the ToolSets told of a change, in order.
 func (rp *runningPublisher) changedEvents() []types.NamespacedName {
 	rp.mu.Lock()
@@ -191,10 +208,16 @@ func (rp *runningPublisher) changedEvents() []types.NamespacedName {
 	return slices.Clone(rp.changed)
 }
 
+// offer offers tools and returns the owner of each name, as the verdicts
+// name it (nobody while it is Pending or denied to every claimant).
 func (rp *runningPublisher) offer(ctx context.Context, ts types.NamespacedName, created time.Time, tools ...spec.TableTool) map[string]types.NamespacedName {
 	GinkgoHelper()
-	owners, err := rp.Offer(ctx, Offer{ToolSet: ts, Created: metav1.NewTime(created), Tools: tools})
+	verdicts, err := rp.Offer(ctx, Offer{ToolSet: ts, Created: metav1.NewTime(created), Tools: tools})
 	Expect(err).NotTo(HaveOccurred())
+	owners := make(map[string]types.NamespacedName, len(verdicts))
+	for name, v := range verdicts {
+		owners[name] = v.Owner
+	}
 	return owners
 }
 
@@ -607,6 +630,49 @@ var _ = Describe("The table publisher", func() {
 		Expect(err).To(MatchError(ErrInvalidOffer))
 	})
 
+	It("denies a reserved name to other namespaces whatever the claim order, and hands it over when a policy comes", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		outsider, payments := key("shop", "shop-tools"), key("payments", "pay-tools")
+		p.offer(ctx, outsider, at(0), entry(outsider, "refund", "refund"), entry(outsider, "list", "list"))
+		Expect(p.offer(ctx, payments, at(50), entry(payments, "refund", "refund"))).To(HaveKeyWithValue("refund", outsider))
+
+		reserve := []ownership.Policy{{Name: "payments", Names: []string{"refund", "pay_*"}, Namespaces: []string{payments.Namespace}}}
+		Expect(p.SetPolicies(ctx, reserve)).To(Succeed())
+		Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{
+			"refund": payments.String(), "list": outsider.String(),
+		}))
+		Eventually(p.changedEvents).Should(ConsistOf(outsider, payments), "both verdicts changed through the policy")
+		verdicts, err := p.Offer(ctx, Offer{ToolSet: outsider, Created: metav1.NewTime(at(0)), Tools: []spec.TableTool{
+			entry(outsider, "refund", "refund"), entry(outsider, "list", "list"),
+		}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(verdicts).To(Equal(map[string]ownership.Verdict{
+			"refund": {State: ownership.Denied, Owner: payments, Policy: "payments", Reason: "the policy reserves the name for other namespaces"},
+			"list":   {State: ownership.Owned, Owner: outsider},
+		}))
+
+		// The policy goes: the owner keeps the name, the outsider is only
+		// Conflicted again.
+		Expect(p.SetPolicies(ctx, nil)).To(Succeed())
+		Expect(p.offer(ctx, outsider, at(0), entry(outsider, "refund", "refund"))).To(HaveKeyWithValue("refund", payments))
+		Expect(p.SetPolicies(ctx, []ownership.Policy{{Name: "bad", Names: []string{"["}}})).To(MatchError(ContainSubstring("bad")))
+	})
+
+	It("denies a name the caller denied before the rule, and the owner loses it", func(ctx context.Context) {
+		p, _ := startPublisher(ns, 0)
+		a, b := key("a", "a"), key("b", "b")
+		p.offer(ctx, a, at(0), entry(a, "x", "x"))
+		p.offer(ctx, b, at(5), entry(b, "x", "x"))
+		over := ownership.Denial{Policy: "OverBudget", Reason: "more tools than namespace a may publish"}
+		verdicts, err := p.Offer(ctx, Offer{ToolSet: a, Created: metav1.NewTime(at(0)), Tools: []spec.TableTool{entry(a, "x", "x")},
+			Denied: map[string]ownership.Denial{"x": over}})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(verdicts).To(HaveKeyWithValue("x", ownership.Verdict{State: ownership.Denied, Owner: b, Policy: over.Policy, Reason: over.Reason}))
+		Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{"x": b.String()}))
+		_, err = p.Offer(ctx, Offer{ToolSet: a, Tools: []spec.TableTool{entry(a, "x", "x")}, Denied: map[string]ownership.Denial{"y": over}})
+		Expect(err).To(MatchError(ErrInvalidOffer), "a denial of a name not offered")
+	})
+
 	Context("across a restart", func() {
 		// Real ToolSets: the publisher keeps restored entries only for
 		// ToolSets that still exist.
@@ -686,6 +752,66 @@ var _ = Describe("The table publisher", func() {
 			} else {
 				Expect(first).To(HaveKeyWithValue("x", rival))
 			}
+		})
+
+		It("hands a name whose owner went while it was down to the earliest-created claimant, whatever order they offer in", func(ctx context.Context) {
+			owner, ownerAt := create(ctx, "owner")
+			c1, c1At := create(ctx, "claimant-1")
+			c2, c2At := create(ctx, "claimant-2")
+			// The rule's order, whatever the clock's resolution made of
+			// the creation times.
+			first, firstAt, second, secondAt := c1, c1At, c2, c2At
+			if ownership.Earlier(c2, c2At, c1, c1At) {
+				first, firstAt, second, secondAt = c2, c2At, c1, c1At
+			}
+			p1, stop1 := startPublisher(ns, 0)
+			p1.offer(ctx, owner, ownerAt, entry(owner, "x", "x"))
+			p1.offer(ctx, second, secondAt, entry(second, "x", "x"))
+			p1.offer(ctx, first, firstAt, entry(first, "x", "x"))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{"x": owner.String()}))
+			stop1()
+			Expect(k8sClient.Delete(ctx, &v1alpha1.ToolSet{ObjectMeta: metav1.ObjectMeta{Namespace: owner.Namespace, Name: owner.Name}})).To(Succeed())
+
+			// The later claimant is scraped first: the name waits for the
+			// other instead of going to whoever comes first.
+			p2, _ := startPublisher(ns, time.Hour)
+			verdicts, err := p2.Offer(ctx, Offer{ToolSet: second, Created: metav1.NewTime(secondAt), Tools: []spec.TableTool{entry(second, "x", "x")}})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(verdicts["x"].State).To(Equal(ownership.Pending))
+			Expect(verdicts["x"].Owner).To(BeZero())
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(BeEmpty(), "the deleted owner's entry goes")
+
+			Expect(p2.offer(ctx, first, firstAt, entry(first, "x", "x"))).To(HaveKeyWithValue("x", first))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{"x": first.String()}))
+			Eventually(p2.changedEvents).Should(ContainElement(second), "the waiting claimant is told the owner")
+		})
+
+		It("keeps the restored names of a ToolSet that retains them past the restore window", func(ctx context.Context) {
+			a, aAt := create(ctx, "invalid-spec")
+			rival, rivalAt := create(ctx, "rival")
+			// Never heard from: the restore window ends by its bound.
+			create(ctx, "silent")
+			p1, stop1 := startPublisher(ns, 0)
+			p1.offer(ctx, a, aAt, entry(a, "x", "x"))
+			p1.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(1))
+			stop1()
+
+			p2, _ := startPublisher(ns, time.Second)
+			// A ToolSet whose spec is invalid is never scraped: it retains
+			// what it had.
+			verdicts, err := p2.Retain(ctx, a)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(verdicts).To(Equal(map[string]ownership.Verdict{"x": {State: ownership.Owned, Owner: a}}))
+			p2.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))
+			Eventually(func() bool {
+				p2.mu.Lock()
+				defer p2.mu.Unlock()
+				return p2.restoring
+			}).Should(BeFalse())
+			Expect(p2.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))).To(HaveKeyWithValue("x", a))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{"x": a.String()}))
+			Consistently(publishedNames).WithArguments(ctx, ns).WithTimeout(2 * time.Second).Should(Equal(map[string]string{"x": a.String()}))
 		})
 
 		It("reads its own table back unchanged without writing", func(ctx context.Context) {

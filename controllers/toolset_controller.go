@@ -166,6 +166,10 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}
 	if !ts.DeletionTimestamp.IsZero() {
 		// Someone else's finalizer holds it; its names go when it is gone.
+		// Until then what it claims stands, and it has been heard from.
+		if _, err := r.Publisher.Retain(ctx, req.NamespacedName); err != nil {
+			return ctrl.Result{}, fmt.Errorf("retaining the tools of a ToolSet being deleted: %w", err)
+		}
 		return ctrl.Result{}, nil
 	}
 	before := ts.DeepCopy()
@@ -185,8 +189,14 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		err = validateSpec(&ts.Spec)
 	}
 	if err != nil {
-		// No scrape can fix the spec: wait for the user to change it.
+		// No scrape can fix the spec: wait for the user to change it. What
+		// the ToolSet claimed before stands, across restarts too.
+		verdicts, retainErr := r.Publisher.Retain(ctx, req.NamespacedName)
+		if retainErr != nil {
+			return ctrl.Result{}, fmt.Errorf("retaining the tools of a ToolSet whose spec is invalid: %w", retainErr)
+		}
 		setInvalidSpec(ts, err)
+		setRetained(ts, verdicts)
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
@@ -249,11 +259,11 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}
 
-	owners, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, Tools: offered})
+	verdicts, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, Tools: offered})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("offering tools to the publisher: %w", err)
 	}
-	r.setStatus(ts, rd, a, offered, owners, held, mem)
+	r.setStatus(ts, rd, a, offered, verdicts, held, mem)
 	if contracts, err = r.checkContracts(ctx, ts, before.Status.Tools, offered, len(rd.docs) > 0, mem, now); err != nil {
 		return ctrl.Result{}, err
 	}

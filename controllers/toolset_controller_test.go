@@ -230,6 +230,29 @@ var _ = Describe("The ToolSet reconciler", func() {
 		}).Should(Succeed())
 	})
 
+	It("keeps publishing the tools of a spec that became invalid, and says so", func(ctx context.Context) {
+		w := newWorkload(tool("kept_" + ns))
+		createReadyPod(ctx, ns, "kept-0", map[string]string{"app": "kept"}, w.port())
+		ts := toolSet(ns, "kept")
+		createToolSet(ctx, ts)
+		eventuallyInTable(ctx, ts, HaveLen(1))
+
+		got := getToolSet(ctx, Default, ts)
+		got.Spec.Include = []string{"kept_["}
+		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			ready := readyCondition(got)
+			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+			g.Expect(ready.Message).To(ContainSubstring("1 tool of the last valid spec still published"))
+			g.Expect(got.Status.Tools).To(ConsistOf(And(toolNamed("kept_"+ns, v1alpha1.ToolPublished), HaveField("Reason", retainedReason))))
+			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(1))
+		}).Should(Succeed())
+		// The table still holds what status says is published.
+		eventuallyInTable(ctx, ts, ConsistOf(HaveField("Name", "kept_"+ns)))
+	})
+
 	It("says clearly why a failing Pod is not Ready while the manager carries on", func(ctx context.Context) {
 		bad := newWorkload()
 		bad.setHandler(func(w http.ResponseWriter, _ *http.Request) { http.Error(w, "boom", http.StatusInternalServerError) })

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -64,8 +66,7 @@ func newRound(pods []*corev1.Pod, results []podResult, credErr error) round {
 // Every message is built from what was observed, never from the clock, so
 // that a round that observes the same as the last writes nothing.
 func (r *ToolSetReconciler) setStatus(ts *v1alpha1.ToolSet, rd round, a assembly, offered []spec.TableTool,
-	owners map[string]types.NamespacedName, held bool, mem *toolSetMemory) {
-	self := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
+	verdicts map[string]ownership.Verdict, held bool, mem *toolSetMemory) {
 	st := &ts.Status
 	st.ObservedGeneration = ts.Generation
 	st.Pods = v1alpha1.PodCounts{
@@ -78,7 +79,7 @@ func (r *ToolSetReconciler) setStatus(ts *v1alpha1.ToolSet, rd round, a assembly
 	}
 
 	tools := slices.Clone(a.rejected)
-	var conflicts []string
+	var claims nameClaims
 	staleReason := ""
 	if held {
 		staleReason = fmt.Sprintf("no Pod could be scraped since %s; held until %s",
@@ -89,10 +90,7 @@ func (r *ToolSetReconciler) setStatus(ts *v1alpha1.ToolSet, rd round, a assembly
 		if held {
 			tool.State, tool.Reason = v1alpha1.ToolStale, staleReason
 		}
-		if owner, ok := owners[t.Name]; ok && owner != self {
-			tool.State, tool.Owner, tool.Reason = v1alpha1.ToolConflicted, owner.String(), "the name is owned by ToolSet "+owner.String()
-			conflicts = append(conflicts, fmt.Sprintf("%s (%s)", t.Name, owner))
-		}
+		claims.apply(&tool, verdicts[t.Name])
 		tools = append(tools, tool)
 	}
 	st.PublishedTools, st.ConflictedTools = 0, 0
@@ -114,7 +112,56 @@ func (r *ToolSetReconciler) setStatus(ts *v1alpha1.ToolSet, rd round, a assembly
 		st.Revision = ""
 	}
 
-	r.setConditions(ts, rd, a, held, mem, conflicts)
+	r.setConditions(ts, rd, a, held, mem, claims)
+}
+
+// nameClaims collects the names a ToolSet exposes but does not own, by
+// verdict, for the Conflicted condition.
+type nameClaims struct {
+	conflicted, denied, pending []string
+}
+
+// apply sets a tool's state from the ownership rule's verdict on its name.
+// A tool the ToolSet owns keeps the state it has (Published or Stale).
+func (nc *nameClaims) apply(tool *v1alpha1.ToolStatus, v ownership.Verdict) {
+	switch v.State {
+	case ownership.Conflicted:
+		tool.State, tool.Owner, tool.Reason = v1alpha1.ToolConflicted, v.Owner.String(), "the name is owned by ToolSet "+v.Owner.String()
+		nc.conflicted = append(nc.conflicted, fmt.Sprintf("%s (%s)", tool.Name, v.Owner))
+	case ownership.Denied:
+		tool.State, tool.Reason = v1alpha1.ToolDenied, truncate(v.Policy+": "+v.Reason, maxReasonLen)
+		if v.Owner != (types.NamespacedName{}) {
+			tool.Owner = v.Owner.String()
+		}
+		nc.denied = append(nc.denied, fmt.Sprintf("%s (%s)", tool.Name, v.Policy))
+	case ownership.Pending:
+		tool.State, tool.Owner, tool.Reason = v1alpha1.ToolPending, "", truncate(v.Reason, maxReasonLen)
+		nc.pending = append(nc.pending, tool.Name)
+	}
+}
+
+// setCondition sets the Conflicted condition: True while some exposed name
+// is not owned, with the weightiest reason first.
+func (nc *nameClaims) setCondition(set func(typ string, status metav1.ConditionStatus, reason, msg string)) {
+	var reason string
+	var msgs []string
+	if len(nc.conflicted) > 0 {
+		reason = v1alpha1.ReasonNameConflict
+		msgs = append(msgs, fmt.Sprintf("%s owned by other ToolSets: %s", are(len(nc.conflicted), "tool"), list(nc.conflicted)))
+	}
+	if len(nc.denied) > 0 {
+		reason = cmp.Or(reason, v1alpha1.ReasonNameDenied)
+		msgs = append(msgs, fmt.Sprintf("%s denied by policy: %s", are(len(nc.denied), "tool"), list(nc.denied)))
+	}
+	if len(nc.pending) > 0 {
+		reason = cmp.Or(reason, v1alpha1.ReasonHandOverPending)
+		msgs = append(msgs, fmt.Sprintf("%s waiting to be handed over after a restart: %s", are(len(nc.pending), "tool"), list(nc.pending)))
+	}
+	if reason == "" {
+		set(v1alpha1.ConditionConflicted, metav1.ConditionFalse, v1alpha1.ReasonNoConflict, "this ToolSet owns every name it exposes")
+		return
+	}
+	set(v1alpha1.ConditionConflicted, metav1.ConditionTrue, reason, strings.Join(msgs, "; "))
 }
 
 // maxStatusTools bounds status.tools (its CRD MaxItems), so that a
@@ -124,8 +171,8 @@ const maxStatusTools = 1000
 // omitFirst orders the states by how little a user misses them in status:
 // Published tools are left out first, Invalid ones last.
 var omitFirst = map[v1alpha1.ToolState]int{
-	v1alpha1.ToolPublished: 0, v1alpha1.ToolFiltered: 1, v1alpha1.ToolStale: 2,
-	v1alpha1.ToolSkewed: 3, v1alpha1.ToolConflicted: 4, v1alpha1.ToolInvalid: 5,
+	v1alpha1.ToolPublished: 0, v1alpha1.ToolFiltered: 1, v1alpha1.ToolStale: 2, v1alpha1.ToolPending: 3,
+	v1alpha1.ToolSkewed: 4, v1alpha1.ToolConflicted: 5, v1alpha1.ToolDenied: 6, v1alpha1.ToolInvalid: 7,
 }
 
 // capTools keeps at most n tools, those that say most, sorted by name, and
@@ -149,7 +196,7 @@ func staleDeadline(ts *v1alpha1.ToolSet, mem *toolSetMemory) time.Time {
 	return mem.outageSince.Add(staleIntervals * intervalOf(ts))
 }
 
-func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a assembly, held bool, mem *toolSetMemory, conflicts []string) {
+func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a assembly, held bool, mem *toolSetMemory, claims nameClaims) {
 	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
 		meta.SetStatusCondition(&ts.Status.Conditions, metav1.Condition{
 			Type: typ, Status: status, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: ts.Generation,
@@ -216,12 +263,7 @@ func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a asse
 		set(v1alpha1.ConditionStale, metav1.ConditionFalse, v1alpha1.ReasonHealthy, "no tool is held through an outage")
 	}
 
-	if len(conflicts) > 0 {
-		set(v1alpha1.ConditionConflicted, metav1.ConditionTrue, v1alpha1.ReasonNameConflict,
-			fmt.Sprintf("%s owned by other ToolSets: %s", are(len(conflicts), "tool"), list(conflicts)))
-	} else {
-		set(v1alpha1.ConditionConflicted, metav1.ConditionFalse, v1alpha1.ReasonNoConflict, "this ToolSet owns every name it exposes")
-	}
+	claims.setCondition(set)
 }
 
 // setInvalidSpec reports a spec that cannot be acted on. The last offer
@@ -232,6 +274,66 @@ func setInvalidSpec(ts *v1alpha1.ToolSet, err error) {
 		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidSpec,
 		Message: truncate(err.Error(), 1024), ObservedGeneration: ts.Generation,
 	})
+}
+
+// retainedReason is the reason of a tool still published while the spec is
+// invalid.
+const retainedReason = "still published as last offered (or, after a restart, as read back from the tool table): the spec is invalid, so the Pods are not scraped"
+
+// setRetained makes status say what stands of a ToolSet whose spec is
+// invalid: the tools it still claims, each with the ownership rule's
+// verdict, beside the tools the last valid spec rejected. The Ready message
+// says how many are still published.
+func setRetained(ts *v1alpha1.ToolSet, verdicts map[string]ownership.Verdict) {
+	st := &ts.Status
+	var (
+		tools  []v1alpha1.ToolStatus
+		claims nameClaims
+		seen   = map[string]bool{}
+	)
+	retained := func(tool v1alpha1.ToolStatus) {
+		// Whatever else status keeps of the tool (its last breaking change)
+		// still holds.
+		seen[tool.Name] = true
+		tool.State, tool.Owner, tool.Reason = v1alpha1.ToolPublished, "", retainedReason
+		claims.apply(&tool, verdicts[tool.Name])
+		tools = append(tools, tool)
+	}
+	for _, t := range st.Tools {
+		switch t.State {
+		case v1alpha1.ToolInvalid, v1alpha1.ToolFiltered, v1alpha1.ToolSkewed:
+			// What the last scrape rejected; nothing newer is known.
+			tools = append(tools, t)
+		default:
+			if _, claimed := verdicts[t.Name]; claimed {
+				retained(t)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(verdicts)) {
+		if !seen[name] {
+			retained(v1alpha1.ToolStatus{Name: name})
+		}
+	}
+	st.PublishedTools, st.ConflictedTools = 0, 0
+	for _, t := range tools {
+		switch t.State {
+		case v1alpha1.ToolPublished:
+			st.PublishedTools++
+		case v1alpha1.ToolConflicted:
+			st.ConflictedTools++
+		}
+	}
+	st.Tools, st.OmittedTools = capTools(tools, maxStatusTools)
+	set := func(typ string, status metav1.ConditionStatus, reason, msg string) {
+		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
+			Type: typ, Status: status, Reason: reason, Message: truncate(msg, 1024), ObservedGeneration: ts.Generation,
+		})
+	}
+	if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {
+		ready.Message = truncate(fmt.Sprintf("%s; %s of the last valid spec still published", ready.Message, plural(int(st.PublishedTools), "tool")), 1024)
+	}
+	claims.setCondition(set)
 }
 
 func invalidSummary(a assembly) string {

@@ -11,8 +11,9 @@ const (
 	// ConditionStale is True while the last good tools are held through a
 	// scrape outage.
 	ConditionStale = "Stale"
-	// ConditionConflicted is True when another ToolSet owns some of the
-	// names this one exposes.
+	// ConditionConflicted is True when this ToolSet does not own some of the
+	// names it exposes: another ToolSet owns them, a policy denies them, or
+	// they wait for a hand-over after a restart.
 	ConditionConflicted = "Conflicted"
 )
 
@@ -36,6 +37,12 @@ const (
 	ReasonToolsDropped = "ToolsDropped"
 	// ReasonNameConflict: another ToolSet owns some of the names.
 	ReasonNameConflict = "NameConflict"
+	// ReasonNameDenied: a ToolNamePolicy or an admin ceiling denies some of
+	// the names, and no other ToolSet owns the rest.
+	ReasonNameDenied = "NameDenied"
+	// ReasonHandOverPending: some names wait, after a restart, for every
+	// ToolSet to be heard from before they are handed over.
+	ReasonHandOverPending = "HandOverPending"
 	// ReasonNoConflict: this ToolSet owns every name it exposes.
 	ReasonNoConflict = "NoConflict"
 	// ReasonNoService: spec.service is not set, so the published tools have

@@ -240,8 +240,8 @@ type ToolSetStatus struct {
 	// tools is every tool the selected Pods serve, and what became of it,
 	// sorted by name. It lists at most 1000 tools, so that the object stays
 	// within the API server's size limit: beyond that, Published tools are
-	// left out first, then Filtered, Stale, Skewed, Conflicted and Invalid
-	// ones, and omittedTools counts them.
+	// left out first, then Filtered, Stale, Pending, Skewed, Conflicted,
+	// Denied and Invalid ones, and omittedTools counts them.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=1000
@@ -267,7 +267,7 @@ type PodCounts struct {
 }
 
 // ToolState is what became of one tool.
-// +kubebuilder:validation:Enum=Published;Conflicted;Invalid;Filtered;Skewed;Stale
+// +kubebuilder:validation:Enum=Published;Conflicted;Denied;Pending;Invalid;Filtered;Skewed;Stale
 type ToolState string
 
 // The states of a tool.
@@ -286,6 +286,16 @@ const (
 	// ToolStale: the Pods cannot be scraped; the last good tool is still
 	// published until the grace period ends.
 	ToolStale ToolState = "Stale"
+	// ToolDenied: a ToolNamePolicy reserves the name for other namespaces,
+	// or an admin ceiling forbids the tool; reason names which. owner names
+	// the ToolSet that owns the name, if any.
+	ToolDenied ToolState = "Denied"
+	// ToolPending: nobody owns the name for now. After an operator restart
+	// or a leader failover, a name whose owner let it go is handed over only
+	// once every ToolSet has been heard from (within --table-restore-timeout
+	// of the caches syncing), so that the earliest-created claimant takes it
+	// whatever order the ToolSets are reconciled in.
+	ToolPending ToolState = "Pending"
 )
 
 // ToolStatus is what became of one tool.
@@ -297,11 +307,12 @@ type ToolStatus struct {
 	SourceName string `json:"sourceName,omitempty"`
 	// state is what became of the tool.
 	State ToolState `json:"state"`
-	// reason explains a state other than Published.
+	// reason explains a state other than Published, or why a Published tool
+	// is still published while the spec is invalid.
 	// +optional
 	Reason string `json:"reason,omitempty"`
 	// owner is the namespace/name of the ToolSet that owns the name, when
-	// state is Conflicted.
+	// state is Conflicted, or Denied while another ToolSet owns it.
 	// +optional
 	Owner string `json:"owner,omitempty"`
 	// lastBreakingChange is the last change to the published tool that may

@@ -1,0 +1,442 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"reflect"
+	"slices"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/toolplane/toolplane/controllers/ownership"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// This file holds the publisher's bookkeeping of claims. Who owns a name is
+// decided by package ownership; the publisher gathers its inputs, applies
+// its outcome name by name as claims change, and tells the ToolSets whose
+// verdict changed through another's action.
+
+// claim is what one ToolSet offers.
+type claim struct {
+	created metav1.Time
+	tools   map[string]spec.TableTool
+	// denied are names among tools denied before the rule runs.
+	denied map[string]ownership.Denial
+	// restored: the tools were read back from the table, and the ToolSet
+	// has not offered since start.
+	restored bool
+}
+
+// Offer implements [Publisher]. It blocks until the table has been read back
+// after start, or ctx is done.
+func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownership.Verdict, error) {
+	if o.ToolSet.Name == "" || o.ToolSet.Namespace == "" {
+		return nil, fmt.Errorf("%w: no ToolSet", ErrInvalidOffer)
+	}
+	tools := make(map[string]spec.TableTool, len(o.Tools))
+	ref := spec.ObjectReference{Namespace: o.ToolSet.Namespace, Name: o.ToolSet.Name}
+	for _, t := range o.Tools {
+		if _, dup := tools[t.Name]; dup {
+			return nil, fmt.Errorf("%w: %s offers %q twice", ErrInvalidOffer, o.ToolSet, t.Name)
+		}
+		// The table names the ToolSet that owns each entry; it is not the
+		// offerer's to choose.
+		t.ToolSet = ref
+		tools[t.Name] = t
+	}
+	for name := range o.Denied {
+		if _, ok := tools[name]; !ok {
+			return nil, fmt.Errorf("%w: %s denies %q, which it does not offer", ErrInvalidOffer, o.ToolSet, name)
+		}
+	}
+	if err := p.waitLoaded(ctx); err != nil {
+		return nil, err
+	}
+
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var old map[string]spec.TableTool
+	if c := p.claims[o.ToolSet]; c != nil {
+		old = c.tools
+	}
+	p.setClaim(o.ToolSet, &claim{created: o.Created, tools: tools, denied: maps.Clone(o.Denied)})
+	p.offered(o.ToolSet)
+	dirty := false
+	for name := range union(old, tools) {
+		if p.resolve(name, o.ToolSet) {
+			dirty = true
+		}
+		// A new entry, or a changed one, of a name this ToolSet owns.
+		if p.owners[name] == o.ToolSet && !reflect.DeepEqual(old[name], tools[name]) {
+			dirty = true
+		}
+	}
+	if dirty {
+		p.kickLocked()
+	}
+	setConflictsMetric(p.conflicts)
+	return p.verdicts(o.ToolSet), nil
+}
+
+// Retain implements [Publisher]. It blocks like Offer.
+func (p *TablePublisher) Retain(ctx context.Context, toolSet types.NamespacedName) (map[string]ownership.Verdict, error) {
+	if err := p.waitLoaded(ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if c := p.claims[toolSet]; c != nil && c.restored {
+		// What was read back is now what the ToolSet stands by: it is not
+		// dropped when the restore window ends.
+		c.restored = false
+	}
+	p.offered(toolSet)
+	return p.verdicts(toolSet), nil
+}
+
+// Withdraw implements [Publisher]. It blocks until the table has been read
+// back after start, or ctx is done.
+func (p *TablePublisher) Withdraw(ctx context.Context, toolSet types.NamespacedName) error {
+	if err := p.waitLoaded(ctx); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.offered(toolSet)
+	p.release(toolSet, toolSet)
+	setConflictsMetric(p.conflicts)
+	return nil
+}
+
+// SetPolicies replaces the policies that reserve names for namespaces
+// (ToolNamePolicies, their namespace selectors resolved by the caller) and
+// settles every name under them at once: an owner a policy now forbids loses
+// the name to the earliest-created permitted claimant, and every ToolSet
+// whose verdict changed is told through Changed. A malformed policy is
+// refused and the policies in force stay. It does not wait for the table to
+// be read back: policies set before apply to what is read back.
+func (p *TablePublisher) SetPolicies(ctx context.Context, policies []ownership.Policy) error {
+	rule, err := ownership.NewRule(policies)
+	if err != nil {
+		return err
+	}
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := p.rule
+	p.rule, p.policiesSet = rule, true
+	changed := 0
+	for name, claimants := range p.claimants {
+		for ts := range claimants {
+			_, before := old.Permits(ts.Namespace, name)
+			if _, after := rule.Permits(ts.Namespace, name); before != after {
+				p.pending[ts] = struct{}{}
+				changed++
+			}
+		}
+	}
+	if changed > 0 {
+		p.notifyLocked()
+	}
+	moved := p.settle()
+	ctrl.LoggerFrom(ctx).Info("Applied the tool name policies", "policies", len(policies), "claimsChanged", changed, "namesMoved", moved)
+	setConflictsMetric(p.conflicts)
+	return nil
+}
+
+// Published returns the entries of the table that toolSet owns, sorted by
+// name. Right after start they are the entries read back from the table,
+// which lets the ToolSet reconciler hold a ToolSet's last published tools
+// through a scrape outage that spans a restart. It blocks like Offer.
+func (p *TablePublisher) Published(ctx context.Context, toolSet types.NamespacedName) ([]spec.TableTool, error) {
+	if err := p.waitLoaded(ctx); err != nil {
+		return nil, err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.claims[toolSet]
+	if c == nil {
+		return nil, nil
+	}
+	var out []spec.TableTool
+	for name, t := range c.tools {
+		if p.owners[name] == toolSet {
+			out = append(out, t)
+		}
+	}
+	spec.SortTableTools(out)
+	return out, nil
+}
+
+// restore takes the table read back at start (nil if there was none or it
+// was unreadable) as the owners of its names, for the ToolSets that still
+// exist (with their creation times), and opens the restore window.
+func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreadable bool, exists map[types.NamespacedName]metav1.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	restored := make(map[types.NamespacedName]*claim)
+	dropped := 0
+	if table != nil {
+		for _, t := range table.Tools {
+			// Every name read back is held, the entries of deleted ToolSets
+			// included: its claimants may not have been heard from yet.
+			p.restored[t.Name] = struct{}{}
+			ts := types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
+			created, ok := exists[ts]
+			if !ok {
+				dropped++
+				continue
+			}
+			c := restored[ts]
+			if c == nil {
+				c = &claim{created: created, tools: make(map[string]spec.TableTool), restored: true}
+				restored[ts] = c
+			}
+			c.tools[t.Name] = t
+		}
+	}
+	// Every ToolSet that exists may claim a name whose owner is gone, so
+	// the names read back change hands only once they all have spoken.
+	for ts := range exists {
+		p.awaiting[ts] = struct{}{}
+	}
+	p.restoring = len(p.awaiting) > 0
+	p.unreadable = unreadable
+	p.holdWrites = unreadable && p.restoring
+	for ts, c := range restored {
+		p.setClaim(ts, c)
+		for name := range c.tools {
+			p.owners[name] = ts
+		}
+	}
+	// An owner that a policy forbids the name loses it now.
+	p.settle()
+	setConflictsMetric(p.conflicts)
+	// Write at once what was read back, less the entries of deleted
+	// ToolSets; a cluster without a table gets an empty one, so that agents
+	// that mount it can start.
+	p.kickLocked()
+	tools := 0
+	if table != nil {
+		tools = len(table.Tools)
+	}
+	ctrl.LoggerFrom(ctx).Info("Read back the tool table", "tools", tools, "toolSets", len(restored), "droppedTools", dropped,
+		"awaiting", len(p.awaiting))
+}
+
+// release drops every claim of toolSet and hands its names over; actor is the
+// ToolSet whose action caused it (none for a restore that timed out).
+func (p *TablePublisher) release(toolSet, actor types.NamespacedName) {
+	c := p.claims[toolSet]
+	if c == nil {
+		return
+	}
+	p.setClaim(toolSet, nil)
+	for name := range c.tools {
+		p.resolve(name, actor)
+	}
+	p.kickLocked()
+}
+
+// setClaim replaces the claim of toolSet (nil removes it) and keeps the
+// claimants index and the conflict count in step.
+func (p *TablePublisher) setClaim(toolSet types.NamespacedName, c *claim) {
+	if old := p.claims[toolSet]; old != nil {
+		for name := range old.tools {
+			p.conflicts -= max(len(p.claimants[name])-1, 0)
+			delete(p.claimants[name], toolSet)
+			p.conflicts += max(len(p.claimants[name])-1, 0)
+			if len(p.claimants[name]) == 0 {
+				delete(p.claimants, name)
+			}
+		}
+		delete(p.claims, toolSet)
+	}
+	if c == nil || len(c.tools) == 0 {
+		return
+	}
+	p.claims[toolSet] = c
+	for name := range c.tools {
+		set := p.claimants[name]
+		if set == nil {
+			set = make(map[types.NamespacedName]ownership.Claimant)
+			p.claimants[name] = set
+		}
+		cl := ownership.Claimant{Created: c.created.Time}
+		if d, ok := c.denied[name]; ok {
+			cl.Denied = &d
+		}
+		p.conflicts -= max(len(set)-1, 0)
+		set[toolSet] = cl
+		p.conflicts += max(len(set)-1, 0)
+	}
+}
+
+// contest gathers what the rule needs to settle name.
+func (p *TablePublisher) contest(name string) ownership.Contest {
+	return ownership.Contest{
+		Name:      name,
+		Owner:     p.owners[name],
+		Claimants: p.claimants[name],
+		Hold:      p.holds(name),
+	}
+}
+
+// holds reports whether a name whose owner is gone must wait: during the
+// restore window for a name read back (every name, if the table was
+// unreadable), and for every name until the policies are known if they are
+// awaited.
+func (p *TablePublisher) holds(name string) bool {
+	if p.WaitForPolicies && !p.policiesSet {
+		return true
+	}
+	if !p.restoring {
+		return false
+	}
+	if p.unreadable {
+		return true
+	}
+	_, ok := p.restored[name]
+	return ok
+}
+
+// resolve settles the owner of name after a change by actor and reports
+// whether it moved. Every other claimant sees a new owner, so each is told.
+func (p *TablePublisher) resolve(name string, actor types.NamespacedName) bool {
+	cur := p.owners[name]
+	out := p.rule.Resolve(p.contest(name))
+	if out.Owner == cur {
+		return false
+	}
+	if out.Owned() {
+		p.owners[name] = out.Owner
+	} else {
+		delete(p.owners, name)
+	}
+	for ts := range p.claimants[name] {
+		if ts != actor {
+			p.pending[ts] = struct{}{}
+		}
+	}
+	p.notifyLocked()
+	return true
+}
+
+// settle resolves every claimed name, as when the rule or a hold changed,
+// and returns how many moved.
+func (p *TablePublisher) settle() int {
+	moved := 0
+	for name := range p.claimants {
+		if p.resolve(name, types.NamespacedName{}) {
+			moved++
+		}
+	}
+	if moved > 0 {
+		p.kickLocked()
+	}
+	return moved
+}
+
+// verdicts returns the rule's verdict on every name toolSet claims.
+func (p *TablePublisher) verdicts(toolSet types.NamespacedName) map[string]ownership.Verdict {
+	c := p.claims[toolSet]
+	if c == nil {
+		return map[string]ownership.Verdict{}
+	}
+	out := make(map[string]ownership.Verdict, len(c.tools))
+	for name := range c.tools {
+		con := p.contest(name)
+		var o ownership.Outcome
+		if con.Owner != (types.NamespacedName{}) {
+			o.Owner = con.Owner
+		} else {
+			// Unowned: held (Pending) or every claimant is denied.
+			o = p.rule.Resolve(con)
+		}
+		out[name] = p.rule.Verdict(con, o, toolSet)
+	}
+	return out
+}
+
+// offered records that toolSet has spoken since start: its restored entries
+// are now replaced by what it offers. The last ToolSet awaited ends the
+// restore window.
+func (p *TablePublisher) offered(toolSet types.NamespacedName) {
+	if c := p.claims[toolSet]; c != nil {
+		c.restored = false
+	}
+	if _, ok := p.awaiting[toolSet]; !ok {
+		return
+	}
+	delete(p.awaiting, toolSet)
+	if len(p.awaiting) == 0 && p.restoring {
+		p.endRestoreLocked()
+	}
+}
+
+// endRestore drops the restored entries of ToolSets that did not offer in
+// time, and hands over the names that waited.
+func (p *TablePublisher) endRestore(ctx context.Context) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.restoring {
+		return
+	}
+	log := ctrl.LoggerFrom(ctx)
+	for _, ts := range slices.SortedFunc(maps.Keys(p.awaiting), compareNamespacedName) {
+		if c := p.claims[ts]; c != nil && c.restored {
+			log.Info("Dropped restored tools of a ToolSet that did not offer in time", "toolSet", ts, "tools", len(c.tools))
+			p.release(ts, types.NamespacedName{})
+		}
+	}
+	if len(p.awaiting) > 0 {
+		log.Info("The restore window ended before every ToolSet was heard from", "awaiting", len(p.awaiting))
+	}
+	p.endRestoreLocked()
+	setConflictsMetric(p.conflicts)
+}
+
+func (p *TablePublisher) endRestoreLocked() {
+	clear(p.awaiting)
+	clear(p.restored)
+	p.restoring, p.holdWrites, p.unreadable = false, false, false
+	p.settle()
+	p.kickLocked()
+}
+
+func (p *TablePublisher) kickLocked() {
+	select {
+	case p.kick <- struct{}{}:
+	default:
+	}
+}
+
+func (p *TablePublisher) notifyLocked() {
+	select {
+	case p.notify <- struct{}{}:
+	default:
+	}
+}
+
+func compareNamespacedName(a, b types.NamespacedName) int {
+	if c := strings.Compare(a.Namespace, b.Namespace); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Name, b.Name)
+}
+
+func union(a, b map[string]spec.TableTool) map[string]struct{} {
+	u := make(map[string]struct{}, len(a)+len(b))
+	for k := range a {
+		u[k] = struct{}{}
+	}
+	for k := range b {
+		u[k] = struct{}{}
+	}
+	return u
+}
