@@ -273,7 +273,13 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 			close(synced)
 		}
 	}()
+	var restoreTimer *time.Timer
 	var restoreC <-chan time.Time
+	defer func() {
+		if restoreTimer != nil {
+			restoreTimer.Stop()
+		}
+	}()
 	flushTimer := time.NewTimer(0)
 	<-flushTimer.C
 	defer flushTimer.Stop()
@@ -286,8 +292,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 		case <-synced:
 			synced = nil
 			p.synced.Store(true)
-			restoreTimer := time.NewTimer(orDefault(p.RestoreTimeout, DefaultRestoreTimeout))
-			defer restoreTimer.Stop()
+			restoreTimer = time.NewTimer(orDefault(p.RestoreTimeout, DefaultRestoreTimeout))
 			restoreC = restoreTimer.C
 		case <-restoreC:
 			p.endRestore(ctx)
