@@ -134,17 +134,18 @@ func startPublisher(ns string, restoreTimeout time.Duration) (rp *runningPublish
 func startGatedPublisher(ns string, restoreTimeout time.Duration, gate chan struct{}) (rp *runningPublisher, stop func()) {
 	GinkgoHelper()
 	writes := &writeLog{gate: gate, held: make(chan struct{}, 1)}
-	return startPublisherWith(ns, restoreTimeout, writes, countingClient(writes))
+	return startPublisherWith(ns, ns, restoreTimeout, writes, countingClient(writes))
 }
 
 // startPublisherWith is startPublisher writing through c, which logs its
-// writes to writes.
-func startPublisherWith(ns string, restoreTimeout time.Duration, writes *writeLog, c client.Client) (rp *runningPublisher, stop func()) {
+// writes to writes, in a cluster of the ToolSets of namespace toolSets
+// (see scopedReader).
+func startPublisherWith(ns, toolSets string, restoreTimeout time.Duration, writes *writeLog, c client.Client) (rp *runningPublisher, stop func()) {
 	GinkgoHelper()
 	rp = &runningPublisher{writes: writes}
 	rp.TablePublisher = &TablePublisher{
 		Client:         c,
-		APIReader:      scopedReader{Reader: k8sClient, namespace: ns},
+		APIReader:      scopedReader{Reader: k8sClient, namespace: toolSets},
 		Namespace:      ns,
 		Name:           "tools",
 		RestoreTimeout: restoreTimeout,

@@ -258,7 +258,7 @@ var _ = Describe("The tool table store", func() {
 
 			writes := &writeLog{}
 			cl, stopped := stoppingClient(writes, k, check)
-			p1, stop1 := startPublisherWith(ns, time.Hour, writes, cl)
+			p1, stop1 := startPublisherWith(ns, toolSets, time.Hour, writes, cl)
 			// b and c offer what they offered; the table does not change.
 			p1.offer(ctx, b, bAt, bTools...)
 			p1.offer(ctx, c, cAt, cTools...)
@@ -281,7 +281,7 @@ var _ = Describe("The tool table store", func() {
 			Expect(stored.Revision).To(BeElementOf(oldTable.Revision, newTable.Revision))
 			writes2 := &writeLog{}
 			cl2, _ := stoppingClient(writes2, 0, check)
-			p2, _ := startPublisherWith(ns, time.Hour, writes2, cl2)
+			p2, _ := startPublisherWith(ns, toolSets, time.Hour, writes2, cl2)
 			for ts, names := range owners(stored) {
 				published, err := p2.Published(ctx, ts)
 				Expect(err).NotTo(HaveOccurred())
