@@ -71,6 +71,11 @@ type Client struct {
 	// refused with [ErrForeignEndpoint]. To reach Services from outside the
 	// cluster, give HTTPClient a transport that dials those names.
 	ClusterDomain string
+	// TableHTTPClient makes the GETs of LoadURL and WatchURL; nil means
+	// http.DefaultClient. Put the credentials a table server such as the
+	// toolplane gateway wants (a bearer token) here, not in HTTPClient,
+	// which calls workloads.
+	TableHTTPClient *http.Client
 	// Logger reports tables loaded and updates refused while following a
 	// directory; nil means slog.Default().
 	Logger *slog.Logger

@@ -18,8 +18,11 @@
 //
 // and follows it with [Client.WatchDir]: kubelet swaps a new version of the
 // volume in atomically, and the client reloads on the swap, keeping its last
-// good table when an update is torn or unreadable. [Client.LoadBytes] and
-// [Client.SetTable] take a table from anywhere else.
+// good table when an update is torn or unreadable. An agent in another
+// namespace, which cannot mount the operator's ConfigMaps, reads the table
+// from the toolplane gateway's GET /v1/tools instead, with [Client.LoadURL]
+// and [Client.WatchURL] (conditional GETs, with backoff on failure).
+// [Client.LoadBytes] and [Client.SetTable] take a table from anywhere else.
 //
 // [Client.OpenAITools] and [Client.AnthropicTools] describe the tools to a
 // model, in OpenAI's strict mode if asked ([StrictSchema]). Tool names that

@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -89,4 +90,20 @@ func ExampleStrictSchema() {
 	fmt.Println(string(schema))
 	// Output:
 	// {"additionalProperties":false,"properties":{"city":{"type":"string"},"days":{"description":"(default: 3)","minimum":1,"type":["integer","null"]}},"required":["city","days"],"type":"object"}
+}
+
+// An agent in any namespace follows the table that the toolplane gateway
+// serves, with no volume to mount. The token goes only to the gateway:
+// TableHTTPClient makes the table's GETs, HTTPClient the tool calls.
+func ExampleClient_WatchURL() {
+	c := &discovery.Client{
+		TableHTTPClient: &http.Client{Timeout: 10 * time.Second},
+		OnChange:        func(t *spec.Table) { log.Printf("tool table %s: %d tools", t.Revision, len(t.Tools)) },
+	}
+	const url = "http://toolplane-gateway.toolplane-system.svc/v1/tools"
+	ctx := context.Background()
+	if err := c.LoadURL(ctx, url); err != nil {
+		log.Fatal(err)
+	}
+	go func() { _ = c.WatchURL(ctx, url, 30*time.Second) }()
 }
