@@ -1,0 +1,188 @@
+// Command gateway serves every tool of the toolplane tool table behind one
+// MCP endpoint, for agents in any namespace and any language. It reads the
+// table with a watch on its ConfigMaps, in the table's namespace only, and
+// routes each tools/call to the workload that owns the tool. See
+// internal/gateway for what it serves.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/kubernetes"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/toolplane/toolplane/internal/gateway"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+func main() {
+	var (
+		addr, probeAddr, metricsAddr string
+		tableNamespace, tableName    string
+		authMode, audiences          string
+		logLevel                     string
+		authTTL                      time.Duration
+		resolve                      resolveFlag
+		o                            gateway.Options
+	)
+	flag.StringVar(&addr, "addr", ":8080", "The address that serves MCP (/mcp and its views) and GET /v1/tools.")
+	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address that serves /healthz and /readyz (ready once a good tool table is held).")
+	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8082", `The address that serves Prometheus metrics at /metrics; "0" disables it.`)
+	flag.StringVar(&tableNamespace, "table-namespace", "toolplane-system", "The namespace of the tool-table ConfigMaps; the only namespace the gateway reads.")
+	flag.StringVar(&tableName, "table-name", "toolplane-tools", "The name of the tool-table ConfigMap.")
+	flag.DurationVar(&o.CallTimeout, "call-timeout", gateway.DefaultCallTimeout, "How long one tools/call may take; a workload slower than this gives the caller an error result.")
+	flag.IntVar(&o.MaxConcurrentCalls, "max-concurrent-calls", gateway.DefaultMaxConcurrentCalls, "The most calls in flight to workloads at once.")
+	flag.IntVar(&o.PageSize, "page-size", gateway.DefaultPageSize, "Tools per tools/list page.")
+	flag.DurationVar(&o.ListTTL, "list-ttl", gateway.DefaultListTTL, "The ttlMs that 2026-07-28 clients may cache a tools/list page for; negative sends 0.")
+	flag.BoolVar(&o.Sessions, "sessions", false, "Give 2025-era MCP clients sessions, so that list_changed reaches them; needs sticky sessions with more than one replica.")
+	flag.Int64Var(&o.MaxBodyBytes, "max-body-bytes", gateway.DefaultMaxBodyBytes, "The largest MCP request body accepted.")
+	flag.Int64Var(&o.MaxResultBytes, "max-result-bytes", gateway.DefaultMaxResultBytes, "The largest result accepted from a workload for one call.")
+	flag.StringVar(&authMode, "auth", "none", `How callers are authorized: "none" (every caller may call every tool; trusted networks only) or "kubernetes" (TokenReview, then a SubjectAccessReview per tool).`)
+	flag.StringVar(&audiences, "token-audience", "", "With --auth=kubernetes, the audiences (comma-separated) a caller's token must be issued for; empty means the API server's own.")
+	flag.DurationVar(&authTTL, "auth-cache-ttl", gateway.DefaultAuthCacheTTL, "With --auth=kubernetes, how long token reviews and access decisions are reused: how long a revoked grant can still work.")
+	flag.Var(&resolve, "resolve", "host:port=ip:port: dial ip:port for the workload endpoint host:port, as curl's --resolve does; repeatable. "+
+		"For running outside a cluster (the demo, tests), where Service names do not resolve; in a cluster leave it unset.")
+	flag.StringVar(&logLevel, "log-level", "info", "The least level logged: debug, info, warn or error.")
+	flag.Parse()
+	if len(resolve) > 0 {
+		o.DialContext = resolve.dial
+	}
+
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(logLevel)); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway: --log-level:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	slog.SetDefault(log)
+	if err := run(log, addr, probeAddr, metricsAddr, tableNamespace, tableName, authMode, audiences, authTTL, o); err != nil {
+		log.Error("The gateway stopped", "error", err)
+		os.Exit(1)
+	}
+}
+
+func run(log *slog.Logger, addr, probeAddr, metricsAddr, tableNamespace, tableName, authMode, audiences string, authTTL time.Duration, o gateway.Options) error {
+	cfg, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("loading the kubeconfig: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	o.Registerer = reg
+	o.Logger = log
+	o.Version = version
+
+	switch authMode {
+	case "none":
+		log.Warn("Serving without authentication (--auth=none): every caller may list and call every tool")
+	case "kubernetes":
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return err
+		}
+		ka := &gateway.KubernetesAuth{Client: cs, TTL: authTTL}
+		for _, a := range strings.Split(audiences, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				ka.Audiences = append(ka.Audiences, a)
+			}
+		}
+		o.Auth = ka
+	default:
+		return fmt.Errorf(`--auth must be "none" or "kubernetes", not %q`, authMode)
+	}
+
+	g := gateway.New(&o)
+	defer g.Close()
+
+	servers := []*http.Server{{Addr: addr, Handler: g, ReadHeaderTimeout: 10 * time.Second}}
+	servers[0].RegisterOnShutdown(func() { _ = g.Close() })
+	probes := http.NewServeMux()
+	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	probes.HandleFunc("/readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !g.Ready() {
+			http.Error(w, "no tool table yet", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
+	servers = append(servers, &http.Server{Addr: probeAddr, Handler: probes, ReadHeaderTimeout: 10 * time.Second})
+	if metricsAddr != "0" && metricsAddr != "" {
+		m := http.NewServeMux()
+		m.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+		servers = append(servers, &http.Server{Addr: metricsAddr, Handler: m, ReadHeaderTimeout: 10 * time.Second})
+	}
+
+	errs := make(chan error, len(servers))
+	for _, s := range servers {
+		go func() {
+			if err := s.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				errs <- fmt.Errorf("serving %s: %w", s.Addr, err)
+			}
+		}()
+	}
+	// The probes answer from the start (not ready) while the table loads.
+	if err := gateway.WatchTable(ctx, cfg, tableNamespace, tableName, g); err != nil {
+		return err
+	}
+	log.Info("Started the gateway", "addr", addr, "tableNamespace", tableNamespace, "tableName", tableName,
+		"auth", authMode, "sessions", o.Sessions, "revision", g.Revision())
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-errs:
+	}
+	shutdown, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		runErr = errors.Join(runErr, s.Shutdown(shutdown))
+	}
+	log.Info("Stopped the gateway")
+	return runErr
+}
+
+// resolveFlag maps workload host:port pairs to the addresses to dial.
+type resolveFlag map[string]string
+
+func (f *resolveFlag) String() string { return fmt.Sprint(map[string]string(*f)) }
+
+func (f *resolveFlag) Set(v string) error {
+	from, to, ok := strings.Cut(v, "=")
+	if !ok || from == "" || to == "" {
+		return fmt.Errorf("want host:port=ip:port, not %q", v)
+	}
+	if *f == nil {
+		*f = resolveFlag{}
+	}
+	(*f)[from] = to
+	return nil
+}
+
+// dial dials the address mapped for addr, and refuses any other: outside a
+// cluster nothing else is a workload.
+func (f resolveFlag) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	to, ok := f[addr]
+	if !ok {
+		return nil, fmt.Errorf("no --resolve for %s", addr)
+	}
+	return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, to)
+}

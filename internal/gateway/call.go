@@ -1,0 +1,165 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// Outcomes of a call, as the calls metric counts them.
+const (
+	outcomeOK          = "ok"          // the workload answered; its result holds no error
+	outcomeToolError   = "tool_error"  // the workload answered with isError
+	outcomeUnreachable = "unreachable" // no connection, or it broke
+	outcomeTimeout     = "timeout"     // no full answer within the call timeout
+	outcomeBusy        = "busy"        // no free call slot within the call timeout
+	outcomeBadReply    = "bad_reply"   // a non-200 status, or a reply that is not a result
+	outcomeUnknown     = "unknown"     // no such tool (in this view)
+	outcomeDenied      = "denied"      // the caller may not call it
+	outcomeAuthError   = "auth_error"  // authorization could not be decided
+)
+
+// maxErrorBodyBytes bounds how much of a non-200 reply is read.
+const maxErrorBodyBytes = 4 << 10
+
+// call calls tool i of s at its workload's invoke endpoint with args as
+// sent, and returns the workload's result unchanged, or an isError result
+// that names the tool and its owner when there is none. Arguments are sent
+// as the client sent them, sloppy or not: the workload's binder repairs
+// what can be repaired. Of the caller's header only the trace context goes
+// on; its Authorization never does.
+func (g *Gateway) call(ctx context.Context, s *snapshot, i int, args json.RawMessage, header http.Header) *mcp.CallToolResult {
+	tool := &s.table.Tools[i]
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, g.opts.CallTimeout)
+	defer cancel()
+	res, outcome, detail := g.roundTrip(ctx, s.routes[i], args, header)
+	elapsed := time.Since(start)
+	g.metrics.calls.WithLabelValues(tool.Name, outcome).Inc()
+	g.metrics.duration.WithLabelValues(outcome).Observe(elapsed.Seconds())
+	if res == nil {
+		g.logger.Warn("A tool call failed at the gateway", "tool", tool.Name, "toolSet", tool.ToolSet.String(),
+			"outcome", outcome, "error", detail, "duration", elapsed)
+		return errorResult(fmt.Sprintf("The tool %s (ToolSet %s) could not be called: %s", tool.Name, tool.ToolSet, detail))
+	}
+	if g.logger.Enabled(ctx, slog.LevelDebug) {
+		g.logger.Debug("Called a tool", "tool", tool.Name, "toolSet", tool.ToolSet.String(), "outcome", outcome, "duration", elapsed)
+	}
+	return res
+}
+
+// roundTrip posts args to url and reads the result. It returns nil, the
+// outcome and why when there is no result to pass on.
+func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessage, header http.Header) (*mcp.CallToolResult, string, string) {
+	select {
+	case g.slots <- struct{}{}:
+		defer func() { <-g.slots }()
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return nil, outcomeBusy, fmt.Sprintf("the gateway stayed at its limit of %d concurrent calls for the call timeout of %s", cap(g.slots), g.opts.CallTimeout)
+		}
+		return nil, outcomeUnreachable, "the call was cancelled"
+	}
+	if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(args))
+	if err != nil {
+		return nil, outcomeUnreachable, err.Error()
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	// The caller's trace context, from its header, parents the workload's
+	// spans; nothing else of the caller's header is sent.
+	p := g.opts.Propagator
+	p.Inject(p.Extract(ctx, propagation.HeaderCarrier(header)), propagation.HeaderCarrier(req.Header))
+
+	resp, err := g.client.Do(req)
+	if err != nil {
+		return g.failure(ctx, err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
+		return nil, outcomeBadReply, "the workload answered " + statusDetail(resp.StatusCode, b)
+	}
+	b, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.MaxResultBytes+1))
+	if err != nil {
+		return g.failure(ctx, err)
+	}
+	if int64(len(b)) > g.opts.MaxResultBytes {
+		return nil, outcomeBadReply, fmt.Sprintf("the workload's result is over the gateway's limit of %d bytes", g.opts.MaxResultBytes)
+	}
+	res, err := decodeResult(b)
+	if err != nil {
+		return nil, outcomeBadReply, "the workload's reply is not a tool result: " + err.Error()
+	}
+	if res.IsError {
+		return res, outcomeToolError, ""
+	}
+	return res, outcomeOK, ""
+}
+
+func (g *Gateway) failure(ctx context.Context, err error) (*mcp.CallToolResult, string, string) {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return nil, outcomeTimeout, fmt.Sprintf("the workload did not answer within the gateway's call timeout of %s", g.opts.CallTimeout)
+	}
+	if ctx.Err() != nil {
+		return nil, outcomeUnreachable, "the call was cancelled"
+	}
+	return nil, outcomeUnreachable, "the workload is unreachable: " + err.Error()
+}
+
+// decodeResult reads a CallToolResult as the workload sent it. The SDK's
+// decoding keeps every content type; structuredContent is kept as raw JSON,
+// so that numbers pass through exactly.
+func decodeResult(b []byte) (*mcp.CallToolResult, error) {
+	var res mcp.CallToolResult
+	if err := json.Unmarshal(b, &res); err != nil {
+		return nil, err
+	}
+	if res.Content == nil {
+		return nil, errors.New("no content")
+	}
+	if res.StructuredContent != nil {
+		var raw struct {
+			StructuredContent json.RawMessage `json:"structuredContent"`
+		}
+		if err := json.Unmarshal(b, &raw); err != nil {
+			return nil, err
+		}
+		res.StructuredContent = raw.StructuredContent
+	}
+	return &res, nil
+}
+
+func statusDetail(status int, body []byte) string {
+	var er spec.ErrorResponse
+	if err := json.Unmarshal(body, &er); err == nil && er.Error.Code != "" {
+		return fmt.Sprintf("%d %s: %s", status, er.Error.Code, clip(er.Error.Message, 512))
+	}
+	return fmt.Sprintf("%d %s", status, http.StatusText(status))
+}
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
+
+func errorResult(text string) *mcp.CallToolResult {
+	return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}

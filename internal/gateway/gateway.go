@@ -1,0 +1,287 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// Paths the gateway serves.
+const (
+	// MCPPath serves every tool of the table.
+	MCPPath = "/mcp"
+	// NamespaceViewPrefix is followed by a namespace: the tools of the
+	// ToolSets in it.
+	NamespaceViewPrefix = "/mcp/namespaces/"
+	// ToolSetViewPrefix is followed by namespace/name: one ToolSet's tools.
+	ToolSetViewPrefix = "/mcp/toolsets/"
+	// TablePath serves the table as one JSON document.
+	TablePath = "/v1/tools"
+)
+
+// modernProtocol is the first MCP protocol version of the stateless era
+// (SEP-2575).
+const modernProtocol = "2026-07-28"
+
+// viewHeader carries the view of an MCP request from the HTTP handler to
+// the MCP method handlers, which see the request's header but not its URL.
+// The handler sets it on every request, replacing whatever a client sent.
+const viewHeader = "Toolplane-Gateway-View"
+
+// Gateway serves the tool table to MCP clients and routes their calls to the
+// workloads that own the tools. Give it tables with [Gateway.SetTable] (or
+// [WatchTable]); it serves nothing but empty lists until the first. It is
+// safe for concurrent use; call [Gateway.Close] when done.
+type Gateway struct {
+	opts    Options
+	logger  *slog.Logger
+	metrics *metrics
+
+	snap   atomic.Pointer[snapshot]
+	server *mcp.Server
+
+	stateless http.Handler
+	sessions  http.Handler // nil unless Options.Sessions
+	mux       *http.ServeMux
+
+	client *http.Client
+	slots  chan struct{}
+
+	closeOnce sync.Once
+}
+
+// New returns a Gateway. opts may be nil.
+func New(opts *Options) *Gateway {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	o = o.withDefaults()
+	g := &Gateway{
+		opts:    o,
+		logger:  o.Logger,
+		metrics: newMetrics(o.Registerer),
+		slots:   make(chan struct{}, o.MaxConcurrentCalls),
+	}
+	g.client = newWorkloadClient(&o)
+	if ka, ok := o.Auth.(*KubernetesAuth); ok && ka.metrics == nil {
+		ka.metrics = g.metrics
+	}
+
+	// The SDK logs every stateless request at Info: one line per call.
+	sdkLogger := slog.New(minLevel{Handler: o.Logger.Handler(), min: slog.LevelWarn})
+	g.server = mcp.NewServer(
+		&mcp.Implementation{Name: o.Name, Version: o.Version},
+		&mcp.ServerOptions{
+			Logger:       sdkLogger,
+			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+		},
+	)
+	// tools/list and tools/call are answered from the table here; the
+	// SDK's own tool set holds one placeholder only, whose replacement on
+	// each new revision makes the SDK send list_changed to every session
+	// and every subscriptions/listen stream.
+	g.server.AddReceivingMiddleware(g.middleware)
+	g.server.AddTool(placeholderTool(""), placeholderHandler)
+
+	getServer := func(*http.Request) *mcp.Server { return g.server }
+	g.stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+		Stateless:                    true,
+		Logger:                       sdkLogger,
+		MaxRequestBodyBytes:          o.MaxBodyBytes,
+		DisableLocalhostProtection:   o.AllowAnyHostOnLoopback,
+		PropagateRequestCancellation: true,
+	})
+	if o.Sessions {
+		g.sessions = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
+			Logger:                     sdkLogger,
+			MaxRequestBodyBytes:        o.MaxBodyBytes,
+			SessionTimeout:             o.SessionTimeout,
+			DisableLocalhostProtection: o.AllowAnyHostOnLoopback,
+		})
+	}
+
+	var mcpHandler http.Handler = http.HandlerFunc(g.serveMCP)
+	var tableHandler http.Handler = http.HandlerFunc(g.serveTable)
+	if o.Auth != nil {
+		authn := auth.RequireBearerToken(g.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+		mcpHandler = authn(mcpHandler)
+		tableHandler = authn(tableHandler)
+	}
+	g.mux = http.NewServeMux()
+	g.mux.Handle(MCPPath, mcpHandler)
+	g.mux.Handle(NamespaceViewPrefix+"{namespace}", mcpHandler)
+	g.mux.Handle(ToolSetViewPrefix+"{namespace}/{name}", mcpHandler)
+	g.mux.Handle(TablePath, tableHandler)
+	return g
+}
+
+// ServeHTTP implements [http.Handler]: MCP at [MCPPath] and its views, and
+// the table at [TablePath].
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+
+// Close ends every MCP session and stream, which [http.Server.Shutdown]
+// would otherwise wait for, and closes idle connections to workloads.
+func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() {
+		for ss := range g.server.Sessions() {
+			_ = ss.Close()
+		}
+		g.client.CloseIdleConnections()
+	})
+	return nil
+}
+
+// Ready reports whether the gateway holds a table.
+func (g *Gateway) Ready() bool { return g.snap.Load() != nil }
+
+// Revision returns the revision of the table served, or "".
+func (g *Gateway) Revision() string {
+	if s := g.snap.Load(); s != nil {
+		return s.table.Revision
+	}
+	return ""
+}
+
+// SetTable makes t the table served. The gateway keeps t: do not modify it
+// afterwards. A table that cannot be served (two tools of one name, a tool
+// without an input schema) is refused with an error and the last good one
+// kept. A new revision sends notifications/tools/list_changed to every
+// client that listens.
+func (g *Gateway) SetTable(t *spec.Table) error {
+	if t == nil {
+		return fmt.Errorf("%w: no table", spec.ErrTableMalformed)
+	}
+	s, err := newSnapshot(t, time.Now())
+	if err != nil {
+		g.metrics.rejected.WithLabelValues("invalid").Inc()
+		return err
+	}
+	old := g.snap.Swap(s)
+	g.metrics.setTable(s)
+	if old != nil && old.table.Revision == s.table.Revision {
+		return nil
+	}
+	for _, why := range s.unroutable {
+		g.logger.Warn("Left a tool out of the gateway's lists: it cannot be routed", "reason", why)
+	}
+	g.logger.Info("Serving the tool table", "revision", s.table.Revision, "tools", len(s.table.Tools), "routable", len(s.listed))
+	g.server.AddTool(placeholderTool(s.table.Revision), placeholderHandler)
+	return nil
+}
+
+// snapshot returns the table served now; an empty one before the first.
+func (g *Gateway) snapshot() *snapshot {
+	if s := g.snap.Load(); s != nil {
+		return s
+	}
+	return emptySnapshot
+}
+
+var emptySnapshot = func() *snapshot {
+	s, err := newSnapshot(&spec.Table{SchemaVersion: spec.SchemaVersion, Revision: spec.TableRevision(nil), Tools: []spec.TableTool{}}, time.Time{})
+	if err != nil {
+		panic(err)
+	}
+	return s
+}()
+
+// serveMCP routes a request of the 2026 era to the stateless handler, and
+// one of the 2025 era to the session handler when there is one, with the
+// view of its path in viewHeader.
+func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
+	v := view{namespace: r.PathValue("namespace"), name: r.PathValue("name")}
+	r.Header.Set(viewHeader, v.String())
+	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
+		g.sessions.ServeHTTP(w, r)
+		return
+	}
+	g.stateless.ServeHTTP(w, r)
+}
+
+func viewFrom(h http.Header) view {
+	var v view
+	s := h.Get(viewHeader)
+	switch {
+	case len(s) > len("namespaces/") && s[:len("namespaces/")] == "namespaces/":
+		v.namespace = s[len("namespaces/"):]
+	case len(s) > len("toolsets/") && s[:len("toolsets/")] == "toolsets/":
+		rest := s[len("toolsets/"):]
+		for i := 0; i < len(rest); i++ {
+			if rest[i] == '/' {
+				v.namespace, v.name = rest[:i], rest[i+1:]
+				break
+			}
+		}
+	}
+	return v
+}
+
+// placeholderTool is the one tool the SDK's own tool set holds. Its
+// description changes with the revision so that each replacement is a
+// change; it is never listed or called, since the middleware answers
+// tools/list and tools/call.
+func placeholderTool(revision string) *mcp.Tool {
+	return &mcp.Tool{
+		Name:        "toolplane-gateway-revision",
+		Description: revision,
+		InputSchema: map[string]any{"type": "object"},
+	}
+}
+
+func placeholderHandler(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return nil, errors.New("not a tool")
+}
+
+// newWorkloadClient returns the client that calls workloads: keep-alive
+// connections, enough idle ones per workload for the concurrency bound, no
+// proxy from the environment (workloads are in the cluster), and no
+// redirects, so that a workload cannot send a caller's arguments elsewhere.
+func newWorkloadClient(o *Options) *http.Client {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.MaxIdleConns = 0
+	tr.MaxIdleConnsPerHost = o.MaxConcurrentCalls
+	tr.IdleConnTimeout = 90 * time.Second
+	tr.ForceAttemptHTTP2 = false
+	if o.DialContext != nil {
+		tr.DialContext = o.DialContext
+	} else {
+		tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	return &http.Client{
+		Transport: tr,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+}
+
+// minLevel passes on only the records at or above min.
+type minLevel struct {
+	slog.Handler
+	min slog.Level
+}
+
+func (h minLevel) Enabled(ctx context.Context, l slog.Level) bool {
+	return l >= h.min && h.Handler.Enabled(ctx, l)
+}
+
+func (h minLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return minLevel{Handler: h.Handler.WithAttrs(attrs), min: h.min}
+}
+
+func (h minLevel) WithGroup(name string) slog.Handler {
+	return minLevel{Handler: h.Handler.WithGroup(name), min: h.min}
+}

@@ -1,0 +1,135 @@
+package gateway
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// middleware answers tools/list and tools/call from the table and passes
+// every other method (initialize, server/discover, ping,
+// subscriptions/listen, …) to the SDK.
+func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch r := req.(type) {
+		case *mcp.ListToolsRequest:
+			return g.listTools(ctx, r)
+		case *mcp.CallToolRequest:
+			return g.callTool(ctx, r)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// maxScanFactor bounds the tools one tools/list request looks at, as a
+// multiple of the page size, when the caller may call only some of them:
+// a caller who may call few of many tools gets short pages rather than
+// one request that authorizes the whole table.
+const maxScanFactor = 4
+
+func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+	s := g.snapshot()
+	header, token := extraOf(req)
+	v := viewFrom(header)
+	caller := callerFrom(token)
+	var after string
+	if req.Params != nil && req.Params.Cursor != "" {
+		b, err := base64.RawURLEncoding.DecodeString(req.Params.Cursor)
+		if err != nil || len(b) > 1024 {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid cursor"}
+		}
+		after = string(b)
+	}
+	rest := v.after(s, after)
+	page := g.opts.PageSize
+	res := &mcp.ListToolsResult{Tools: make([]*mcp.Tool, 0, min(page, len(rest)))}
+
+	if g.opts.Auth == nil {
+		n := min(page, len(rest))
+		for _, i := range rest[:n] {
+			res.Tools = append(res.Tools, s.tools[i])
+		}
+		if n < len(rest) {
+			res.NextCursor = cursor(s.table.Tools[rest[n-1]].Name)
+		}
+	} else {
+		scanned := 0
+		for scanned < len(rest) && len(res.Tools) < page && scanned < maxScanFactor*page {
+			chunk := rest[scanned:min(len(rest), scanned+page-len(res.Tools))]
+			ok, err := g.allowedAll(ctx, caller, s, chunk)
+			if err != nil {
+				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing tools: " + err.Error()}
+			}
+			for k, i := range chunk {
+				if ok[k] {
+					res.Tools = append(res.Tools, s.tools[i])
+				}
+			}
+			scanned += len(chunk)
+		}
+		if scanned < len(rest) {
+			res.NextCursor = cursor(s.table.Tools[rest[scanned-1]].Name)
+		}
+	}
+	g.setCacheable(&res.Cacheable)
+	g.metrics.listSize.WithLabelValues("mcp").Observe(float64(len(res.Tools)))
+	return res, nil
+}
+
+func cursor(lastName string) string { return base64.RawURLEncoding.EncodeToString([]byte(lastName)) }
+
+// setCacheable sets the 2026 cache fields truthfully: a list that depends
+// on who asks is private to the caller.
+func (g *Gateway) setCacheable(c *mcp.Cacheable) {
+	c.TTLMs = max(0, int(g.opts.ListTTL.Milliseconds()))
+	c.CacheScope = "public"
+	if g.opts.Auth != nil {
+		c.CacheScope = "private"
+	}
+}
+
+func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	s := g.snapshot()
+	header, token := extraOf(req)
+	v := viewFrom(header)
+	name := req.Params.Name
+	i, ok := s.byName[name]
+	if !ok || !v.contains(s, i) {
+		g.metrics.calls.WithLabelValues("", outcomeUnknown).Inc()
+		return nil, unknownTool(name)
+	}
+	tool := &s.table.Tools[i]
+	if g.opts.Auth != nil {
+		allowed, err := g.allowed(ctx, callerFrom(token), tool.ToolSet.Namespace, tool.Name)
+		if err != nil {
+			g.metrics.calls.WithLabelValues(tool.Name, outcomeAuthError).Inc()
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing the call: " + err.Error()}
+		}
+		if !allowed {
+			// A tool the caller may not call is as absent as in its lists.
+			g.metrics.calls.WithLabelValues(tool.Name, outcomeDenied).Inc()
+			return nil, unknownTool(name)
+		}
+	}
+	return g.call(ctx, s, i, req.Params.Arguments, header), nil
+}
+
+func unknownTool(name string) error {
+	if len(name) > 128 {
+		name = name[:128] + "…"
+	}
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", name)}
+}
+
+func extraOf(req mcp.Request) (http.Header, *auth.TokenInfo) {
+	e := req.GetExtra()
+	if e == nil {
+		return http.Header{}, nil
+	}
+	return e.Header, e.TokenInfo
+}

@@ -1,0 +1,78 @@
+package gateway
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the gateway's Prometheus metrics.
+type metrics struct {
+	calls      *prometheus.CounterVec
+	duration   *prometheus.HistogramVec
+	listSize   *prometheus.HistogramVec
+	tools      prometheus.Gauge
+	routable   prometheus.Gauge
+	revision   *prometheus.GaugeVec
+	loaded     prometheus.Gauge
+	rejected   *prometheus.CounterVec
+	authn      *prometheus.CounterVec
+	authzCache *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_calls_total",
+			Help: "tools/call requests by published tool name and outcome (ok, tool_error, timeout, unreachable, busy, bad_reply, unknown, denied, auth_error). Unknown names are counted under tool=\"\".",
+		}, []string{"tool", "outcome"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "toolplane_gateway_call_duration_seconds",
+			Help:    "Time from a tools/call's arrival to its result, by outcome, for calls routed to a workload.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2.5, 14),
+		}, []string{"outcome"}),
+		listSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "toolplane_gateway_list_tools",
+			Help:    "Tools in one answer: a tools/list page (api=mcp) or a GET /v1/tools (api=table).",
+			Buckets: prometheus.ExponentialBuckets(1, 4, 9),
+		}, []string{"api"}),
+		tools: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolplane_gateway_table_tools",
+			Help: "Tools in the table the gateway serves.",
+		}),
+		routable: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolplane_gateway_table_routable_tools",
+			Help: "Tools of the table the gateway can route (an invoke endpoint in the owner's namespace); only these are listed over MCP.",
+		}),
+		revision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "toolplane_gateway_table_revision_info",
+			Help: "1 for the revision of the table the gateway serves.",
+		}, []string{"revision"}),
+		loaded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolplane_gateway_table_loaded_timestamp_seconds",
+			Help: "When the gateway loaded the table it serves (Unix time); its age is time() minus this.",
+		}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_table_rejected_total",
+			Help: "Table updates the gateway refused and kept its last good table instead, by reason (torn, missing_part, too_large, malformed, invalid).",
+		}, []string{"reason"}),
+		authn: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_authentications_total",
+			Help: "Bearer tokens checked, by result (ok, unauthenticated, error).",
+		}, []string{"result"}),
+		authzCache: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_authorization_cache_total",
+			Help: "Authentication and authorization decisions by kind (token, access) and whether the cache answered (hit, miss).",
+		}, []string{"kind", "result"}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.calls, m.duration, m.listSize, m.tools, m.routable, m.revision, m.loaded, m.rejected, m.authn, m.authzCache)
+	}
+	return m
+}
+
+func (m *metrics) setTable(s *snapshot) {
+	m.tools.Set(float64(len(s.table.Tools)))
+	m.routable.Set(float64(len(s.listed)))
+	m.revision.Reset()
+	m.revision.WithLabelValues(s.table.Revision).Set(1)
+	m.loaded.Set(float64(s.loaded.UnixNano()) / 1e9)
+}

@@ -1,0 +1,156 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// WatchTable follows the tool table published as ConfigMap name (with its
+// parts, the ConfigMaps named name-*) in namespace, and gives each good
+// version of it to g until ctx is done. It watches ConfigMaps in that one
+// namespace only, so it needs nothing but get, list and watch on
+// ConfigMaps there. The table is decoded with toolkit/spec, as every agent
+// decodes it. An update that cannot be decoded (torn between parts, a part
+// missing, malformed, too large) or served is logged and counted in
+// toolplane_gateway_table_rejected_total, and the last good table kept.
+//
+// It returns once the informer's cache has synced and the first version
+// (if the table exists) has been given to g, or with an error.
+func WatchTable(ctx context.Context, cfg *rest.Config, namespace, name string, g *Gateway) error {
+	scheme := runtime.NewScheme()
+	if err := corev1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	ca, err := cache.New(cfg, cache.Options{
+		Scheme:            scheme,
+		DefaultNamespaces: map[string]cache.Config{namespace: {}},
+		DefaultTransform:  cache.TransformStripManagedFields(),
+	})
+	if err != nil {
+		return fmt.Errorf("creating the table cache: %w", err)
+	}
+	w := &tableWatch{cache: ca, namespace: namespace, name: name, g: g, kick: make(chan struct{}, 1)}
+	inf, err := ca.GetInformer(ctx, &corev1.ConfigMap{})
+	if err != nil {
+		return fmt.Errorf("watching ConfigMaps in %s: %w", namespace, err)
+	}
+	kick := func(obj any) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && !w.isPart(cm.Name) {
+			return
+		}
+		select {
+		case w.kick <- struct{}{}:
+		default:
+		}
+	}
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    kick,
+		UpdateFunc: func(_, obj any) { kick(obj) },
+		DeleteFunc: kick,
+	}); err != nil {
+		return err
+	}
+	go func() {
+		if err := ca.Start(ctx); err != nil {
+			g.logger.Error("The table cache stopped", "error", err)
+		}
+	}()
+	if !ca.WaitForCacheSync(ctx) {
+		return errors.New("the table cache did not sync")
+	}
+	w.load(ctx)
+	go w.run(ctx)
+	return nil
+}
+
+type tableWatch struct {
+	cache           cache.Cache
+	namespace, name string
+	g               *Gateway
+	kick            chan struct{}
+	// seen is the names and resourceVersions of the parts last decoded,
+	// so that an event that changed none of them costs no decoding.
+	seen string
+}
+
+func (w *tableWatch) isPart(name string) bool {
+	return name == w.name || strings.HasPrefix(name, w.name+"-")
+}
+
+// run decodes the table after each burst of events: events that arrive
+// while it decodes coalesce into one more decoding.
+func (w *tableWatch) run(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.kick:
+			w.load(ctx)
+		}
+	}
+}
+
+func (w *tableWatch) load(ctx context.Context) {
+	log := w.g.logger
+	var list corev1.ConfigMapList
+	if err := w.cache.List(ctx, &list, client.InNamespace(w.namespace)); err != nil {
+		log.Error("Listing the table's ConfigMaps failed", "error", err)
+		return
+	}
+	var (
+		parts []spec.TablePart
+		seen  []string
+		found bool
+	)
+	for i := range list.Items {
+		cm := &list.Items[i]
+		if !w.isPart(cm.Name) {
+			continue
+		}
+		found = found || cm.Name == w.name
+		parts = append(parts, spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData})
+		seen = append(seen, cm.Name+"@"+cm.ResourceVersion)
+	}
+	slices.Sort(seen)
+	key := strings.Join(seen, ",")
+	if key == w.seen {
+		return
+	}
+	w.seen = key
+	if !found {
+		log.Info("The tool table is not published yet", "namespace", w.namespace, "configMap", w.name)
+		return
+	}
+	t, err := spec.DecodeTableParts(parts...)
+	if err != nil {
+		reason := "malformed"
+		switch {
+		case errors.Is(err, spec.ErrTableTorn):
+			reason = "torn"
+		case errors.Is(err, spec.ErrTablePartMissing):
+			reason = "missing_part"
+		case errors.Is(err, spec.ErrTableTooLarge):
+			reason = "too_large"
+		}
+		w.g.metrics.rejected.WithLabelValues(reason).Inc()
+		log.Warn("Kept the last good tool table: the update could not be decoded",
+			"reason", reason, "revision", w.g.Revision(), "error", err)
+		return
+	}
+	if err := w.g.SetTable(t); err != nil {
+		log.Warn("Kept the last good tool table: the update cannot be served",
+			"revision", w.g.Revision(), "error", err)
+	}
+}
