@@ -20,11 +20,17 @@ import (
 // BuildManager builds cmd/manager of the module rooted at moduleDir into
 // dir and returns the binary's path.
 func BuildManager(ctx context.Context, moduleDir, dir string) (string, error) {
-	bin := filepath.Join(dir, "manager")
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/manager")
+	return Build(ctx, moduleDir, dir, "manager")
+}
+
+// Build builds cmd/<name> of the module rooted at moduleDir into dir and
+// returns the binary's path.
+func Build(ctx context.Context, moduleDir, dir, name string) (string, error) {
+	bin := filepath.Join(dir, name)
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/"+name)
 	cmd.Dir = moduleDir
 	if out, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("building the manager: %w\n%s", err, out)
+		return "", fmt.Errorf("building %s: %w\n%s", name, err, out)
 	}
 	return bin, nil
 }

@@ -1,0 +1,66 @@
+package harness
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// Gateway is the gateway binary run in a process of its own.
+type Gateway struct {
+	// Bin is the gateway binary.
+	Bin string
+	// Kubeconfig is passed as --kubeconfig.
+	Kubeconfig string
+	// TableNamespace is passed as --table-namespace.
+	TableNamespace string
+	// Resolve maps workload Service hosts (name.namespace.svc:port) to the
+	// loopback addresses to dial instead, passed as --resolve.
+	Resolve map[string]string
+	// Args are further flags.
+	Args []string
+	// LogPath receives the gateway's output, appended across restarts.
+	LogPath string
+
+	// Addr, ProbeAddr and MetricsAddr are the loopback addresses of the
+	// process that runs now.
+	Addr, ProbeAddr, MetricsAddr string
+
+	proc Process
+}
+
+// Start starts the gateway and waits until it is ready: until it holds a
+// tool table.
+func (g *Gateway) Start(ctx context.Context) error {
+	if g.proc.Pid() != 0 {
+		return errors.New("the gateway is running already")
+	}
+	for _, a := range []*string{&g.Addr, &g.ProbeAddr, &g.MetricsAddr} {
+		var err error
+		if *a, err = FreeAddr(); err != nil {
+			return err
+		}
+	}
+	args := []string{
+		"--kubeconfig", g.Kubeconfig,
+		"--addr", g.Addr,
+		"--health-probe-bind-address", g.ProbeAddr,
+		"--metrics-bind-address", g.MetricsAddr,
+		"--table-namespace", g.TableNamespace,
+	}
+	for host, addr := range g.Resolve {
+		args = append(args, "--resolve", host+"="+addr)
+	}
+	g.proc.Name, g.proc.Bin, g.proc.LogPath = "the gateway", g.Bin, g.LogPath
+	g.proc.Args = append(args, g.Args...)
+	return g.proc.Start(ctx, "http://"+g.ProbeAddr+"/readyz")
+}
+
+// URL is the gateway's base URL.
+func (g *Gateway) URL() string { return "http://" + g.Addr }
+
+// Pid is the process id of the running gateway, or 0.
+func (g *Gateway) Pid() int { return g.proc.Pid() }
+
+// Stop sends SIGTERM and waits up to timeout for the process to exit.
+func (g *Gateway) Stop(timeout time.Duration) error { return g.proc.Stop(timeout) }
