@@ -74,7 +74,7 @@ func newWorkload(t testing.TB, namespace, service, prefix string, tools ...*tool
 	if err := reg.Add(tools...); err != nil {
 		t.Fatal(err)
 	}
-	h := server.New(reg, &server.Options{Name: service})
+	h := server.New(reg, &server.Options{Name: service, AllowAnyHostOnLoopback: true})
 	srv := httptest.NewServer(h)
 	t.Cleanup(func() {
 		h.Close()

@@ -39,7 +39,7 @@ type workload struct {
 func newWorkload(namespace, service, prefix string, tools ...*toolkit.Tool) *workload {
 	reg := &toolkit.Registry{}
 	Expect(reg.Add(tools...)).To(Succeed())
-	h := server.New(reg, &server.Options{Name: service})
+	h := server.New(reg, &server.Options{Name: service, AllowAnyHostOnLoopback: true})
 	return &workload{namespace: namespace, service: service, prefix: prefix, srv: httptest.NewServer(h), h: h}
 }
 
