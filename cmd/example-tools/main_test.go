@@ -21,7 +21,7 @@ import (
 )
 
 var allTools = []string{
-	"add", "create_ticket", "evaluate_transaction_risk", "get_weather",
+	"add", "build_report", "create_ticket", "evaluate_transaction_risk", "get_weather",
 	"query_customer", "search_orders", "system_insight", "typed_echo",
 }
 
@@ -147,6 +147,7 @@ func TestServesEveryTool(t *testing.T) {
 		"create_ticket":             {"title", "priority"},
 		"add":                       {"a", "b"},
 		"system_insight":            {"category"},
+		"build_report":              {"sections", "delayMs"},
 	} {
 		var s struct {
 			Properties map[string]json.RawMessage `json:"properties"`
@@ -238,7 +239,8 @@ var calls = []struct {
 	{"search_orders", `{"status":"Paid","tags":"[\"gift\"]"}`, `"id":"O-5001"`},
 	{"create_ticket", `{"title":"Printer on fire","priority":"HIGH"}`, `"priority":"high"`},
 	{"add", `{"a":"9007199254740993","b":1}`, `9007199254740994`},
-	{"system_insight", `{"category":"Tools"}`, `"count":8`},
+	{"system_insight", `{"category":"Tools"}`, `"count":9`},
+	{"build_report", `{"sections":"2","delayMs":"1"}`, `"sections":["Section 1","Section 2"]`},
 	{"system_insight", `{"category":"version"}`, `"goVersion":"go`},
 }
 

@@ -207,6 +207,10 @@ func exampleTools(reg *toolkit.Registry, helpdesk *Helpdesk) ([]*toolkit.Tool, e
 			toolkit.Title("Add"), toolkit.ReadOnly(), toolkit.Idempotent(), toolkit.OpenWorld(false), toolkit.Category("math")))
 	}
 
+	keep(toolkit.New("build_report",
+		"Write a report section by section. It takes a while (sections times delayMs), and reports its progress to MCP clients that ask for it.",
+		buildReport, toolkit.Title("Build report"), toolkit.ReadOnly(), toolkit.OpenWorld(false),
+		toolkit.Category("reports"), toolkit.Timeout(time.Minute)))
 	keep(toolkit.New("system_insight",
 		"Report on this server: the tools it serves, its Go memory statistics, or its version.",
 		systemInsight(reg), toolkit.Title("System insight"), toolkit.ReadOnly(), toolkit.OpenWorld(false),

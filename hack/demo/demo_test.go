@@ -69,12 +69,15 @@ func TestDemo(t *testing.T) {
 		`get_weather\s+weather/weather-tools\s+Published\s+http://weather-tools\.weather\.svc:8080/tools/get_weather\n`,
 		`crm_evaluate_transaction_risk\s+crm/crm-tools\s+Published\s+http://crm-tools\.crm\.svc:8080/tools/evaluate_transaction_risk\n`,
 		`typed_echo\s+crm/assistant-tools\s+Published\s+http://assistant-tools\.crm\.svc:8080/tools/typed_echo\n`,
-		`8 tools, revision sha256:`,
+		`9 tools, revision sha256:`,
 		// The conflict, from the loser's status.
 		`crm/assistant-tools\s+get_weather\s+Conflicted\s+weather/weather-tools\n`,
 		// The agent's calls, with the workloads' repairs.
 		`→ \{"city":"北京","condition":"sunny","temperature":"25 degrees Celsius"`,
 		`→ \{"riskScore":8\.6,"riskLevel":"LOW"`,
+		// The long-running tool's progress, over MCP.
+		`progress 1/4: wrote section 1 of 4\n`,
+		`progress 4/4: wrote section 4 of 4\n`,
 		`export KUBECONFIG=`,
 	} {
 		if !regexp.MustCompile(want).MatchString(text) {

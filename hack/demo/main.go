@@ -153,6 +153,9 @@ func run(ctx context.Context, o options) (retErr error) {
 	if err := agent(ctx, st, wls, filepath.Join(workDir, "agent-tools"), r); err != nil {
 		return err
 	}
+	if err := progress(ctx, st, wls, r); err != nil {
+		return err
+	}
 
 	if !o.wait {
 		r.step("Done")

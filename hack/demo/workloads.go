@@ -52,7 +52,7 @@ func demoWorkloads() []*workload {
 		{namespace: "crm", name: "crm-tools", prefix: "crm_",
 			only: []string{"query_customer", "search_orders", "create_ticket", "evaluate_transaction_risk"}},
 		{namespace: "crm", name: "assistant-tools",
-			only: []string{"get_weather", "typed_echo", "add", "system_insight"}},
+			only: []string{"get_weather", "typed_echo", "add", "system_insight", "build_report"}},
 	}
 }
 

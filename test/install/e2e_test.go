@@ -184,7 +184,7 @@ var _ = Describe("An install from the chart", Ordered, func() {
 		}
 		// The README and the sample's comments list these.
 		Expect(names).To(ConsistOf("typed_echo", "query_customer", "get_weather", "evaluate_transaction_risk",
-			"search_orders", "create_ticket", "add", "system_insight"))
+			"search_orders", "create_ticket", "add", "system_insight", "build_report"))
 
 		By("holding leadership through a Lease in the table namespace")
 		leases, err := kube.CoordinationV1().Leases(operatorNS).List(ctx, metav1.ListOptions{})
