@@ -70,6 +70,11 @@ func decodeManifests(data []byte) (manifests, error) {
 // from the user's helm configuration, and returns its combined output.
 func helm(args ...string) (string, error) {
 	home := filepath.Join(scratchDir, "home")
+	// Without a cluster, helm template and lint assume Kubernetes 1.20,
+	// which the chart's kubeVersion refuses; tell them the real one.
+	if len(args) > 0 && (args[0] == "template" || args[0] == "lint") && !slices.Contains(args, "--kube-version") {
+		args = append(slices.Clone(args), "--kube-version", serverVersion)
+	}
 	cmd := exec.Command(helmBin, args...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(),

@@ -38,6 +38,9 @@ var (
 	dyn     dynamic.Interface
 	kube    kubernetes.Interface
 	mapper  meta.RESTMapper
+	// serverVersion is the API server's version, which helm template and
+	// helm lint are told (--kube-version), since they cannot ask.
+	serverVersion string
 )
 
 func TestInstall(t *testing.T) {
@@ -82,6 +85,9 @@ var _ = BeforeSuite(func() {
 	// discovery pass maps every kind the manifests use.
 	dc, err := discovery.NewDiscoveryClientForConfig(cfg)
 	Expect(err).NotTo(HaveOccurred())
+	v, err := dc.ServerVersion()
+	Expect(err).NotTo(HaveOccurred())
+	serverVersion = v.GitVersion
 	groups, err := restmapper.GetAPIGroupResources(dc)
 	Expect(err).NotTo(HaveOccurred())
 	mapper = restmapper.NewDiscoveryRESTMapper(groups)

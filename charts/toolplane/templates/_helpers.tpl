@@ -58,3 +58,42 @@ app.kubernetes.io/part-of: toolplane
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
 {{- end }}
 {{- end }}
+
+{{/*
+The labels of the manager Pods: the chart's, plus podLabels, which may add
+labels but never change one the Deployment selects by; a Deployment whose
+template stops matching its selector is refused, or worse, adopts other Pods.
+*/}}
+{{- define "toolplane.podLabels" -}}
+{{- $selector := include "toolplane.selectorLabels" . | fromYaml }}
+{{- range $k, $v := .Values.podLabels }}
+{{- if hasKey $selector $k }}
+{{- fail (printf "podLabels may not set %s: the Deployment selects its Pods by it" $k) }}
+{{- end }}
+{{- end }}
+{{- include "toolplane.labels" . }}
+{{- with .Values.podLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/*
+GOMEMLIMIT in bytes: goMemLimitPercent of resources.limits.memory. The
+Downward API can only pass the whole limit (its divisors are fixed units), so
+the share is computed here from the quantity's suffix. Empty without a limit.
+*/}}
+{{- define "toolplane.goMemLimit" -}}
+{{- $limit := "" }}
+{{- with .Values.resources }}{{ with .limits }}{{ with .memory }}{{ $limit = toString . }}{{ end }}{{ end }}{{ end }}
+{{- if and $limit (gt (int .Values.goMemLimitPercent) 0) }}
+{{- $m := regexFindAll "^([0-9]+(?:\\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$" $limit 1 }}
+{{- if not $m }}
+{{- fail (printf "resources.limits.memory %q: use a plain quantity such as 256Mi or 1Gi" $limit) }}
+{{- end }}
+{{- $number := regexReplaceAll "(Ki|Mi|Gi|Ti|k|M|G|T)$" $limit "" }}
+{{- $suffix := trimPrefix $number $limit }}
+{{- $units := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 }}
+{{- $bytes := mulf (float64 $number) (float64 (get $units $suffix)) }}
+{{- divf (mulf $bytes (float64 .Values.goMemLimitPercent)) 100 | int64 }}
+{{- end }}
+{{- end }}
