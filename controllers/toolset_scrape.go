@@ -246,8 +246,8 @@ func (s *scraper) fetch(ctx context.Context, c *http.Client, t scrapeTarget, tar
 	if err != nil {
 		return nil, scrapeFailure(scrapeErrDocument, fmt.Errorf("GET %s: %w", target, err))
 	}
-	if maxTools := t.spec.Limits.MaxTools; maxTools > 0 && len(doc.Tools) > int(maxTools) {
-		return nil, scrapeFailure(scrapeErrTooMany, fmt.Errorf("GET %s: %d tools, more than limits.maxTools %d", target, len(doc.Tools), maxTools))
+	if err := checkToolCount(t.spec.Limits, doc); err != nil {
+		return nil, scrapeFailure(scrapeErrTooMany, fmt.Errorf("GET %s: %w", target, err))
 	}
 	return doc, nil
 }

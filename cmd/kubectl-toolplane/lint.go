@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +14,8 @@ import (
 
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -114,7 +114,10 @@ func (lo *lintOptions) run(ctx context.Context, src string) error {
 	}
 	self := spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name}
 
-	offered, rejected := controllers.PlanTools(ts, doc)
+	offered, rejected, err := controllers.PlanTools(ts, doc)
+	if err != nil {
+		return fmt.Errorf("the operator would refuse the whole document for ToolSet %s: %w", self, err)
+	}
 	inTable := map[string]spec.TableTool{}
 	for _, t := range table.Tools {
 		inTable[t.Name] = t
@@ -238,8 +241,25 @@ func (lo *lintOptions) targetToolSet(ctx context.Context, c client.Client, ns st
 			return nil, false, fmt.Errorf("reading ToolSet %s/%s: %w", ns, name, err)
 		}
 	}
-	ts := &v1alpha1.ToolSet{}
-	ts.Namespace, ts.Name = ns, name
+	// A new ToolSet gets the API server's defaults (its limits, say) from
+	// a dry run, which stores nothing; without the right to create one,
+	// it goes without.
+	ts := &v1alpha1.ToolSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec: v1alpha1.ToolSetSpec{
+			Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "toolplane-lint"}},
+			Port:     intstr.FromString("http"),
+		},
+	}
+	dry := ts.DeepCopy()
+	if name == "(new)" {
+		dry.Name, dry.GenerateName = "", "toolplane-lint-"
+	}
+	if err := c.Create(ctx, dry, client.DryRunAll); err == nil {
+		ts.Spec = dry.Spec
+	} else {
+		fmt.Fprintf(lo.errOut, "Warning: linting without the API server's defaults for a new ToolSet (its limits): %v\n", err)
+	}
 	return ts, false, nil
 }
 
@@ -278,18 +298,11 @@ func (lo *lintOptions) load(ctx context.Context, src string) (*spec.Document, er
 			return nil, fmt.Errorf("reading %s: %w", src, err)
 		}
 	}
-	var doc spec.Document
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if err := dec.Decode(&doc); err != nil {
+	doc, err := controllers.ParseDocument(body)
+	if err != nil {
 		return nil, fmt.Errorf("%s is not a spec document: %w", src, err)
 	}
-	if doc.SchemaVersion != spec.SchemaVersion {
-		return nil, fmt.Errorf("%s is not a spec document: schemaVersion is %q, want %q", src, doc.SchemaVersion, spec.SchemaVersion)
-	}
-	if doc.Revision == "" {
-		doc.Revision = spec.Revision(doc.Tools)
-	}
-	return &doc, nil
+	return doc, nil
 }
 
 func readBounded(r io.Reader) ([]byte, error) {

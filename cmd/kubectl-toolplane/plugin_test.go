@@ -11,6 +11,9 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
@@ -183,6 +186,32 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		_, errOut, code = run("lint", filepath.Join(GinkgoT().TempDir(), "missing.json"), "-n", "shop")
 		Expect(code).To(Equal(2))
 		Expect(errOut).To(ContainSubstring("no such file"))
+	})
+
+	It("lint applies the API server's defaults to a new ToolSet, and a ToolSet's limits to the whole document", func(ctx context.Context) {
+		big := `{"type":"object","description":"` + strings.Repeat("x", 70000) + `"}`
+		doc := writeDoc(schemaTool("lint_big", big), schemaTool("lint_small", querySchema))
+		out, errOut, code := run("lint", doc, "-n", "crm", "--toolset", "crm-next")
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(HavePrefix("Plan for a new ToolSet crm/crm-next"))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_big\s+Invalid\s+inputSchema is \d+ bytes, more than limits.maxSchemaBytes 65536$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_small\s+Published\s+new$`))
+		Expect(errOut).To(BeEmpty())
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: "crm", Name: "crm-next"}, &v1alpha1.ToolSet{})
+		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "lint created the ToolSet: %v", err)
+
+		tiny := &v1alpha1.ToolSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "crm", Name: "crm-tiny"},
+			Spec: v1alpha1.ToolSetSpec{
+				Selector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "crm-tiny"}},
+				Port:     intstr.FromString("http"),
+				Limits:   v1alpha1.Limits{MaxTools: 1},
+			},
+		}
+		Expect(k8sClient.Create(ctx, tiny)).To(Succeed())
+		_, errOut, code = run("lint", doc, "-n", "crm", "--toolset", "crm-tiny")
+		Expect(code).To(Equal(2))
+		Expect(errOut).To(Equal("Error: the operator would refuse the whole document for ToolSet crm/crm-tiny: 2 tools, more than limits.maxTools 1\n"))
 	})
 
 	It("call calls a tool through an MCP endpoint and prints its result", func() {
