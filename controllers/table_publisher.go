@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
@@ -220,6 +222,32 @@ func (p *TablePublisher) waitSynced(ctx context.Context) bool {
 func (p *TablePublisher) Changed() <-chan event.TypedGenericEvent[*v1alpha1.ToolSet] {
 	p.init()
 	return p.changed
+}
+
+// ReadyzCheck is the manager's readiness check. A replica that leads (once
+// elected is closed; at once without leader election) is ready when the
+// publisher has read the table back and the caches have synced, so that a
+// leader still restoring the table is never reported ready. A standby replica
+// is ready at once: only the leader publishes, a standby serves nothing, and
+// holding it not-ready would stall a rolling update of several replicas.
+func (p *TablePublisher) ReadyzCheck(elected <-chan struct{}) healthz.Checker {
+	return func(*http.Request) error {
+		select {
+		case <-elected:
+		default:
+			return nil
+		}
+		p.init()
+		select {
+		case <-p.loaded:
+		default:
+			return errors.New("the tool table has not been read back yet")
+		}
+		if !p.synced.Load() {
+			return errors.New("the caches have not synced yet")
+		}
+		return nil
+	}
 }
 
 // waitLoaded blocks until the table has been read back at start.

@@ -815,6 +815,56 @@ var _ = Describe("The table publisher", func() {
 			Consistently(publishedNames).WithArguments(ctx, ns).WithTimeout(2 * time.Second).Should(Equal(map[string]string{"x": a.String()}))
 		})
 
+		It("is ready once it has read the table back and the caches have synced, and starts the restore window only then", func(ctx context.Context) {
+			a, aAt := create(ctx, "a")
+			p1, stop1 := startPublisher(ns, 0)
+			p1.offer(ctx, a, aAt, entry(a, "x", "x"))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(1))
+			stop1()
+
+			synced := make(chan struct{})
+			p2 := &TablePublisher{
+				Client: k8sClient, APIReader: scopedReader{Reader: k8sClient, namespace: ns}, Namespace: ns, Name: "tools",
+				RestoreTimeout: 100 * time.Millisecond,
+				CacheSynced: func(ctx context.Context) bool {
+					select {
+					case <-synced:
+						return true
+					case <-ctx.Done():
+						return false
+					}
+				},
+			}
+			elected := make(chan struct{})
+			ready := p2.ReadyzCheck(elected)
+			Expect(ready(nil)).To(Succeed(), "a standby is ready: only the leader publishes")
+			close(elected)
+			Expect(ready(nil)).To(MatchError(ContainSubstring("read back")))
+
+			runCtx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() {
+				defer GinkgoRecover()
+				defer close(done)
+				Expect(p2.Start(runCtx)).To(Succeed())
+			}()
+			DeferCleanup(func() { cancel(); <-done })
+			Eventually(func() error { return ready(nil) }).Should(MatchError(ContainSubstring("caches")))
+			// Far past the restore timeout, but the caches have not synced:
+			// a's restored entry is kept.
+			Consistently(func(g Gomega) {
+				g.Expect(p2.Published(ctx, a)).To(HaveLen(1))
+			}).WithTimeout(time.Second).Should(Succeed())
+
+			close(synced)
+			Eventually(func() error { return ready(nil) }).Should(Succeed())
+			// a never offers: once the window has run from the sync, its
+			// entry goes.
+			Eventually(func(g Gomega) {
+				g.Expect(p2.Published(ctx, a)).To(BeEmpty())
+			}).Should(Succeed())
+		})
+
 		It("reads its own table back unchanged without writing", func(ctx context.Context) {
 			a, aAt := create(ctx, "a")
 			p1, stop1 := startPublisher(ns, 0)

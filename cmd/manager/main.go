@@ -129,7 +129,9 @@ func main() {
 		log.Error(err, "Unable to set up the health check")
 		os.Exit(1)
 	}
-	if err := mgr.AddReadyzCheck("readyz", healthz.Ping); err != nil {
+	// Not ready until the leader has read the table back and its caches
+	// have synced; a standby replica is ready (see ReadyzCheck).
+	if err := mgr.AddReadyzCheck("tool-table", publisher.ReadyzCheck(mgr.Elected())); err != nil {
 		log.Error(err, "Unable to set up the ready check")
 		os.Exit(1)
 	}
