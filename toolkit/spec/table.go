@@ -35,9 +35,21 @@ type TableTool struct {
 	// existed.
 	SchemaDigest string          `json:"schemaDigest,omitempty"`
 	ToolSet      ObjectReference `json:"toolSet"`
+	// Protocol is how agents call the tool: "" for a toolkit workload,
+	// which serves both endpoints, or [ProtocolMCP] for any other MCP
+	// server, whose only endpoint is MCP: call it with tools/call under
+	// SourceName.
+	Protocol string `json:"protocol,omitempty"`
 	// Endpoints is nil when the ToolSet names no Service to reach it by.
 	Endpoints *Endpoints `json:"endpoints,omitempty"`
 }
+
+// ProtocolMCP is the Protocol of a table entry whose workload is any MCP
+// server: it has an MCP endpoint and no invoke endpoint.
+const ProtocolMCP = "MCP"
+
+// IsMCP reports whether the tool is called only over MCP.
+func (t *TableTool) IsMCP() bool { return t.Protocol == ProtocolMCP }
 
 // ObjectReference names a namespaced object.
 type ObjectReference struct {
@@ -51,7 +63,8 @@ func (r ObjectReference) String() string { return r.Namespace + "/" + r.Name }
 // Endpoints are the URLs at which agents call a tool.
 type Endpoints struct {
 	// Invoke is the tool's plain HTTP endpoint: POST the arguments object.
-	Invoke string `json:"invoke"`
+	// Entries of Protocol [ProtocolMCP] have none.
+	Invoke string `json:"invoke,omitempty"`
 	// MCP is the workload's MCP Streamable HTTP endpoint.
 	MCP string `json:"mcp"`
 }
