@@ -126,7 +126,7 @@ $(LOCALBIN):
 	mkdir -p $(LOCALBIN)
 
 .PHONY: interop-deps
-interop-deps: hack/interop/node_modules/.package-lock.json ## Install the TypeScript MCP SDK client that toolkit/server's interop test drives (npm ci).
+interop-deps: hack/interop/node_modules/.package-lock.json ## Install the TypeScript MCP SDK and server-everything for the interop tests of toolkit/server and controllers (npm ci).
 hack/interop/node_modules/.package-lock.json: hack/interop/package.json hack/interop/package-lock.json
 	npm ci --prefix hack/interop --no-audit --no-fund
 

@@ -41,12 +41,33 @@ var _ = Describe("The ToolSet API", func() {
 		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), got)).To(Succeed())
 		Expect(got.Spec.Selector.MatchLabels).To(HaveKeyWithValue("app", "crm-tools"))
 		Expect(got.Spec.Port).To(Equal(intstr.FromString("http")))
-		Expect(got.Spec.Path).To(Equal("/.well-known/toolplane/tools"))
+		Expect(got.Spec.Protocol).To(Equal(v1alpha1.ProtocolToolkit))
+		// The default path depends on the protocol, so the API leaves it
+		// out and the operator fills it in.
+		Expect(got.Spec.Path).To(BeEmpty())
+		Expect(got.Spec.PathOrDefault()).To(Equal("/.well-known/toolplane/tools"))
 		Expect(got.Spec.Scheme).To(Equal("http"))
 		Expect(got.Spec.Interval.Duration).To(Equal(30 * time.Second))
 		Expect(got.Spec.Timeout.Duration).To(Equal(5 * time.Second))
 		Expect(got.Spec.Limits.MaxTools).To(BeEquivalentTo(256))
 		Expect(got.Spec.Limits.MaxSchemaBytes).To(BeEquivalentTo(65536))
+	})
+
+	It("defaults the path of an MCP ToolSet to /mcp, and keeps a path it is given", func(ctx context.Context) {
+		ts := minimalToolSet(ns, "mcp-tools")
+		ts.Spec.Protocol = v1alpha1.ProtocolMCP
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		got := &v1alpha1.ToolSet{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), got)).To(Succeed())
+		Expect(got.Spec.Protocol).To(Equal(v1alpha1.ProtocolMCP))
+		Expect(got.Spec.PathOrDefault()).To(Equal("/mcp"))
+
+		given := minimalToolSet(ns, "mcp-given")
+		given.Spec.Protocol = v1alpha1.ProtocolMCP
+		given.Spec.Path = "/v1/mcp"
+		Expect(k8sClient.Create(ctx, given)).To(Succeed())
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(given), got)).To(Succeed())
+		Expect(got.Spec.PathOrDefault()).To(Equal("/v1/mcp"))
 	})
 
 	DescribeTable("rejects an invalid ToolSet",
@@ -68,6 +89,9 @@ var _ = Describe("The ToolSet API", func() {
 			ts.Spec.Interval = &metav1.Duration{Duration: time.Second}
 			ts.Spec.Timeout = &metav1.Duration{Duration: time.Second}
 		}, "interval must be at least 5s"),
+		Entry("a protocol other than Toolkit or MCP", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Protocol = "gRPC"
+		}, "spec.protocol"),
 		Entry("a scheme other than http or https", func(ts *v1alpha1.ToolSet) {
 			ts.Spec.Scheme = "ftp"
 		}, "spec.scheme"),

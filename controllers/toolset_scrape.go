@@ -174,7 +174,7 @@ func (s *scraper) scrapePod(ctx context.Context, c *http.Client, t scrapeTarget,
 	res.url = (&url.URL{
 		Scheme: t.spec.Scheme,
 		Host:   net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))),
-		Path:   t.spec.Path,
+		Path:   t.spec.PathOrDefault(),
 	}).String()
 	if res.url != prev.url {
 		prev = podDoc{}
@@ -189,7 +189,11 @@ func (s *scraper) scrapePod(ctx context.Context, c *http.Client, t scrapeTarget,
 	defer s.sem.Release(1)
 
 	start := time.Now()
-	res.doc, res.err = s.fetch(ctx, c, t, res.url, prev.doc)
+	if t.spec.IsMCP() {
+		res.doc, res.err = s.listMCP(ctx, c, t, res.url, prev.doc)
+	} else {
+		res.doc, res.err = s.fetch(ctx, c, t, res.url, prev.doc)
+	}
 	scrapeDuration.Observe(time.Since(start).Seconds())
 	if res.err != nil {
 		scrapeErrors.WithLabelValues(scrapeReason(res.err)).Inc()

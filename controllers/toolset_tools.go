@@ -306,7 +306,9 @@ func validateSchema(field string, raw json.RawMessage, maxBytes int32, required 
 }
 
 // tableTool is a tool as the table publishes it. Without spec.service it has
-// no endpoints: agents can list it but not call it.
+// no endpoints: agents can list it but not call it. A tool of an MCP ToolSet
+// says so, and has only the MCP endpoint, at the ToolSet's path: the server
+// has no invoke endpoint.
 func tableTool(ts *v1alpha1.ToolSet, published string, t spec.Tool) spec.TableTool {
 	tt := spec.TableTool{
 		Name:         published,
@@ -325,6 +327,12 @@ func tableTool(ts *v1alpha1.ToolSet, published string, t spec.Tool) spec.TableTo
 			Invoke: serviceURL(ts, svc, spec.InvokePrefix+t.Name),
 			MCP:    serviceURL(ts, svc, spec.MCPPath),
 		}
+		if ts.Spec.IsMCP() {
+			tt.Endpoints = &spec.Endpoints{MCP: serviceURL(ts, svc, ts.Spec.PathOrDefault())}
+		}
+	}
+	if ts.Spec.IsMCP() {
+		tt.Protocol = spec.ProtocolMCP
 	}
 	return tt
 }

@@ -17,15 +17,31 @@ type ToolSetSpec struct {
 	// +required
 	Selector metav1.LabelSelector `json:"selector"`
 
-	// port is the container port that serves the spec endpoint, by name (as
-	// declared in the Pod's containers[].ports[].name) or by number.
+	// protocol is how the operator lists the Pods' tools. Toolkit (the
+	// default) reads toolkit's spec document with a conditional GET. MCP
+	// lists the tools of any MCP server, in any language, with tools/list
+	// over Streamable HTTP (both protocol eras: stateless 2026-07-28
+	// servers, and initialize, list and close for 2025 servers), following
+	// its pages to the end within limits.maxTools. Both are held to the same
+	// timeout, response size, redirect rule, token, TLS settings and
+	// validation. Agents call the tools of an MCP ToolSet with tools/call at
+	// its MCP endpoint; the tool table says so.
+	// +optional
+	// +kubebuilder:default=Toolkit
+	Protocol Protocol `json:"protocol,omitempty"`
+
+	// port is the container port that serves the spec endpoint (with
+	// protocol MCP, the MCP endpoint), by name (as declared in the Pod's
+	// containers[].ports[].name) or by number.
 	// +required
 	// +kubebuilder:validation:XIntOrString
 	Port intstr.IntOrString `json:"port"`
 
-	// path is the HTTP path of the spec endpoint on each Pod.
+	// path is the HTTP path the tools are listed from on each Pod. Left
+	// out, it depends on protocol: /.well-known/toolplane/tools, the spec
+	// document, for Toolkit; /mcp for MCP. With protocol MCP it is also the
+	// path of the MCP endpoint published in the tool table.
 	// +optional
-	// +kubebuilder:default="/.well-known/toolplane/tools"
 	// +kubebuilder:validation:MaxLength=1024
 	// +kubebuilder:validation:Pattern=`^/[^?#\s]*$`
 	Path string `json:"path,omitempty"`
@@ -101,6 +117,44 @@ type ToolSetSpec struct {
 	// +optional
 	// +kubebuilder:default={}
 	Limits Limits `json:"limits,omitempty"`
+}
+
+// Protocol is how the operator lists a ToolSet's tools.
+// +kubebuilder:validation:Enum=Toolkit;MCP
+type Protocol string
+
+// The protocols of a ToolSet.
+const (
+	// ProtocolToolkit reads toolkit's spec document.
+	ProtocolToolkit Protocol = "Toolkit"
+	// ProtocolMCP lists tools with MCP's tools/list, from any MCP server.
+	ProtocolMCP Protocol = "MCP"
+)
+
+// Default paths by protocol, for a ToolSet that leaves spec.path out.
+const (
+	// DefaultToolkitPath is where toolkit serves its spec document.
+	DefaultToolkitPath = "/.well-known/toolplane/tools"
+	// DefaultMCPPath is where MCP servers conventionally serve Streamable
+	// HTTP.
+	DefaultMCPPath = "/mcp"
+)
+
+// IsMCP reports whether the ToolSet's tools are listed, and called, over MCP.
+func (s *ToolSetSpec) IsMCP() bool { return s.Protocol == ProtocolMCP }
+
+// PathOrDefault is spec.path, or the default path of the protocol when it is
+// left out. The path has no CRD default because the default depends on the
+// protocol; ToolSets stored before protocol existed keep the path they were
+// stored with.
+func (s *ToolSetSpec) PathOrDefault() string {
+	switch {
+	case s.Path != "":
+		return s.Path
+	case s.IsMCP():
+		return DefaultMCPPath
+	}
+	return DefaultToolkitPath
 }
 
 // TLSConfig configures the verification of a Pod's serving certificate.
