@@ -33,6 +33,13 @@ import (
 // tableNamespace is where the suite's manager publishes the tool table.
 const tableNamespace = "toolplane-system"
 
+// testScrapesPerNamespace is the suite's bound on one namespace's scrapes in
+// flight: half of its manager-wide bound of 8.
+const testScrapesPerNamespace = 4
+
+// testCeilings are the suite manager's admin ceilings.
+var testCeilings = Ceilings{MaxTimeout: 20 * time.Second}
+
 var (
 	cfg       *rest.Config
 	k8sClient client.Client
@@ -90,9 +97,11 @@ var _ = BeforeSuite(func() {
 	}
 	Expect(publisher.SetupWithManager(mgr)).To(Succeed())
 	Expect((&ToolSetReconciler{
-		Publisher:            publisher,
-		MaxConcurrentScrapes: 8,
-		MaxResponseBytes:     testMaxResponseBytes,
+		Publisher:                        publisher,
+		MaxConcurrentScrapes:             8,
+		MaxConcurrentScrapesPerNamespace: testScrapesPerNamespace,
+		MaxResponseBytes:                 testMaxResponseBytes,
+		Ceilings:                         testCeilings,
 	}).SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(ctx)

@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -62,13 +63,25 @@ type ToolSetReconciler struct {
 	// MaxResponseBytes bounds the spec document read from one Pod. Zero
 	// means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+	// MaxConcurrentScrapesPerNamespace bounds the scrapes in flight for the
+	// ToolSets of one namespace, so that no namespace takes every slot. Zero
+	// means DefaultMaxConcurrentScrapesPerNamespace.
+	MaxConcurrentScrapesPerNamespace int
 	// MaxConcurrentReconciles is the number of ToolSets reconciled at once.
-	// Zero means 8. Reconciles wait on the network, so several run at once;
+	// Zero means 8. Scrapes run off the workers (see ScrapeWait), and
 	// MaxConcurrentScrapes, not this, bounds the load on the Pods.
 	MaxConcurrentReconciles int
+	// ScrapeWait is the longest a reconcile waits for its ToolSet's scrapes
+	// before it hands its worker back; the scrapes go on in the background
+	// and enqueue the ToolSet when they end. Zero means DefaultScrapeWait.
+	ScrapeWait time.Duration
+	// Ceilings cap what any ToolSet may ask for.
+	Ceilings Ceilings
 
 	initOnce sync.Once
 	scraper  *scraper
+	runs     *scrapeRuns
+	stop     context.CancelFunc
 	mu       sync.Mutex
 	memory   map[types.NamespacedName]*toolSetMemory
 }
@@ -77,6 +90,12 @@ type ToolSetReconciler struct {
 func (r *ToolSetReconciler) init() {
 	r.initOnce.Do(func() {
 		r.scraper = newScraper(r.MaxConcurrentScrapes, r.MaxResponseBytes)
+		if r.MaxConcurrentScrapesPerNamespace > 0 {
+			r.scraper.perNamespace = int64(r.MaxConcurrentScrapesPerNamespace)
+		}
+		var ctx context.Context
+		ctx, r.stop = context.WithCancel(context.Background())
+		r.runs = newScrapeRuns(ctx, r.ScrapeWait)
 		r.memory = map[types.NamespacedName]*toolSetMemory{}
 	})
 }
@@ -93,6 +112,11 @@ type toolSetMemory struct {
 	// outageSince is when the ToolSet last had no scrapable Pod, zero while
 	// it has one.
 	outageSince time.Time
+	// interval is the ToolSet's interval under the ceilings, as of the
+	// last round.
+	interval time.Duration
+	// clamped says what of the spec the ceilings changed.
+	clamped []string
 	// dropped is set when the grace period ended and the held tools went.
 	dropped bool
 	// recalled is set once the held tools were looked up in the table.
@@ -141,6 +165,14 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.MaxConcurrentReconciles = defaultMaxConcurrentReconciles
 	}
 	r.init()
+	// Scrapes in the background end when the manager stops.
+	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		<-ctx.Done()
+		r.stop()
+		return nil
+	})); err != nil {
+		return err
+	}
 
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ToolSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
@@ -148,6 +180,7 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 			handler.EnqueueRequestsFromMapFunc(r.toolSetsForPod),
 			builder.WithPredicates(podScrapeChanged)).
 		WatchesRawSource(source.Channel(r.Publisher.Changed(), &handler.TypedEnqueueRequestForObject[*v1alpha1.ToolSet]{})).
+		WatchesRawSource(source.Channel(r.runs.wake, &handler.TypedEnqueueRequestForObject[*v1alpha1.ToolSet]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("toolset").
 		Complete(r)
@@ -209,14 +242,31 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, credErr
 	}
 
-	interval, timeout := intervalOf(ts), timeoutOf(ts)
+	eff := r.Ceilings.effectiveOf(ts)
+	interval := eff.interval
+	mem.interval, mem.clamped = interval, eff.clamped
 	var results []podResult
 	if credErr == nil {
-		target := scrapeTarget{spec: &ts.Spec, timeout: timeout, creds: creds}
-		results = r.scraper.scrapeAll(ctx, target, pods, mem.pods)
+		target := scrapeTarget{namespace: ts.Namespace, spec: &ts.Spec, timeout: eff.timeout, creds: creds}
+		last := mem.pods
+		// The scrapes run off this worker: a ToolSet whose Pods hang holds
+		// it for ScrapeWait at most, and the round enqueues it when it ends.
+		// Waiting for slots is bounded by the interval, the scrapes by the
+		// timeout.
+		var (
+			retry time.Duration
+			ok    bool
+		)
+		results, retry, ok = r.runs.results(ctx, req.NamespacedName, runKey(ts.Generation, pods), interval+eff.timeout,
+			func(ctx context.Context) []podResult { return r.scraper.scrapeAll(ctx, target, pods, last) })
 		if err := ctx.Err(); err != nil {
 			// The manager is stopping: what was scraped is not the truth.
 			return ctrl.Result{}, err
+		}
+		if !ok {
+			// Nothing new to report yet: the status stands until the round
+			// ends.
+			return ctrl.Result{RequeueAfter: retry}, nil
 		}
 	}
 	rd := newRound(pods, results, credErr)
@@ -237,7 +287,10 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		requeue = interval
 	)
 	if len(rd.docs) > 0 {
-		a = mem.assemble(ts, rd.docs)
+		// The schema limit is the ToolSet's, lowered to the ceiling.
+		view := *ts
+		view.Spec.Limits = eff.limits
+		a = mem.assemble(&view, rd.docs)
 		offered = a.tools
 		mem.held, mem.heldRevision = a.tools, a.revision
 		mem.outageSince, mem.dropped = time.Time{}, false
@@ -315,6 +368,7 @@ func (r *ToolSetReconciler) withdraw(ctx context.Context, key types.NamespacedNa
 	r.mu.Lock()
 	delete(r.memory, key)
 	r.mu.Unlock()
+	r.runs.forget(key)
 	forgetTools(key)
 	ctrl.LoggerFrom(ctx).V(1).Info("Withdrew tools of deleted ToolSet")
 	return nil
@@ -413,19 +467,4 @@ var podScrapeChanged = predicate.Funcs{
 				return slices.Equal(a.Ports, b.Ports)
 			})
 	},
-}
-
-func intervalOf(ts *v1alpha1.ToolSet) time.Duration {
-	if ts.Spec.Interval != nil && ts.Spec.Interval.Duration > 0 {
-		return ts.Spec.Interval.Duration
-	}
-	return defaultInterval
-}
-
-func timeoutOf(ts *v1alpha1.ToolSet) time.Duration {
-	t := defaultTimeout
-	if ts.Spec.Timeout != nil && ts.Spec.Timeout.Duration > 0 {
-		t = ts.Spec.Timeout.Duration
-	}
-	return min(t, intervalOf(ts))
 }

@@ -665,3 +665,57 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		Expect(offered[0].Endpoints).To(BeNil())
 	})
 })
+
+var _ = Describe("The ToolSet reconciler under hostile tenants", func() {
+	It("is not stalled by eight ToolSets whose Pods never answer, with the longest timeout allowed", func(ctx context.Context) {
+		// All eight in one namespace, so that the spec also shows one
+		// namespace holding no more than its share of the scrape slots.
+		hungNs := newNamespace(ctx)
+		release := make(chan struct{})
+		var inflight, most atomic.Int64
+		hang := func(_ http.ResponseWriter, r *http.Request) {
+			n := inflight.Add(1)
+			defer inflight.Add(-1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		}
+		for i := range 8 {
+			w := newWorkload()
+			w.setHandler(hang)
+			app := fmt.Sprintf("hung-%d", i)
+			createReadyPod(ctx, hungNs, app+"-0", map[string]string{"app": app}, w.port())
+			ts := toolSet(hungNs, app)
+			// Far past the ceiling, which clamps it to 20s.
+			ts.Spec.Interval = &metav1.Duration{Duration: time.Hour}
+			ts.Spec.Timeout = &metav1.Duration{Duration: time.Hour}
+			createToolSet(ctx, ts)
+		}
+		DeferCleanup(func() { close(release) }) // before the servers close
+		Eventually(inflight.Load).Should(BeEquivalentTo(testScrapesPerNamespace))
+
+		ns := newNamespace(ctx)
+		good := newWorkload(tool("still_served"))
+		createReadyPod(ctx, ns, "good-0", map[string]string{"app": "good"}, good.port())
+		goodTS := toolSet(ns, "good")
+		goodTS.Spec.Limits.MaxSchemaBytes = 1 << 20 // past the ceiling too
+		createToolSet(ctx, goodTS)
+		// Its own interval (5s) plus a few seconds, while every hung scrape
+		// still hangs.
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, goodTS)
+			g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(got.Status.Tools).To(ConsistOf(toolNamed("still_served", v1alpha1.ToolPublished)))
+		}).WithTimeout(5*time.Second + 10*time.Second).Should(Succeed())
+		Expect(inflight.Load()).To(BeEquivalentTo(testScrapesPerNamespace), "the hung scrapes were still hanging")
+		Expect(most.Load()).To(BeEquivalentTo(testScrapesPerNamespace), "one namespace never held more than its share of the slots")
+
+		clamped := condition(getToolSet(ctx, Default, goodTS), v1alpha1.ConditionClamped)
+		Expect(clamped.Status).To(Equal(metav1.ConditionTrue))
+		Expect(clamped.Reason).To(Equal(v1alpha1.ReasonCeilingApplied))
+		Expect(clamped.Message).To(ContainSubstring("spec.limits.maxSchemaBytes 1048576 lowered to the ceiling 262144 (--max-schema-bytes)"))
+	})
+})

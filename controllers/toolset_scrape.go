@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -36,6 +37,10 @@ const (
 	// DefaultMaxConcurrentScrapes bounds the scrapes in flight across every
 	// ToolSet.
 	DefaultMaxConcurrentScrapes = 32
+	// DefaultMaxConcurrentScrapesPerNamespace bounds the scrapes in flight
+	// for the ToolSets of one namespace, so that one namespace whose Pods
+	// hang cannot take every manager-wide slot.
+	DefaultMaxConcurrentScrapesPerNamespace = 8
 	// scrapesPerToolSet bounds the scrapes in flight for one ToolSet, so that
 	// one large ToolSet cannot take every manager-wide slot.
 	scrapesPerToolSet = 8
@@ -113,10 +118,23 @@ func ParseDocument(body []byte) (*spec.Document, error) {
 }
 
 // scraper fetches spec documents from Pods. One scraper serves the whole
-// manager; its semaphore bounds the scrapes in flight across every ToolSet.
+// manager; its semaphores bound the scrapes in flight across every ToolSet
+// and within each namespace. A scrape takes its namespace's slot before a
+// manager-wide one, so that a namespace at its bound waits without holding
+// slots that other namespaces could use.
 type scraper struct {
 	sem      *semaphore.Weighted
 	maxBytes int64
+
+	perNamespace int64
+	mu           sync.Mutex
+	namespaces   map[string]*nsSlots
+}
+
+// nsSlots are the scrape slots of one namespace, dropped when unused.
+type nsSlots struct {
+	sem   *semaphore.Weighted
+	users int
 }
 
 func newScraper(maxConcurrent int, maxBytes int64) *scraper {
@@ -126,14 +144,52 @@ func newScraper(maxConcurrent int, maxBytes int64) *scraper {
 	if maxBytes <= 0 {
 		maxBytes = DefaultMaxResponseBytes
 	}
-	return &scraper{sem: semaphore.NewWeighted(int64(maxConcurrent)), maxBytes: maxBytes}
+	return &scraper{
+		sem: semaphore.NewWeighted(int64(maxConcurrent)), maxBytes: maxBytes,
+		perNamespace: DefaultMaxConcurrentScrapesPerNamespace, namespaces: map[string]*nsSlots{},
+	}
+}
+
+// acquire takes a scrape slot of the namespace, then a manager-wide one,
+// and returns their release.
+func (s *scraper) acquire(ctx context.Context, ns string) (func(), error) {
+	s.mu.Lock()
+	slots := s.namespaces[ns]
+	if slots == nil {
+		slots = &nsSlots{sem: semaphore.NewWeighted(s.perNamespace)}
+		s.namespaces[ns] = slots
+	}
+	slots.users++
+	s.mu.Unlock()
+	done := func() {
+		s.mu.Lock()
+		if slots.users--; slots.users == 0 {
+			delete(s.namespaces, ns)
+		}
+		s.mu.Unlock()
+	}
+	if err := slots.sem.Acquire(ctx, 1); err != nil {
+		done()
+		return nil, err
+	}
+	if err := s.sem.Acquire(ctx, 1); err != nil {
+		slots.sem.Release(1)
+		done()
+		return nil, err
+	}
+	return func() {
+		s.sem.Release(1)
+		slots.sem.Release(1)
+		done()
+	}, nil
 }
 
 // scrapeTarget is what one round of scrapes of a ToolSet needs.
 type scrapeTarget struct {
-	spec    *v1alpha1.ToolSetSpec
-	timeout time.Duration
-	creds   *credentials
+	namespace string
+	spec      *v1alpha1.ToolSetSpec
+	timeout   time.Duration
+	creds     *credentials
 }
 
 // podResult is how one Pod's scrape went.
@@ -180,13 +236,14 @@ func (s *scraper) scrapePod(ctx context.Context, c *http.Client, t scrapeTarget,
 		prev = podDoc{}
 	}
 
-	// Waiting for a slot is bounded by the reconcile, not by the timeout: a
+	// Waiting for a slot is bounded by the round, not by the timeout: a
 	// busy manager delays scrapes, it does not fail them.
-	if err := s.sem.Acquire(ctx, 1); err != nil {
-		res.err = scrapeFailure(scrapeErrTimeout, err)
+	release, err := s.acquire(ctx, t.namespace)
+	if err != nil {
+		res.err = scrapeFailure(scrapeErrTimeout, fmt.Errorf("waiting for a scrape slot: %w", err))
 		return res
 	}
-	defer s.sem.Release(1)
+	defer release()
 
 	start := time.Now()
 	if t.spec.IsMCP() {

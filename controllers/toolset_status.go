@@ -193,7 +193,11 @@ func capTools(tools []v1alpha1.ToolStatus, n int) ([]v1alpha1.ToolStatus, int32)
 
 // staleDeadline is when the tools held through the current outage go.
 func staleDeadline(ts *v1alpha1.ToolSet, mem *toolSetMemory) time.Time {
-	return mem.outageSince.Add(staleIntervals * intervalOf(ts))
+	interval := mem.interval
+	if interval <= 0 {
+		interval = Ceilings{}.effectiveOf(ts).interval
+	}
+	return mem.outageSince.Add(staleIntervals * interval)
 }
 
 func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a assembly, held bool, mem *toolSetMemory, claims nameClaims) {
@@ -261,6 +265,12 @@ func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a asse
 				mem.outageSince.UTC().Format(time.RFC3339), staleIntervals))
 	default:
 		set(v1alpha1.ConditionStale, metav1.ConditionFalse, v1alpha1.ReasonHealthy, "no tool is held through an outage")
+	}
+
+	if len(mem.clamped) > 0 {
+		set(v1alpha1.ConditionClamped, metav1.ConditionTrue, v1alpha1.ReasonCeilingApplied, strings.Join(mem.clamped, "; "))
+	} else {
+		set(v1alpha1.ConditionClamped, metav1.ConditionFalse, v1alpha1.ReasonWithinCeilings, "the spec asks for nothing beyond the admin ceilings")
 	}
 
 	claims.setCondition(set)

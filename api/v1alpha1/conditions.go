@@ -15,6 +15,9 @@ const (
 	// names it exposes: another ToolSet owns them, a policy denies them, or
 	// they wait for a hand-over after a restart.
 	ConditionConflicted = "Conflicted"
+	// ConditionClamped is True when the ToolSet asks for more than the
+	// admin ceilings (manager flags) allow, and gets the ceiling instead.
+	ConditionClamped = "Clamped"
 )
 
 // Condition reasons of a ToolSet.
@@ -53,4 +56,9 @@ const (
 	ReasonInvalidSpec = "InvalidSpec"
 	// ReasonHealthy: nothing is degraded or stale.
 	ReasonHealthy = "Healthy"
+	// ReasonCeilingApplied: some of the spec is beyond an admin ceiling, and
+	// the ceiling applies instead; the message says which.
+	ReasonCeilingApplied = "CeilingApplied"
+	// ReasonWithinCeilings: the spec asks for nothing beyond the ceilings.
+	ReasonWithinCeilings = "WithinCeilings"
 )

@@ -53,7 +53,8 @@ type ToolSetSpec struct {
 	Scheme string `json:"scheme,omitempty"`
 
 	// interval is how often every selected Pod is scraped. Pods that become
-	// ready or change are scraped at once, whatever the interval. At least 5s.
+	// ready or change are scraped at once, whatever the interval. At least
+	// 5s, or the operator's --min-interval if that is longer.
 	// +optional
 	// +kubebuilder:default="30s"
 	// +kubebuilder:validation:Type=string
@@ -61,7 +62,8 @@ type ToolSetSpec struct {
 	Interval *metav1.Duration `json:"interval,omitempty"`
 
 	// timeout bounds one scrape of one Pod, connection and body included. It
-	// must not exceed interval.
+	// must not exceed interval. The operator's ceiling (--max-timeout, 30s by
+	// default) caps it, and the Clamped condition says so.
 	// +optional
 	// +kubebuilder:default="5s"
 	// +kubebuilder:validation:Type=string
@@ -240,7 +242,9 @@ type ServiceReference struct {
 // marked Invalid with the reason; the rest are still published.
 type Limits struct {
 	// maxTools is the largest number of tools one Pod may serve. A spec
-	// document with more is rejected whole.
+	// document with more is rejected whole. Whatever it says, the ToolSet
+	// publishes at most the operator's ceiling (--max-tools-per-toolset);
+	// the tools past it are Denied with reason OverBudget.
 	// +optional
 	// +kubebuilder:default=256
 	// +kubebuilder:validation:Minimum=1
@@ -248,7 +252,7 @@ type Limits struct {
 	MaxTools int32 `json:"maxTools,omitempty"`
 
 	// maxSchemaBytes is the largest size, in bytes, of one tool's input or
-	// output schema.
+	// output schema. The operator's ceiling (--max-schema-bytes) caps it.
 	// +optional
 	// +kubebuilder:default=65536
 	// +kubebuilder:validation:Minimum=256
@@ -264,7 +268,8 @@ type ToolSetStatus struct {
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 
 	// conditions summarise the ToolSet. Ready is the summary; Degraded,
-	// Stale and Conflicted give detail.
+	// Stale and Conflicted give detail, and Clamped says whether an admin
+	// ceiling lowered what the spec asks for.
 	// +optional
 	// +listType=map
 	// +listMapKey=type

@@ -5,10 +5,13 @@ package main
 import (
 	"crypto/tls"
 	"flag"
+	"fmt"
 	"os"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/controllers"
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 func main() {
@@ -40,6 +44,9 @@ func main() {
 		leaseDuration   time.Duration
 		renewDeadline   time.Duration
 		retryPeriod     time.Duration
+		maxScrapesPerNS int
+		podSelector     string
+		ceilings        controllers.Ceilings
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", `The address the metrics endpoint binds to; "0" disables it.`)
 	flag.BoolVar(&metricsSecure, "metrics-secure", true,
@@ -64,12 +71,45 @@ func main() {
 		"How often replicas try to acquire or renew the lease.")
 	flag.IntVar(&maxScrapes, "max-concurrent-scrapes", 32, "The most scrapes in flight at once, across all ToolSets.")
 	flag.Int64Var(&maxResponseSize, "max-response-bytes", 4<<20, "The largest spec document read from one Pod, in bytes.")
+	flag.IntVar(&maxScrapesPerNS, "max-concurrent-scrapes-per-namespace", controllers.DefaultMaxConcurrentScrapesPerNamespace,
+		"The most scrapes in flight at once for the ToolSets of one namespace, so that no namespace takes every slot.")
+	flag.StringVar(&podSelector, "pod-label-selector", "",
+		"A label selector that scopes the Pod cache, for large clusters: only Pods it matches are cached, watched and scraped. "+
+			"Empty caches every Pod (the default); see the README for what each costs in memory.")
+	// Admin ceilings: what any ToolSet may ask for, whatever its spec says.
+	flag.IntVar(&ceilings.MaxToolsPerToolSet, "max-tools-per-toolset", controllers.DefaultMaxToolsPerToolSet,
+		"The most tools one ToolSet publishes; the rest are Denied (OverBudget).")
+	flag.Func("max-schema-bytes", fmt.Sprintf("The ceiling of spec.limits.maxSchemaBytes, in bytes (default %d).", controllers.DefaultMaxSchemaBytes), func(v string) error {
+		n, err := strconv.ParseInt(v, 10, 32)
+		ceilings.MaxSchemaBytes = int32(n)
+		return err
+	})
+	flag.IntVar(&ceilings.MaxToolsPerNamespace, "max-tools-per-namespace", controllers.DefaultMaxToolsPerNamespace,
+		"The most tools the ToolSets of one namespace publish together; the rest are Denied (OverBudget).")
+	flag.Int64Var(&ceilings.MaxTableBytes, "max-table-bytes", controllers.DefaultMaxTableBytes,
+		"The largest tool table, in bytes of JSON; tools that would pass it are Denied (OverBudget). At most 64 MiB, what the publisher can write.")
+	flag.DurationVar(&ceilings.MinInterval, "min-interval", controllers.DefaultMinInterval, "The shortest scrape interval any ToolSet gets.")
+	flag.DurationVar(&ceilings.MaxTimeout, "max-timeout", controllers.DefaultMaxTimeout,
+		"The longest scrape timeout any ToolSet gets: no scrape waits on a Pod for longer.")
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
+	if ceilings.MaxTableBytes > spec.MaxTableBytes {
+		log.Error(nil, "--max-table-bytes is above what the publisher can write", "max", spec.MaxTableBytes)
+		os.Exit(2)
+	}
+	podCache := cache.ByObject{Transform: controllers.TrimPodForCache}
+	if podSelector != "" {
+		sel, err := labels.Parse(podSelector)
+		if err != nil {
+			log.Error(err, "Invalid --pod-label-selector")
+			os.Exit(2)
+		}
+		podCache.Label = sel
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -96,7 +136,8 @@ func main() {
 				&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{tableNamespace: {}}},
 				// Every Pod is cached to match it to ToolSets; only what the
 				// reconciler reads is kept.
-				&corev1.Pod{}: {Transform: controllers.TrimPodForCache},
+				// With --pod-label-selector, only the Pods it matches.
+				&corev1.Pod{}: podCache,
 			},
 			DefaultTransform: cache.TransformStripManagedFields(),
 		},
@@ -117,9 +158,11 @@ func main() {
 		os.Exit(1)
 	}
 	if err := (&controllers.ToolSetReconciler{
-		Publisher:            publisher,
-		MaxConcurrentScrapes: maxScrapes,
-		MaxResponseBytes:     maxResponseSize,
+		Publisher:                        publisher,
+		MaxConcurrentScrapes:             maxScrapes,
+		MaxConcurrentScrapesPerNamespace: maxScrapesPerNS,
+		MaxResponseBytes:                 maxResponseSize,
+		Ceilings:                         ceilings,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the ToolSet reconciler")
 		os.Exit(1)
