@@ -38,7 +38,7 @@ const tableNamespace = "toolplane-system"
 const testScrapesPerNamespace = 4
 
 // testCeilings are the suite manager's admin ceilings.
-var testCeilings = Ceilings{MaxTimeout: 20 * time.Second}
+var testCeilings = Ceilings{MaxTimeout: 30 * time.Second}
 
 var (
 	cfg       *rest.Config

@@ -689,7 +689,7 @@ var _ = Describe("The ToolSet reconciler under hostile tenants", func() {
 			app := fmt.Sprintf("hung-%d", i)
 			createReadyPod(ctx, hungNs, app+"-0", map[string]string{"app": app}, w.port())
 			ts := toolSet(hungNs, app)
-			// Far past the ceiling, which clamps it to 20s.
+			// Far past the ceiling, which clamps it to 30s.
 			ts.Spec.Interval = &metav1.Duration{Duration: time.Hour}
 			ts.Spec.Timeout = &metav1.Duration{Duration: time.Hour}
 			createToolSet(ctx, ts)
@@ -709,7 +709,7 @@ var _ = Describe("The ToolSet reconciler under hostile tenants", func() {
 			got := getToolSet(ctx, g, goodTS)
 			g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
 			g.Expect(got.Status.Tools).To(ConsistOf(toolNamed("still_served", v1alpha1.ToolPublished)))
-		}).WithTimeout(5*time.Second + 10*time.Second).Should(Succeed())
+		}).WithTimeout(5*time.Second + 15*time.Second).Should(Succeed())
 		Expect(inflight.Load()).To(BeEquivalentTo(testScrapesPerNamespace), "the hung scrapes were still hanging")
 		Expect(most.Load()).To(BeEquivalentTo(testScrapesPerNamespace), "one namespace never held more than its share of the slots")
 
