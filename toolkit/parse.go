@@ -109,7 +109,7 @@ func unfence(data []byte) []byte {
 	}
 	// The info string is a language name, or nothing.
 	for _, c := range bytes.TrimSpace(data[3:nl]) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+		if !isWordByte(c) || c == '.' || c == '+' {
 			return data
 		}
 	}

@@ -268,7 +268,7 @@ func (r *reporter) Log(ctx context.Context, level slog.Level, message string) {
 }
 
 // mcpLevel is the MCP logging level of a slog level.
-func mcpLevel(l slog.Level) mcp.LoggingLevel {
+func mcpLevel(l slog.Level) mcp.LoggingLevel { //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
 	switch {
 	case l >= slog.LevelError+4:
 		return "critical"

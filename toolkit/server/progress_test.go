@@ -62,7 +62,7 @@ func TestProgressAndLogsReachAnMCPClient(t *testing.T) {
 					defer mu.Unlock()
 					progress = append(progress, r.Params.Message)
 				},
-				LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) {
+				LoggingMessageHandler: func(_ context.Context, r *mcp.LoggingMessageRequest) { //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
 					mu.Lock()
 					defer mu.Unlock()
 					logs = append(logs, string(r.Params.Level)+" "+r.Params.Logger+": "+r.Params.Data.(string))
@@ -77,8 +77,8 @@ func TestProgressAndLogsReachAnMCPClient(t *testing.T) {
 			params := &mcp.CallToolParams{Name: "render", Arguments: map[string]any{}}
 			params.SetProgressToken("p-1")
 			if version >= "2026" {
-				params.Meta[mcp.MetaKeyLogLevel] = "info"
-			} else if err := cs.SetLoggingLevel(bounded(t), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
+				params.Meta[mcp.MetaKeyLogLevel] = "info" //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
+			} else if err := cs.SetLoggingLevel(bounded(t), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil { //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
 				t.Fatal(err)
 			}
 			res, err := cs.CallTool(bounded(t), params)
