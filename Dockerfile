@@ -1,6 +1,6 @@
-# One image holds both binaries: /manager (the operator, the default
-# entrypoint) and /example-tools (the sample workload, run with
-# command: ["/example-tools"]). Build it with `make docker-build IMG=...`, or
+# One image holds every binary: /manager (the operator, the default
+# entrypoint), /gateway (the MCP gateway, run with command: ["/gateway"]) and
+# /example-tools (the sample workload, run with command: ["/example-tools"]). Build it with `make docker-build IMG=...`, or
 # for several platforms with `make docker-buildx`.
 #
 # The build stage runs on the builder's own platform and cross-compiles, so a
@@ -16,7 +16,9 @@ ARG TARGETOS=linux
 ARG TARGETARCH
 ENV CGO_ENABLED=0 GOOS=$TARGETOS GOARCH=$TARGETARCH
 RUN go build -trimpath -ldflags="-s -w" -o /out/manager ./cmd/manager && \
-    go build -trimpath -ldflags="-s -w" -o /out/example-tools ./cmd/example-tools
+    go build -trimpath -ldflags="-s -w" -o /out/gateway ./cmd/gateway && \
+    go build -trimpath -ldflags="-s -w" -o /out/example-tools ./cmd/example-tools && \
+    go build -trimpath -ldflags="-s -w" -o /out/kubectl-toolplane ./cmd/kubectl-toolplane
 
 # distroless/static has no shell or package manager; :nonroot runs as UID and
 # GID 65532, which the manifests' runAsNonRoot check needs numerically.

@@ -13,7 +13,7 @@ HELM ?= $(LOCALBIN)/helm
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s/$(K8S_VERSION)
 
 # The image `make docker-build` builds and `make docker-push` pushes; it holds
-# both /manager and /example-tools.
+# /manager, /gateway and /example-tools.
 IMG ?= ghcr.io/toolplane/toolplane:0.1.0
 CONTAINER_TOOL ?= docker
 PLATFORMS ?= linux/amd64,linux/arm64
@@ -101,15 +101,16 @@ verify: manifests generate chart-crds fmt ## Regenerate and tidy everything, the
 ##@ Build
 
 .PHONY: build
-build: manifests generate ## Build the manager, example-tools and kubectl-toolplane (the kubectl plugin) binaries into bin/.
+build: manifests generate ## Build the manager, gateway, example-tools and kubectl-toolplane (the kubectl plugin) binaries into bin/.
 	go build -o $(LOCALBIN)/manager ./cmd/manager
+	go build -o $(LOCALBIN)/gateway ./cmd/gateway
 	go build -o $(LOCALBIN)/example-tools ./cmd/example-tools
 	go build -o $(LOCALBIN)/kubectl-toolplane ./cmd/kubectl-toolplane
 
 # The image targets need a container engine (Docker, or CONTAINER_TOOL=podman);
 # nothing else in this Makefile does.
 .PHONY: docker-build
-docker-build: ## Build the image IMG (default ghcr.io/toolplane/toolplane:0.1.0), holding /manager and /example-tools; needs Docker (or CONTAINER_TOOL=podman).
+docker-build: ## Build the image IMG (default ghcr.io/toolplane/toolplane:0.1.0), holding /manager, /gateway and /example-tools; needs Docker (or CONTAINER_TOOL=podman).
 	$(CONTAINER_TOOL) build -t $(IMG) .
 
 .PHONY: docker-push

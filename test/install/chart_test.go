@@ -113,7 +113,7 @@ var _ = Describe("The Helm chart", func() {
 		rb := fromUnstructured[rbacv1.RoleBinding](m.named("RoleBinding", "platform-toolplane-manager"))
 		Expect(rb.Namespace).To(Equal("agents"))
 		Expect(rb.Subjects).To(ConsistOf(rbacv1.Subject{Kind: "ServiceAccount", Name: "toolplane-operator", Namespace: "ops"}))
-		Expect(m.ofKind("ClusterRole")).To(HaveLen(1), "rbac.aggregateToDefaultRoles is off")
+		Expect(m.ofKind("ClusterRole").manager()).To(HaveLen(1), "rbac.aggregateToDefaultRoles is off")
 
 		sm := m.named("ServiceMonitor", "platform-toolplane")
 		Expect(sm.GetLabels()).To(HaveKeyWithValue("release", "prometheus"))
@@ -136,7 +136,7 @@ var _ = Describe("The Helm chart", func() {
 		m := helmTemplate("toolplane", "toolplane-system", "--set", "metrics.enabled=false")
 		args, _ := managerContainer(fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane")))
 		Expect(args).To(ContainElement("--metrics-bind-address=0"))
-		Expect(m.ofKind("Service")).To(BeEmpty())
+		Expect(m.ofKind("Service").manager()).To(BeEmpty())
 
 		out, err := helm("template", "toolplane", chartDir, "--set", "metrics.enabled=false", "--set", "metrics.serviceMonitor.enabled=true")
 		Expect(err).To(HaveOccurred(), "a ServiceMonitor with nothing to scrape")
@@ -196,7 +196,7 @@ var _ = Describe("The Helm chart", func() {
 			"config/default":        kustomizeBuild("config/default"),
 		}
 		for name, m := range renderings {
-			for _, u := range m.ofKind("Deployment") {
+			for _, u := range m.ofKind("Deployment").manager() {
 				args, ok := managerContainer(fromUnstructured[appsv1.Deployment](u))
 				Expect(ok).To(BeTrue(), "%s: no manager container", name)
 				out, err := run(args)

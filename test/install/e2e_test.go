@@ -186,6 +186,16 @@ var _ = Describe("An install from the chart", Ordered, func() {
 		Expect(names).To(ConsistOf("typed_echo", "query_customer", "get_weather", "evaluate_transaction_risk",
 			"search_orders", "create_ticket", "add", "system_insight", "build_report"))
 
+		By("serving the table through the gateway, run with the chart's arguments as the chart's gateway ServiceAccount")
+		gw := runChartGateway(ctx, m)
+		Eventually(func(ctx context.Context) []string {
+			var got []string
+			for _, t := range gatewayTable(ctx, gw).Tools {
+				got = append(got, t.Name)
+			}
+			return got
+		}).WithContext(ctx).WithTimeout(eventuallyTimeout).Should(ConsistOf(names))
+
 		By("holding leadership through a Lease in the table namespace")
 		leases, err := kube.CoordinationV1().Leases(operatorNS).List(ctx, metav1.ListOptions{})
 		Expect(err).NotTo(HaveOccurred())
@@ -200,7 +210,7 @@ var _ = Describe("An install from the chart", Ordered, func() {
 // on this machine. The manager stops when the spec ends.
 func runChartManager(ctx context.Context, m manifests) *harness.Manager {
 	GinkgoHelper()
-	sa := m.ofKind("ServiceAccount")[0]
+	sa := m.ofKind("ServiceAccount").manager()[0]
 	user, err := testEnv.AddUser(envtest.User{
 		Name:   fmt.Sprintf("system:serviceaccount:%s:%s", sa.GetNamespace(), sa.GetName()),
 		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.GetNamespace()},
@@ -210,7 +220,7 @@ func runChartManager(ctx context.Context, m manifests) *harness.Manager {
 	Expect(err).NotTo(HaveOccurred())
 	kubeconfigPath := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
 	Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
-	md := fromUnstructured[appsv1.Deployment](m.ofKind("Deployment")[0])
+	md := fromUnstructured[appsv1.Deployment](m.ofKind("Deployment").manager()[0])
 	args, ok := managerContainer(md)
 	Expect(ok).To(BeTrue())
 	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool {

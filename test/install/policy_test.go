@@ -90,7 +90,7 @@ var _ = Describe("RBAC", func() {
 		}
 		ensureNamespaces(ctx, operatorNS, tableNS, otherNS)
 		Expect(apply(ctx, rbacObjects, "", false)).To(Succeed())
-		sa := m.ofKind("ServiceAccount")[0]
+		sa := m.ofKind("ServiceAccount").manager()[0]
 		user := fmt.Sprintf("system:serviceaccount:%s:%s", sa.GetNamespace(), sa.GetName())
 
 		type access struct {

@@ -156,6 +156,28 @@ func (m manifests) ofKind(kind string) manifests {
 }
 
 // named returns the one object of kind and name, failing if there is none.
+// manager leaves out the gateway's objects (component gateway).
+func (m manifests) manager() manifests {
+	var out manifests
+	for _, u := range m {
+		if u.GetLabels()["app.kubernetes.io/component"] != "gateway" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
+// gateway keeps only the gateway's objects.
+func (m manifests) gateway() manifests {
+	var out manifests
+	for _, u := range m {
+		if u.GetLabels()["app.kubernetes.io/component"] == "gateway" {
+			out = append(out, u)
+		}
+	}
+	return out
+}
+
 func (m manifests) named(kind, name string) *unstructured.Unstructured {
 	GinkgoHelper()
 	for _, u := range m.ofKind(kind) {

@@ -1,0 +1,237 @@
+package install
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/toolplane/toolplane/test/harness"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// gatewayContainer returns the gateway container of a rendered Deployment.
+func gatewayContainer(d *appsv1.Deployment) (corev1.Container, bool) {
+	for _, c := range d.Spec.Template.Spec.Containers {
+		if c.Name == "gateway" {
+			return c, true
+		}
+	}
+	return corev1.Container{}, false
+}
+
+var _ = Describe("The chart's gateway", func() {
+	It("deploys two hardened replicas behind Service toolplane-gateway, with a PodDisruptionBudget", func() {
+		m := helmTemplate("toolplane", "toolplane-system")
+		d := fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane-gateway"))
+		Expect(*d.Spec.Replicas).To(BeEquivalentTo(2))
+		Expect(hardeningProblems(d)).To(BeEmpty())
+		c, ok := gatewayContainer(d)
+		Expect(ok).To(BeTrue())
+		Expect(c.Command).To(Equal([]string{"/gateway"}))
+		Expect(c.Image).To(Equal("ghcr.io/toolplane/toolplane:0.1.0"))
+		Expect(c.Args).To(ContainElements("--addr=:8080", "--table-namespace=toolplane-system", "--table-name=toolplane-tools", "--auth=none"))
+		Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal("toolplane-gateway"))
+
+		podLabels := labels.Set(d.Spec.Template.Labels)
+		svc := fromUnstructured[corev1.Service](m.named("Service", "toolplane-gateway"))
+		Expect(labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels)).To(BeTrue())
+		Expect(svc.Spec.Ports).To(ContainElement(And(HaveField("Port", BeEquivalentTo(80)), HaveField("TargetPort.StrVal", "mcp"))))
+		// The manager's Services must not select the gateway, and the
+		// gateway's must not select the manager.
+		for _, u := range m.ofKind("Service").manager() {
+			s := fromUnstructured[corev1.Service](u)
+			Expect(labels.SelectorFromSet(s.Spec.Selector).Matches(podLabels)).To(BeFalse(), s.Name)
+		}
+		manager := fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane"))
+		Expect(labels.SelectorFromSet(svc.Spec.Selector).Matches(labels.Set(manager.Spec.Template.Labels))).To(BeFalse())
+
+		pdb := fromUnstructured[policyv1.PodDisruptionBudget](m.named("PodDisruptionBudget", "toolplane-gateway"))
+		sel, err := metav1.LabelSelectorAsSelector(pdb.Spec.Selector)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(sel.Matches(podLabels)).To(BeTrue())
+		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
+
+		By("with auth=none it may not review tokens or access")
+		Expect(m.ofKind("ClusterRole").gateway()).To(BeEmpty())
+	})
+
+	It("renders nothing of the gateway with gateway.enabled=false", func() {
+		m := helmTemplate("toolplane", "toolplane-system", "--set", "gateway.enabled=false")
+		Expect(m.gateway()).To(BeEmpty())
+	})
+
+	It("refuses sessions on several replicas without sticky sessions", func() {
+		out, err := helm("template", "t", chartDir, "--set", "gateway.sessions=true")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("sticky sessions"))
+	})
+
+	It("passes the gateway only flags it knows", func(ctx context.Context) {
+		gw := buildCommand(ctx, "gateway")
+		run := func(args []string) (string, error) {
+			out, err := exec.CommandContext(ctx, gw, append(args, "-h")...).CombinedOutput()
+			return string(out), err
+		}
+		out, err := run([]string{"--no-such-flag=1"})
+		Expect(err).To(HaveOccurred(), "the gateway accepted an unknown flag, so this check proves nothing:\n%s", out)
+		for name, m := range map[string]manifests{
+			"default values": helmTemplate("toolplane", "toolplane-system"),
+			"custom values":  helmTemplate("custom", "ops", "-f", customValues),
+		} {
+			c, ok := gatewayContainer(fromUnstructured[appsv1.Deployment](m.ofKind("Deployment").gateway()[0]))
+			Expect(ok).To(BeTrue(), name)
+			out, err := run(c.Args)
+			Expect(err).NotTo(HaveOccurred(), "%s: the gateway rejects %q:\n%s", name, c.Args, out)
+		}
+		custom := helmTemplate("custom", "ops", "-f", customValues)
+		c, _ := gatewayContainer(fromUnstructured[appsv1.Deployment](custom.ofKind("Deployment").gateway()[0]))
+		Expect(c.Args).To(ContainElements("--auth=kubernetes", "--token-audience=toolplane-gateway", "--sessions",
+			"--table-namespace=agents", "--metrics-bind-address=0", "--list-ttl=5s"))
+	})
+
+	It("lets the gateway read ConfigMaps in the table namespace and nothing else, and review tokens and access only with auth=kubernetes", func(ctx context.Context) {
+		const releaseNS, tableNS, otherNS = "gw-sar", "gw-sar-table", "gw-sar-other"
+		type access struct{ verb, group, resource, namespace string }
+		for _, auth := range []string{"none", "kubernetes"} {
+			m := helmTemplate("gw-"+auth, releaseNS, "--set", "table.namespace="+tableNS, "--set", "gateway.auth="+auth)
+			var rbacObjects manifests
+			for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+				rbacObjects = append(rbacObjects, m.ofKind(kind).gateway()...)
+			}
+			ensureNamespaces(ctx, releaseNS, tableNS, otherNS)
+			Expect(apply(ctx, rbacObjects, "", false)).To(Succeed())
+			sa := m.ofKind("ServiceAccount").gateway()[0]
+			user := fmt.Sprintf("system:serviceaccount:%s:%s", sa.GetNamespace(), sa.GetName())
+			can := func(ctx context.Context, a access) (bool, error) {
+				review, err := kube.AuthorizationV1().SubjectAccessReviews().Create(ctx, &authorizationv1.SubjectAccessReview{
+					Spec: authorizationv1.SubjectAccessReviewSpec{
+						User:   user,
+						Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + releaseNS, "system:authenticated"},
+						ResourceAttributes: &authorizationv1.ResourceAttributes{
+							Verb: a.verb, Group: a.group, Resource: a.resource, Namespace: a.namespace,
+						},
+					},
+				}, metav1.CreateOptions{})
+				if err != nil {
+					return false, err
+				}
+				return review.Status.Allowed, nil
+			}
+			allowed := []access{
+				{"get", "", "configmaps", tableNS},
+				{"list", "", "configmaps", tableNS},
+				{"watch", "", "configmaps", tableNS},
+			}
+			denied := []access{
+				{"list", "", "configmaps", otherNS},
+				{"list", "", "configmaps", ""},
+				{"update", "", "configmaps", tableNS},
+				{"get", "", "secrets", tableNS},
+				{"list", "", "pods", ""},
+				{"list", "toolplane.io", "toolsets", ""},
+			}
+			reviews := []access{
+				{"create", "authentication.k8s.io", "tokenreviews", ""},
+				{"create", "authorization.k8s.io", "subjectaccessreviews", ""},
+			}
+			if auth == "kubernetes" {
+				allowed = append(allowed, reviews...)
+			} else {
+				denied = append(denied, reviews...)
+			}
+			Eventually(func(g Gomega, ctx context.Context) {
+				for _, a := range allowed {
+					ok, err := can(ctx, a)
+					g.Expect(err).NotTo(HaveOccurred())
+					g.Expect(ok).To(BeTrue(), "auth=%s: %+v denied", auth, a)
+				}
+			}).WithContext(ctx).WithTimeout(eventuallyTimeout).Should(Succeed())
+			for _, a := range denied {
+				ok, err := can(ctx, a)
+				Expect(err).NotTo(HaveOccurred())
+				Expect(ok).To(BeFalse(), "auth=%s: %+v allowed", auth, a)
+			}
+		}
+	})
+})
+
+// runChartGateway runs the gateway binary as a rendering's gateway
+// Deployment would: with its arguments, authenticated as its
+// ServiceAccount and so held to its RBAC (which the caller has applied).
+// Only the listen addresses are free loopback ones.
+func runChartGateway(ctx context.Context, m manifests) *harness.Gateway {
+	GinkgoHelper()
+	sa := m.ofKind("ServiceAccount").gateway()[0]
+	user, err := testEnv.AddUser(envtest.User{
+		Name:   fmt.Sprintf("system:serviceaccount:%s:%s", sa.GetNamespace(), sa.GetName()),
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:" + sa.GetNamespace()},
+	}, nil)
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfig, err := user.KubeConfig()
+	Expect(err).NotTo(HaveOccurred())
+	kubeconfigPath := filepath.Join(GinkgoT().TempDir(), "kubeconfig")
+	Expect(os.WriteFile(kubeconfigPath, kubeconfig, 0o600)).To(Succeed())
+	d := fromUnstructured[appsv1.Deployment](m.ofKind("Deployment").gateway()[0])
+	c, ok := gatewayContainer(d)
+	Expect(ok).To(BeTrue())
+	args := slices.DeleteFunc(slices.Clone(c.Args), func(a string) bool {
+		return strings.HasPrefix(a, "--addr=") || strings.HasPrefix(a, "--metrics-bind-address=") ||
+			strings.HasPrefix(a, "--health-probe-bind-address=") || strings.HasPrefix(a, "--table-namespace=")
+	})
+	tableNamespace, _ := strings.CutPrefix(c.Args[slices.IndexFunc(c.Args, func(a string) bool {
+		return strings.HasPrefix(a, "--table-namespace=")
+	})], "--table-namespace=")
+	gw := &harness.Gateway{
+		Bin:            buildCommand(ctx, "gateway"),
+		Kubeconfig:     kubeconfigPath,
+		TableNamespace: tableNamespace,
+		Args:           args,
+		LogPath:        filepath.Join(GinkgoT().TempDir(), "gateway.log"),
+	}
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			log, _ := os.ReadFile(gw.LogPath)
+			fmt.Fprintf(GinkgoWriter, "gateway log:\n%s", log)
+		}
+	})
+	// Start returns once /readyz answers: once it holds the table.
+	Expect(gw.Start(ctx)).To(Succeed())
+	DeferCleanup(func() {
+		Expect(gw.Stop(time.Duration(*d.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second)).To(Succeed())
+	})
+	return gw
+}
+
+// gatewayTable GETs /v1/tools from a running gateway.
+func gatewayTable(ctx context.Context, gw *harness.Gateway) *spec.Table {
+	GinkgoHelper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, gw.URL()+"/v1/tools", nil)
+	Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	Expect(resp.StatusCode).To(Equal(http.StatusOK))
+	b, err := io.ReadAll(resp.Body)
+	Expect(err).NotTo(HaveOccurred())
+	t := &spec.Table{}
+	Expect(json.Unmarshal(b, t)).To(Succeed())
+	return t
+}
