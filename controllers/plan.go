@@ -18,7 +18,7 @@ func PlanTools(ts *v1alpha1.ToolSet, doc *spec.Document) (offered []spec.TableTo
 	if err := checkToolCount(ts.Spec.Limits, doc); err != nil {
 		return nil, nil, err
 	}
-	a := assemble(ts, []*spec.Document{doc})
+	a := assemble(ts, []*spec.Document{doc}, 0)
 	return a.tools, a.rejected, nil
 }
 

@@ -130,6 +130,7 @@ type toolSetMemory struct {
 	assembled struct {
 		generation int64
 		docs       []*spec.Document
+		blind      int
 		a          assembly
 	}
 }
@@ -137,13 +138,13 @@ type toolSetMemory struct {
 // assemble is assemble, reusing the last round's result when the spec and
 // every Pod's document are the very same: a round of 304s costs no schema
 // compilation.
-func (m *toolSetMemory) assemble(ts *v1alpha1.ToolSet, docs []*spec.Document) assembly {
+func (m *toolSetMemory) assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int) assembly {
 	last := &m.assembled
-	if last.docs != nil && last.generation == ts.Generation && slices.Equal(last.docs, docs) {
+	if last.docs != nil && last.generation == ts.Generation && last.blind == blind && slices.Equal(last.docs, docs) {
 		return last.a
 	}
-	a := assemble(ts, docs)
-	last.generation, last.docs, last.a = ts.Generation, slices.Clone(docs), a
+	a := assemble(ts, docs, blind)
+	last.generation, last.docs, last.blind, last.a = ts.Generation, slices.Clone(docs), blind, a
 	return a
 }
 
@@ -269,7 +270,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			return ctrl.Result{RequeueAfter: retry}, nil
 		}
 	}
-	rd := newRound(pods, results, credErr)
+	rd := newRound(pods, results, credErr, mem.pods)
 	mem.remember(results)
 	log := ctrl.LoggerFrom(ctx)
 	for _, res := range results {
@@ -290,7 +291,10 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		// The schema limit is the ToolSet's, lowered to the ceiling.
 		view := *ts
 		view.Spec.Limits = eff.limits
-		a = mem.assemble(&view, rd.docs)
+		// A ready Pod whose scrape failed still takes traffic: it counts
+		// with the last document it served, or, if it never served one,
+		// as serving none of the tools.
+		a = mem.assemble(&view, append(slices.Clone(rd.docs), rd.lastKnown...), rd.blind)
 		offered = a.tools
 		mem.held, mem.heldRevision = a.tools, a.revision
 		mem.outageSince, mem.dropped = time.Time{}, false

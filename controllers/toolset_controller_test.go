@@ -457,6 +457,51 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		eventuallyInTable(ctx, ts, ContainElement(And(HaveField("Name", "roll_a"), HaveField("Description", newA.Description))))
 	})
 
+	It("counts a ready replica whose scrape fails with its last document, and one never scraped as serving nothing", func(ctx context.Context) {
+		full := newWorkload(tool("sk_x"), tool("sk_y"))
+		partial := newWorkload(tool("sk_x"))
+		createReadyPod(ctx, ns, "sk-0", map[string]string{"app": "sk"}, full.port())
+		createReadyPod(ctx, ns, "sk-1", map[string]string{"app": "sk"}, partial.port())
+		ts := toolSet(ns, "sk")
+		createToolSet(ctx, ts)
+		skewed := func(name, reason string) OmegaMatcher {
+			return And(toolNamed(name, v1alpha1.ToolSkewed), HaveField("Reason", ContainSubstring(reason)))
+		}
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, ts).Status.Tools).To(ConsistOf(
+				toolNamed("sk_x", v1alpha1.ToolPublished), skewed("sk_y", "served by 1 of 2 ready Pods")))
+		}).Should(Succeed())
+
+		// The replica that lacks sk_y stays ready but stops answering: it
+		// still lacks sk_y as far as anyone knows.
+		partial.setHandler(func(rw http.ResponseWriter, _ *http.Request) { http.Error(rw, "down", http.StatusInternalServerError) })
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(got.Status.Pods.Failed).To(BeEquivalentTo(1))
+			g.Expect(got.Status.Tools).To(ConsistOf(
+				toolNamed("sk_x", v1alpha1.ToolPublished), skewed("sk_y", "served by 1 of 2 ready Pods")))
+		}).Should(Succeed())
+		Consistently(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, ts).Status.Tools).To(ContainElement(toolNamed("sk_y", v1alpha1.ToolSkewed)))
+		}).WithTimeout(6 * time.Second).WithPolling(500 * time.Millisecond).Should(Succeed())
+		eventuallyInTable(ctx, ts, ConsistOf(HaveField("Name", "sk_x")))
+
+		// A ready replica that was never scraped may lack any tool.
+		never := newWorkload()
+		never.setHandler(func(rw http.ResponseWriter, _ *http.Request) { http.Error(rw, "down", http.StatusInternalServerError) })
+		blind := createReadyPod(ctx, ns, "sk-2", map[string]string{"app": "sk"}, never.port())
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, ts).Status.Tools).To(ConsistOf(
+				skewed("sk_x", "1 Pod never scraped"), skewed("sk_y", "served by 1 of 3 ready Pods")))
+		}).Should(Succeed())
+		eventuallyInTable(ctx, ts, BeEmpty())
+
+		setPodReady(ctx, blind, false)
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, ts).Status.Tools).To(ContainElement(toolNamed("sk_x", v1alpha1.ToolPublished)))
+		}).Should(Succeed())
+	})
+
 	It("holds the last good tools as Stale through an outage, then drops them", func(ctx context.Context) {
 		w, ts := publishedThenDown(ctx, ns, "s", "stale_a", "stale_b")
 		got := getToolSet(ctx, Default, ts)

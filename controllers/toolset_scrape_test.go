@@ -123,7 +123,7 @@ func FuzzParseDocument(f *testing.F) {
 		if again2, _ := json.Marshal(doc2); !bytes.Equal(again, again2) {
 			t.Fatalf("round trip changed the document:\n%s\n%s", again, again2)
 		}
-		a := assemble(ts, []*spec.Document{doc, doc2})
+		a := assemble(ts, []*spec.Document{doc, doc2}, 0)
 		if len(a.tools)+len(a.rejected) > len(doc.Tools) {
 			t.Fatalf("assembled %d tools from %d", len(a.tools)+len(a.rejected), len(doc.Tools))
 		}
@@ -194,12 +194,41 @@ func TestAssembleIsIndependentOfPodOrder(t *testing.T) {
 	d2 := &spec.Document{Revision: "r2", Tools: []spec.Tool{formY}}
 	ts := &v1alpha1.ToolSet{}
 	// One Pod each: a tie, broken by the forms' bytes, never by order.
-	a12, a21 := assemble(ts, []*spec.Document{d1, d2}), assemble(ts, []*spec.Document{d2, d1})
+	a12, a21 := assemble(ts, []*spec.Document{d1, d2}, 0), assemble(ts, []*spec.Document{d2, d1}, 0)
 	if len(a12.tools) != 1 || len(a21.tools) != 1 || a12.tools[0].Description != a21.tools[0].Description {
 		t.Fatalf("assembly depends on the order of the Pods: %+v vs %+v", a12.tools, a21.tools)
 	}
 	if a12.revision != a21.revision || a12.skew != a21.skew || a12.skew == "" {
 		t.Fatalf("revision or skew depends on the order: %q/%q vs %q/%q", a12.revision, a12.skew, a21.revision, a21.skew)
+	}
+}
+
+func TestNewRoundCountsFailedReadyPods(t *testing.T) {
+	pod := func(name string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, UID: types.UID(name)}}
+	}
+	both := &spec.Document{Revision: "r1", Tools: []spec.Tool{tool("x"), tool("y")}}
+	onlyX := &spec.Document{Revision: "r2", Tools: []spec.Tool{tool("x")}}
+	ok, known, blind := pod("ok"), pod("known"), pod("blind")
+	results := []podResult{{pod: ok, doc: both}, {pod: known, err: errors.New("down")}, {pod: blind, err: errors.New("down")}}
+	rd := newRound([]*corev1.Pod{ok, known, blind}, results, nil, map[types.UID]podDoc{"known": {doc: onlyX}})
+	if len(rd.docs) != 1 || len(rd.lastKnown) != 1 || rd.lastKnown[0] != onlyX || rd.blind != 1 {
+		t.Fatalf("round = %d fresh, %d last known, %d blind; want 1, 1 (onlyX), 1", len(rd.docs), len(rd.lastKnown), rd.blind)
+	}
+
+	ts := &v1alpha1.ToolSet{}
+	a := assemble(ts, append(rd.docs, rd.lastKnown...), 0)
+	if len(a.tools) != 1 || a.tools[0].Name != "x" {
+		t.Fatalf("with the failed Pod's last document, offered %+v; want only x", a.tools)
+	}
+	a = assemble(ts, append(rd.docs, rd.lastKnown...), rd.blind)
+	if len(a.tools) != 0 || a.count(v1alpha1.ToolSkewed) != 2 {
+		t.Fatalf("with a Pod never scraped, offered %+v; want nothing, both Skewed", a.tools)
+	}
+	for _, r := range a.rejected {
+		if !strings.Contains(r.Reason, "of 3 ready Pods") {
+			t.Errorf("reason %q does not count every ready Pod", r.Reason)
+		}
 	}
 }
 
@@ -371,13 +400,13 @@ func BenchmarkAssemble(b *testing.B) {
 	ts := &v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{Limits: v1alpha1.Limits{MaxTools: 256, MaxSchemaBytes: 65536}}}
 	b.Run("cold", func(b *testing.B) {
 		for b.Loop() {
-			_ = assemble(ts, docs)
+			_ = assemble(ts, docs, 0)
 		}
 	})
 	b.Run("unchanged", func(b *testing.B) {
 		mem := &toolSetMemory{}
 		for b.Loop() {
-			_ = mem.assemble(ts, docs)
+			_ = mem.assemble(ts, docs, 0)
 		}
 	})
 }

@@ -46,15 +46,27 @@ type round struct {
 	// failures are the Pods that could not be scraped, with why, sorted by
 	// Pod name.
 	failures []string
+	// lastKnown are the last documents of Pods that failed this round but
+	// served one before: still ready, they still count for skew. blind
+	// counts failed Pods that never served one; they may lack any tool.
+	lastKnown []*spec.Document
+	blind     int
 	// credErr is a credential the user must fix; no Pod was scraped.
 	credErr error
 }
 
-func newRound(pods []*corev1.Pod, results []podResult, credErr error) round {
+// newRound sums up the results of a round; last holds each Pod's document
+// from earlier rounds, by UID.
+func newRound(pods []*corev1.Pod, results []podResult, credErr error, last map[types.UID]podDoc) round {
 	rd := round{selected: len(pods), credErr: credErr}
 	for _, res := range results {
 		if res.err != nil {
 			rd.failures = append(rd.failures, fmt.Sprintf("pod %s: %v", res.pod.Name, res.err))
+			if prev, ok := last[res.pod.UID]; ok && prev.doc != nil {
+				rd.lastKnown = append(rd.lastKnown, prev.doc)
+			} else {
+				rd.blind++
+			}
 			continue
 		}
 		rd.docs = append(rd.docs, res.doc)

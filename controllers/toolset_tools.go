@@ -79,12 +79,15 @@ type form struct {
 	bytes string
 }
 
-// assemble merges the documents of the Pods that were scraped into the
-// tools to offer. Agents must never be offered a tool that some ready
-// replica cannot serve, so a tool is offered only when every document has
-// it, in the form that most documents give (ties broken by the form's bytes,
-// so that the outcome never depends on the order of the Pods).
-func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document) assembly {
+// assemble merges the documents of the ready Pods into the tools to offer:
+// those scraped now, and the last known ones of Pods whose scrape failed.
+// blind counts ready Pods whose scrape failed and that never served a
+// document: they may lack any tool. Agents must never be offered a tool
+// that some ready replica cannot serve, so a tool is offered only when
+// every document has it and no Pod is blind, in the form that most
+// documents give (ties broken by the form's bytes, so that the outcome never
+// depends on the order of the Pods).
+func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int) assembly {
 	var a assembly
 	byName := map[string]*served{}
 	revisions := map[string]int{}
@@ -137,7 +140,12 @@ func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document) assembly {
 			continue
 		}
 		if s.pods < len(docs) {
-			reject(v1alpha1.ToolSkewed, fmt.Sprintf("served by %d of %d scraped Pods; published once every ready Pod serves it", s.pods, len(docs)))
+			reject(v1alpha1.ToolSkewed, fmt.Sprintf("served by %d of %d ready Pods; published once every ready Pod serves it", s.pods, len(docs)+blind))
+			continue
+		}
+		if blind > 0 {
+			reject(v1alpha1.ToolSkewed, fmt.Sprintf("served by %d of %d ready Pods; %s never scraped; published once every ready Pod serves it",
+				s.pods, len(docs)+blind, plural(blind, "Pod")))
 			continue
 		}
 		if s.duplicate {
