@@ -289,6 +289,11 @@ func (s *scraper) fetch(ctx context.Context, c *http.Client, t scrapeTarget, tar
 		if prev == nil {
 			return nil, scrapeFailure(scrapeErrHTTPStatus, fmt.Errorf("GET %s: %w", target, errNotModifiedCold))
 		}
+		// The document is the same, but the limits may have been lowered
+		// since it was fetched.
+		if err := checkToolCount(t.spec.Limits, prev); err != nil {
+			return nil, scrapeFailure(scrapeErrTooMany, fmt.Errorf("GET %s: %w", target, err))
+		}
 		return prev, nil
 	case resp.StatusCode != http.StatusOK:
 		return nil, scrapeFailure(scrapeErrHTTPStatus, fmt.Errorf("GET %s: HTTP %d", target, resp.StatusCode))

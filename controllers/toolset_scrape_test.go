@@ -313,6 +313,18 @@ func TestFetch(t *testing.T) {
 			t.Fatalf("a 304 with no previous document: %v", err)
 		}
 	})
+	t.Run("a 304 is held to limits.maxTools as it is now", func(t *testing.T) {
+		prev, _ := ParseDocument(encodeDoc(t, tool("a"), tool("b"), tool("c")))
+		url := serve(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNotModified) })
+		if _, err := fetch(newScraper(1, 0), target(3), url, prev); err != nil {
+			t.Fatalf("within the limit: %v", err)
+		}
+		// The user lowered the limit since the document was fetched.
+		_, err := fetch(newScraper(1, 0), target(2), url, prev)
+		if scrapeReason(err) != scrapeErrTooMany || !strings.Contains(err.Error(), "3 tools, more than limits.maxTools 2") {
+			t.Fatalf("a cached document over the lowered limit: %v", err)
+		}
+	})
 	t.Run("a bearer token goes over https only, never over plain http", func(t *testing.T) {
 		var mu sync.Mutex
 		var got []string
