@@ -55,7 +55,10 @@ func (e *HTTPError) Is(target error) bool {
 
 // Call calls the tool name (a published name, or the function name a model
 // was given for it) through its invoke endpoint, and returns the workload's
-// result. A tool that ran and failed, or refused its arguments, is not an
+// result. A tool whose entry has protocol MCP (an MCP server that toolkit did
+// not write) is called with MCP's tools/call at its MCP endpoint instead,
+// through the official Go SDK client, so that an agent calls every tool the
+// same way; its result passes on unchanged, whatever content it holds. A tool that ran and failed, or refused its arguments, is not an
 // error: the result has IsError set and says why, for the model to correct
 // itself.
 //
@@ -80,10 +83,17 @@ func (c *Client) Call(ctx context.Context, name string, args any) (*spec.CallRes
 		return nil, fmt.Errorf("%w: %q", ErrToolNotFound, name)
 	}
 	tool := &s.table.Tools[i]
-	if tool.Endpoints == nil || tool.Endpoints.Invoke == "" {
+	endpoint := ""
+	if tool.Endpoints != nil {
+		endpoint = tool.Endpoints.Invoke
+		if tool.IsMCP() {
+			endpoint = tool.Endpoints.MCP
+		}
+	}
+	if endpoint == "" {
 		return nil, fmt.Errorf("%w: %s (ToolSet %s)", ErrNoEndpoint, tool.Name, tool.ToolSet)
 	}
-	if err := checkEndpoint(tool, c.ClusterDomain); err != nil {
+	if err := checkEndpoint(tool, endpoint, c.ClusterDomain); err != nil {
 		return nil, err
 	}
 	body, err := encodeArgs(args)
@@ -98,6 +108,9 @@ func (c *Client) Call(ctx context.Context, name string, args any) (*spec.CallRes
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
+	if tool.IsMCP() {
+		return c.callMCP(ctx, tool, body)
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tool.Endpoints.Invoke, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("discovery: tool %s: %w", tool.Name, err)
@@ -153,15 +166,15 @@ func unwrapURLError(err error) error {
 	return err
 }
 
-// checkEndpoint refuses an invoke endpoint that the operator would never
-// publish for the tool: another scheme, credentials in the URL, or a host
-// that is not <service>.<namespace>.svc[.<domain>] in the namespace of the
-// tool's own ToolSet.
-func checkEndpoint(tool *spec.TableTool, domain string) error {
+// checkEndpoint refuses an endpoint that the operator would never publish
+// for the tool: another scheme, credentials in the URL, or a host that is
+// not <service>.<namespace>.svc[.<domain>] in the namespace of the tool's
+// own ToolSet.
+func checkEndpoint(tool *spec.TableTool, endpoint, domain string) error {
 	refuse := func(why string) error {
 		return fmt.Errorf("%w: tool %s (ToolSet %s): %s", ErrForeignEndpoint, tool.Name, tool.ToolSet, why)
 	}
-	u, err := url.Parse(tool.Endpoints.Invoke)
+	u, err := url.Parse(endpoint)
 	if err != nil {
 		return refuse("the endpoint is not a URL")
 	}

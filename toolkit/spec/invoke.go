@@ -1,6 +1,9 @@
 package spec
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"slices"
+)
 
 // CallResult is the reply of the invoke endpoint, POST /tools/{name}: an MCP
 // CallToolResult. MCP's tools/call returns the same value.
@@ -14,6 +17,9 @@ type CallResult struct {
 	// IsError reports an argument or execution error, described in Content
 	// so that a model can correct itself.
 	IsError bool `json:"isError"`
+	// Meta is the result's _meta, as an MCP server other than toolkit may
+	// give it.
+	Meta map[string]any `json:"_meta,omitempty"`
 }
 
 // Content types of MCP's content blocks.
@@ -38,6 +44,38 @@ type Content struct {
 	MIMEType string `json:"mimeType,omitempty"`
 	// Resource is an embedded resource's contents.
 	Resource *ResourceContents `json:"resource,omitempty"`
+	// Extra holds the fields of a block that Content does not name, as
+	// received: annotations, _meta, a resource_link's uri and name, or the
+	// fields of a content type MCP adds later. An MCP server other than
+	// toolkit may send any of them, and they pass through a decode and an
+	// encode unchanged. Encoding never lets Extra override a named field.
+	Extra map[string]json.RawMessage `json:"-"`
+}
+
+// contentFields are the JSON names of Content's named fields.
+var contentFields = []string{"type", "text", "data", "mimeType", "resource"}
+
+// UnmarshalJSON decodes a content block, keeping the fields Content does
+// not name in Extra.
+func (c *Content) UnmarshalJSON(b []byte) error {
+	type plain Content
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return err
+	}
+	for _, k := range contentFields {
+		delete(all, k)
+	}
+	if len(all) == 0 {
+		all = nil
+	}
+	*c = Content(p)
+	c.Extra = all
+	return nil
 }
 
 // ResourceContents are the contents of an embedded resource: text or
@@ -47,12 +85,31 @@ type ResourceContents struct {
 	MIMEType string `json:"mimeType,omitempty"`
 	Text     string `json:"text,omitempty"`
 	Blob     []byte `json:"blob,omitempty"`
+	// Meta is the resource's _meta, as an MCP server may give it.
+	Meta map[string]any `json:"_meta,omitempty"`
 }
 
 // MarshalJSON writes the fields MCP requires of each type even when they
 // are empty (a text block's text, an image's data and mimeType), and no
 // others.
 func (c Content) MarshalJSON() ([]byte, error) {
+	b, err := c.marshalNamed()
+	if err != nil || len(c.Extra) == 0 {
+		return b, err
+	}
+	var all map[string]json.RawMessage
+	if err := json.Unmarshal(b, &all); err != nil {
+		return nil, err
+	}
+	for k, v := range c.Extra {
+		if _, named := all[k]; !named && !slices.Contains(contentFields, k) {
+			all[k] = v
+		}
+	}
+	return json.Marshal(all)
+}
+
+func (c Content) marshalNamed() ([]byte, error) {
 	switch c.Type {
 	case ContentText:
 		return json.Marshal(struct {

@@ -1,0 +1,186 @@
+package discovery_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolplane/toolplane/toolkit/discovery"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// richServer is an MCP server that toolkit did not write: its tool "look"
+// answers with every content type, annotations and _meta included.
+func richServer(t *testing.T, stateless bool) (*httptest.Server, *atomic.Value) {
+	t.Helper()
+	s := mcp.NewServer(&mcp.Implementation{Name: "rich"}, nil)
+	var gotArgs atomic.Value
+	mcp.AddTool(s, &mcp.Tool{Name: "look", InputSchema: json.RawMessage(`{"type":"object","properties":{"id":{"type":"string"}}}`)},
+		func(_ context.Context, req *mcp.CallToolRequest, in map[string]any) (*mcp.CallToolResult, any, error) {
+			gotArgs.Store(string(req.Params.Arguments))
+			return &mcp.CallToolResult{
+				Content: []mcp.Content{
+					&mcp.TextContent{Text: "look " + in["id"].(string), Annotations: &mcp.Annotations{Audience: []mcp.Role{"user"}}},
+					&mcp.ImageContent{Data: []byte{0x89, 'P', 'N', 'G'}, MIMEType: "image/png", Meta: mcp.Meta{"k": "v"}},
+					&mcp.AudioContent{Data: []byte("RIFF"), MIMEType: "audio/wav"},
+					&mcp.EmbeddedResource{Resource: &mcp.ResourceContents{URI: "mem://a", MIMEType: "text/plain", Text: "note"}},
+					&mcp.ResourceLink{URI: "mem://doc", Name: "doc", Title: "Doc"},
+				},
+			}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "broken"}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+		return nil, nil, errors.New("it broke")
+	})
+	// The calls come in on loopback under the Service's name, as a dialer
+	// maps it: no DNS rebinding to protect against.
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: stateless, DisableLocalhostProtection: true})
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, &gotArgs
+}
+
+func mcpTable(names ...string) *spec.Table {
+	var tools []spec.TableTool
+	for _, n := range names {
+		tools = append(tools, spec.TableTool{
+			Name: "rich_" + n, SourceName: n, InputSchema: json.RawMessage(`{"type":"object"}`),
+			ToolSet:   spec.ObjectReference{Namespace: "crm", Name: "rich"},
+			Protocol:  spec.ProtocolMCP,
+			Endpoints: &spec.Endpoints{MCP: crmService + "/mcp"},
+		})
+	}
+	spec.SortTableTools(tools)
+	return &spec.Table{SchemaVersion: spec.SchemaVersion, Revision: spec.TableRevision(tools), Tools: tools}
+}
+
+func TestCallOverMCP(t *testing.T) {
+	for _, stateless := range []bool{false, true} {
+		name := "sessions"
+		if stateless {
+			name = "stateless"
+		}
+		t.Run(name, func(t *testing.T) {
+			srv, gotArgs := richServer(t, stateless)
+			c := &discovery.Client{Timeout: 10 * time.Second, HTTPClient: clusterHTTP(srv)}
+			if err := c.SetTable(mcpTable("look", "broken", "missing")); err != nil {
+				t.Fatal(err)
+			}
+			res, err := c.Call(t.Context(), "rich_look", `{"id":"42"}`)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotArgs.Load() != `{"id":"42"}` {
+				t.Fatalf("the server got %v, want the arguments under the source name", gotArgs.Load())
+			}
+			// A 2026-07-28 server says who it is in the result's _meta, and
+			// that passes on too; the rest is the same in both eras.
+			if stateless && res.Meta["io.modelcontextprotocol/serverInfo"] == nil {
+				t.Errorf("the result's _meta was dropped: %v", res.Meta)
+			}
+			res.Meta = nil
+			b, err := json.Marshal(res)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := `{"content":[` +
+				`{"annotations":{"audience":["user"]},"text":"look 42","type":"text"},` +
+				`{"_meta":{"k":"v"},"data":"iVBORw==","mimeType":"image/png","type":"image"},` +
+				`{"data":"UklGRg==","mimeType":"audio/wav","type":"audio"},` +
+				`{"type":"resource","resource":{"uri":"mem://a","mimeType":"text/plain","text":"note"}},` +
+				`{"name":"doc","title":"Doc","type":"resource_link","uri":"mem://doc"}` +
+				`],"isError":false}`
+			if !jsonEqual(t, string(b), want) {
+				t.Fatalf("result\n%s\nwant\n%s", b, want)
+			}
+
+			res, err = c.Call(t.Context(), "rich_broken", nil)
+			if err != nil || !res.IsError || !strings.Contains(res.Text(), "it broke") {
+				t.Fatalf("a failing tool: %+v, %v; want an IsError result", res, err)
+			}
+			if _, err := c.Call(t.Context(), "rich_missing", nil); err == nil {
+				t.Fatal("a tool the server does not have: want an error")
+			}
+			if _, err := c.Call(t.Context(), "rich_look", `[1,2]`); !errors.Is(err, discovery.ErrBadRequest) {
+				t.Fatalf("arguments that are no object: %v", err)
+			}
+		})
+	}
+}
+
+func TestCallOverMCPIsBounded(t *testing.T) {
+	t.Run("the reply", func(t *testing.T) {
+		s := mcp.NewServer(&mcp.Implementation{Name: "big"}, nil)
+		mcp.AddTool(s, &mcp.Tool{Name: "big"}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 1<<20)}}}, nil, nil
+		})
+		srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true}))
+		t.Cleanup(srv.Close)
+		c := &discovery.Client{Timeout: 10 * time.Second, MaxResponseBytes: 64 << 10, HTTPClient: clusterHTTP(srv)}
+		if err := c.SetTable(mcpTable("big")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Call(t.Context(), "rich_big", nil); !errors.Is(err, discovery.ErrResponseTooLarge) {
+			t.Fatalf("got %v, want ErrResponseTooLarge", err)
+		}
+	})
+	t.Run("the time", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			_, _ = r.Body.Read(make([]byte, 1<<16))
+			<-r.Context().Done()
+		}))
+		t.Cleanup(srv.Close)
+		c := &discovery.Client{Timeout: 300 * time.Millisecond, HTTPClient: clusterHTTP(srv)}
+		if err := c.SetTable(mcpTable("hung")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Call(t.Context(), "rich_hung", nil); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("got %v, want the deadline", err)
+		}
+	})
+	t.Run("redirects", func(t *testing.T) {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, "http://elsewhere.invalid/mcp", http.StatusTemporaryRedirect)
+		}))
+		t.Cleanup(srv.Close)
+		c := &discovery.Client{Timeout: 5 * time.Second, HTTPClient: clusterHTTP(srv)}
+		if err := c.SetTable(mcpTable("moved")); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Call(t.Context(), "rich_moved", nil); !errors.Is(err, discovery.ErrRedirect) {
+			t.Fatalf("got %v, want ErrRedirect", err)
+		}
+	})
+	t.Run("the endpoint's host", func(t *testing.T) {
+		table := mcpTable("foreign")
+		table.Tools[0].Endpoints.MCP = "http://metadata.internal/mcp"
+		c := &discovery.Client{}
+		if err := c.SetTable(table); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Call(t.Context(), "rich_foreign", nil); !errors.Is(err, discovery.ErrForeignEndpoint) {
+			t.Fatalf("got %v, want ErrForeignEndpoint", err)
+		}
+	})
+}
+
+func jsonEqual(t *testing.T, a, b string) bool {
+	t.Helper()
+	var x, y any
+	if err := json.Unmarshal([]byte(a), &x); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(b), &y); err != nil {
+		t.Fatal(err)
+	}
+	xb, _ := json.Marshal(x)
+	yb, _ := json.Marshal(y)
+	return string(xb) == string(yb)
+}
