@@ -2,8 +2,14 @@ package controllers
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
+	"net"
+	"net/http"
 	"os"
+	"strconv"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -34,6 +41,50 @@ func tsServer(args []string, tools ...spec.Tool) *nodeServer {
 	DeferCleanup(s.stop)
 	Expect(s.setTools(tools...)).To(Succeed())
 	return s
+}
+
+// everythingServer starts @modelcontextprotocol/server-everything for one
+// spec, skipped as tsServer is.
+func everythingServer() *nodeServer {
+	GinkgoHelper()
+	s, err := startEverythingServer(context.Background())
+	if errors.Is(err, errNoInterop) && os.Getenv("CI") != "true" {
+		Skip(err.Error())
+	}
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(s.stop)
+	return s
+}
+
+// agent is a Go agent with the stored table loaded, whose calls to a
+// Service <name>.<ns>.svc:8080 reach the loopback port that ports gives for
+// name, as a cluster's DNS would send them to the Pods.
+func agent(ctx context.Context, ports map[string]int32) *discovery.Client {
+	GinkgoHelper()
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, _, _ := net.SplitHostPort(addr)
+		port, ok := ports[strings.SplitN(host, ".", 2)[0]]
+		if !ok {
+			return nil, errors.New("no Service " + host + " in this spec")
+		}
+		return d.DialContext(ctx, network, net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	}
+	c := &discovery.Client{Timeout: 20 * time.Second, HTTPClient: &http.Client{Transport: tr}}
+	t, _, err := storedTable(ctx, tableNamespace)
+	Expect(err).NotTo(HaveOccurred())
+	Expect(c.SetTable(t)).To(Succeed())
+	return c
+}
+
+// contentJSON is the JSON of a result's content, as an agent passes it on.
+func contentJSON(res *spec.CallResult) string {
+	GinkgoHelper()
+	b, err := json.Marshal(res.Content)
+	Expect(err).NotTo(HaveOccurred())
+	return string(b)
 }
 
 // tableVersions are the resource versions of the table's ConfigMaps.
@@ -125,5 +176,120 @@ var _ = Describe("An MCP ToolSet", func() {
 				toolNamed("sk_new", v1alpha1.ToolPublished),
 			))
 		}).Should(Succeed())
+	})
+
+	It("publishes server-everything's tools and a Go agent calls them with discovery.Call, content passed on unchanged", func(ctx context.Context) {
+		srv := everythingServer()
+		createReadyPod(ctx, ns, "everything-0", map[string]string{"app": "everything"}, srv.port)
+		ts := mcpToolSet(ns, "everything")
+		ts.Spec.Prefix = "ev_"
+		// It tells any caller the server's environment.
+		ts.Spec.Exclude = []string{"get-env"}
+		createToolSet(ctx, ts)
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(got.Status.Tools).To(ContainElements(
+				toolNamed("ev_echo", v1alpha1.ToolPublished),
+				toolNamed("ev_get-tiny-image", v1alpha1.ToolPublished),
+				toolNamed("ev_get-resource-reference", v1alpha1.ToolPublished),
+				toolNamed("ev_get-env", v1alpha1.ToolFiltered),
+			))
+		}).Should(Succeed())
+		eventuallyInTable(ctx, ts, ContainElement(And(HaveField("Name", "ev_get-tiny-image"), HaveField("SourceName", "get-tiny-image"))))
+
+		c := agent(ctx, map[string]int32{"everything": srv.port})
+		res, err := c.Call(ctx, "ev_echo", `{"message":"hello from Go"}`)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.IsError).To(BeFalse())
+		Expect(res.Text()).To(ContainSubstring("hello from Go"))
+
+		res, err = c.Call(ctx, "ev_get-tiny-image", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Content).To(HaveLen(3))
+		Expect(res.Content[1].Type).To(Equal(spec.ContentImage))
+		Expect(res.Content[1].MIMEType).To(Equal("image/png"))
+		Expect(res.Content[1].Data).To(HavePrefix("\x89PNG"))
+		Expect(res.Content[2].Text).To(Equal("The image above is the MCP logo."))
+
+		res, err = c.Call(ctx, "ev_get-resource-reference", `{"resourceType":"Text","resourceId":1}`)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.IsError).To(BeFalse(), res.Text())
+		var kinds []string
+		for _, block := range res.Content {
+			kinds = append(kinds, block.Type)
+		}
+		Expect(kinds).To(ContainElement(spec.ContentResource))
+	})
+
+	It("calls a TypeScript SDK server's tools with discovery.Call, every content type unchanged, and keeps no session open", func(ctx context.Context) {
+		srv := tsServer(nil, tool("ts_look"), tool("fail"))
+		createReadyPod(ctx, ns, "look-0", map[string]string{"app": "look"}, srv.port)
+		ts := mcpToolSet(ns, "look")
+		createToolSet(ctx, ts)
+		eventuallyInTable(ctx, ts, HaveLen(2))
+
+		c := agent(ctx, map[string]int32{"look": srv.port})
+		res, err := c.Call(ctx, "ts_look", map[string]any{"q": "x"})
+		Expect(err).NotTo(HaveOccurred())
+		// What mcp-server.mjs sends, block for block.
+		Expect(contentJSON(res)).To(MatchJSON(`[
+			{"type":"text","text":"ts_look {\"q\":\"x\"}"},
+			{"type":"image","data":"iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==","mimeType":"image/png"},
+			{"type":"audio","data":"UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=","mimeType":"audio/wav","annotations":{"audience":["user"]}},
+			{"type":"resource","resource":{"uri":"mem://interop/note.txt","mimeType":"text/plain","text":"an embedded note"}},
+			{"type":"resource_link","uri":"mem://interop/doc","name":"doc","mimeType":"text/markdown"}
+		]`))
+		Expect(string(res.StructuredContent)).To(MatchJSON(`{"tool":"ts_look","arguments":{"q":"x"}}`))
+		png, err := base64.StdEncoding.DecodeString("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.Content[1].Data).To(Equal(png))
+
+		res, err = c.Call(ctx, "fail", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(res.IsError).To(BeTrue())
+		Expect(res.Text()).To(Equal("failed as asked"))
+
+		Eventually(func(g Gomega) {
+			st, err := srv.stats()
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(st.Calls).To(Equal(2))
+			g.Expect(st.Open).To(BeZero(), "every scrape and call ends its session")
+		}).Should(Succeed())
+	})
+
+	It("owns and loses names like a toolkit ToolSet", func(ctx context.Context) {
+		other := newNamespace(ctx)
+		w := newWorkload(tool("own_shared"))
+		createReadyPod(ctx, other, "kit-0", map[string]string{"app": "kit"}, w.port())
+		first := toolSet(other, "kit")
+		createToolSet(ctx, first)
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, first).Status.PublishedTools).To(BeEquivalentTo(1))
+		}).Should(Succeed())
+
+		srv := tsServer(nil, tool("own_shared"), tool("own_mine"))
+		createReadyPod(ctx, ns, "own-0", map[string]string{"app": "own"}, srv.port)
+		second := mcpToolSet(ns, "own")
+		createToolSet(ctx, second)
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, second)
+			g.Expect(got.Status.Tools).To(ConsistOf(
+				And(toolNamed("own_shared", v1alpha1.ToolConflicted), HaveField("Owner", other+"/kit")),
+				toolNamed("own_mine", v1alpha1.ToolPublished),
+			))
+		}).Should(Succeed())
+
+		Expect(k8sClient.Delete(ctx, first)).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, second).Status.Tools).To(ConsistOf(
+				toolNamed("own_shared", v1alpha1.ToolPublished),
+				toolNamed("own_mine", v1alpha1.ToolPublished),
+			))
+		}).Should(Succeed())
+		eventuallyInTable(ctx, second, ConsistOf(
+			And(HaveField("Name", "own_shared"), HaveField("Protocol", spec.ProtocolMCP)),
+			And(HaveField("Name", "own_mine"), HaveField("Protocol", spec.ProtocolMCP)),
+		))
 	})
 })
