@@ -47,7 +47,7 @@ demo: build envtest ## Run the whole loop on an embedded control plane: operator
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/toolplane-demo --bin $(LOCALBIN) $(DEMO_FLAGS)
 
 .PHONY: test
-test: manifests generate envtest helm interop-deps ## Run every test: unit, envtest (real kube-apiserver and etcd), the install manifests and chart, and brief fuzzing.
+test: manifests generate envtest helm interop-deps conformance-deps ## Run every test: unit, envtest (real kube-apiserver and etcd), the install manifests and chart, and brief fuzzing.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	cd toolkit && go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZ_TIME_SHORT) $(MODULES)
@@ -130,6 +130,11 @@ $(LOCALBIN):
 interop-deps: hack/interop/node_modules/.package-lock.json ## Install the TypeScript MCP SDK and server-everything for the interop tests of toolkit/server and controllers (npm ci).
 hack/interop/node_modules/.package-lock.json: hack/interop/package.json hack/interop/package-lock.json
 	npm ci --prefix hack/interop --no-audit --no-fund
+
+.PHONY: conformance-deps
+conformance-deps: hack/conformance/node_modules/.package-lock.json ## Install the official MCP conformance suite and the Node 22 it needs (npm ci), for the gateway's conformance test.
+hack/conformance/node_modules/.package-lock.json: hack/conformance/package.json hack/conformance/package-lock.json
+	npm ci --prefix hack/conformance --no-audit --no-fund
 
 .PHONY: envtest
 envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/kubectl ## Build the test control plane (kube-apiserver, etcd) and kubectl, for the plugin's test, from the Go module proxy.
