@@ -94,6 +94,11 @@ type TablePublisher struct {
 	// window starts then. SetupWithManager sets it from the manager's cache;
 	// nil means at once.
 	CacheSynced func(ctx context.Context) bool
+	// WatchNamespaces, if not empty, are the only namespaces whose ToolSets
+	// count: the read-back lists ToolSets there alone (the operator may have
+	// no right to list them elsewhere), and entries of ToolSets elsewhere are
+	// dropped from the table as if those ToolSets were gone.
+	WatchNamespaces []string
 	// WaitForPolicies holds every hand-over of a name until the first
 	// SetPolicies call, so that a name a policy reserves is never handed to
 	// a namespace the policy forbids while the policies are not yet known.
@@ -393,16 +398,32 @@ func (p *TablePublisher) load(ctx context.Context) error {
 		return err
 	}
 
-	var list v1alpha1.ToolSetList
-	if err := p.reader().List(ctx, &list); err != nil {
-		return fmt.Errorf("listing ToolSets: %w", err)
-	}
-	exists := make(map[types.NamespacedName]metav1.Time, len(list.Items))
-	for _, ts := range list.Items {
-		exists[types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = ts.CreationTimestamp
+	exists, err := p.listToolSets(ctx)
+	if err != nil {
+		return err
 	}
 	p.restore(ctx, table, unreadable, exists)
 	return nil
+}
+
+// listToolSets lists the ToolSets that count, in every namespace or in
+// WatchNamespaces, with their creation times.
+func (p *TablePublisher) listToolSets(ctx context.Context) (map[types.NamespacedName]metav1.Time, error) {
+	namespaces := p.WatchNamespaces
+	if len(namespaces) == 0 {
+		namespaces = []string{metav1.NamespaceAll}
+	}
+	exists := make(map[types.NamespacedName]metav1.Time)
+	for _, ns := range namespaces {
+		var list v1alpha1.ToolSetList
+		if err := p.reader().List(ctx, &list, client.InNamespace(ns)); err != nil {
+			return nil, fmt.Errorf("listing ToolSets: %w", err)
+		}
+		for _, ts := range list.Items {
+			exists[types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = ts.CreationTimestamp
+		}
+	}
+	return exists, nil
 }
 
 // table returns the table as the publisher would write it now, sorted, and

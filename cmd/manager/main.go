@@ -7,12 +7,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -47,6 +50,7 @@ func main() {
 		maxScrapesPerNS int
 		podSelector     string
 		ceilings        controllers.Ceilings
+		watchNamespaces string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", `The address the metrics endpoint binds to; "0" disables it.`)
 	flag.BoolVar(&metricsSecure, "metrics-secure", true,
@@ -69,6 +73,9 @@ func main() {
 		"How long the leader keeps trying to renew its lease before it steps down; less than the lease duration.")
 	flag.DurationVar(&retryPeriod, "leader-elect-retry-period", 2*time.Second,
 		"How often replicas try to acquire or renew the lease.")
+	flag.StringVar(&watchNamespaces, "watch-namespaces", "",
+		"Comma-separated namespaces whose ToolSets, Pods, Secrets and CA ConfigMaps the operator reads; ToolSets elsewhere are ignored. "+
+			"Empty means every namespace. The table namespace is always read for the table itself.")
 	flag.IntVar(&maxScrapes, "max-concurrent-scrapes", 32, "The most scrapes in flight at once, across all ToolSets.")
 	flag.Int64Var(&maxResponseSize, "max-response-bytes", 4<<20, "The largest spec document read from one Pod, in bytes.")
 	flag.IntVar(&maxScrapesPerNS, "max-concurrent-scrapes-per-namespace", controllers.DefaultMaxConcurrentScrapesPerNamespace,
@@ -110,6 +117,11 @@ func main() {
 		}
 		podCache.Label = sel
 	}
+	watched, err := parseNamespaces(watchNamespaces)
+	if err != nil {
+		log.Error(err, "Invalid --watch-namespaces")
+		os.Exit(2)
+	}
 
 	scheme := runtime.NewScheme()
 	utilruntime.Must(clientgoscheme.AddToScheme(scheme))
@@ -140,6 +152,9 @@ func main() {
 				&corev1.Pod{}: podCache,
 			},
 			DefaultTransform: cache.TransformStripManagedFields(),
+			// Nil, every namespace; otherwise ToolSets and Pods are cached
+			// only there, so the RBAC can be Roles in those namespaces.
+			DefaultNamespaces: namespaceConfigs(watched),
 		},
 	})
 	if err != nil {
@@ -152,6 +167,7 @@ func main() {
 		Name:            tableName,
 		RestoreTimeout:  restoreTimeout,
 		PartGracePeriod: partGrace,
+		WatchNamespaces: watched,
 	}
 	if err := publisher.SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the tool-table publisher")
@@ -203,4 +219,36 @@ func metricsOptions(addr string, secure bool) metricsserver.Options {
 	opts.FilterProvider = filters.WithAuthenticationAndAuthorization
 	opts.TLSOpts = []func(*tls.Config){func(c *tls.Config) { c.NextProtos = []string{"http/1.1"} }}
 	return opts
+}
+
+// parseNamespaces splits --watch-namespaces: namespace names (DNS labels),
+// each once; empty means every namespace.
+func parseNamespaces(list string) ([]string, error) {
+	var out []string
+	for ns := range strings.SplitSeq(list, ",") {
+		ns = strings.TrimSpace(ns)
+		if ns == "" {
+			continue
+		}
+		if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+			return nil, fmt.Errorf("namespace %q: %s", ns, strings.Join(errs, "; "))
+		}
+		if !slices.Contains(out, ns) {
+			out = append(out, ns)
+		}
+	}
+	return out, nil
+}
+
+// namespaceConfigs is the cache's DefaultNamespaces for a list of
+// namespaces: nil, every namespace, for an empty list.
+func namespaceConfigs(namespaces []string) map[string]cache.Config {
+	if len(namespaces) == 0 {
+		return nil
+	}
+	out := make(map[string]cache.Config, len(namespaces))
+	for _, ns := range namespaces {
+		out[ns] = cache.Config{}
+	}
+	return out
 }
