@@ -380,7 +380,7 @@ func (b *binder) repairObject(p *plan, m map[string]any) {
 		}
 		b.push(k, -1)
 		if p.closed {
-			got := "unknown name " + strconv.Quote(k)
+			got := "unknown name " + strconv.Quote(cut(k, maxReceived))
 			if near := nearest(k, p.names); near != "" {
 				got += " (did you mean " + strconv.Quote(near) + "?)"
 			}
@@ -401,7 +401,7 @@ func (b *binder) repairObject(p *plan, m map[string]any) {
 		cp := p.props[name].resolve()
 		v, present := m[name]
 		required := p.isRequired(name)
-		if present && v == nil && !required && cp != nil && cp.types != 0 && cp.types&tNull == 0 {
+		if present && v == nil && !required && cp != nil && cp.types != 0 && !isNullable(p.props[name]) {
 			// null for an optional argument means "not given".
 			delete(m, name)
 			present = false
@@ -409,8 +409,18 @@ func (b *binder) repairObject(p *plan, m map[string]any) {
 		if present {
 			continue
 		}
-		if cp != nil && cp.hasDef {
-			m[name] = cloneValue(cp.def)
+		if def, ok := defaultOf(p.props[name]); ok {
+			m[name] = cloneValue(def)
+			continue
+		}
+		if !required && cp != nil && cp.nestedDefaults && cp.types == tObject && !isNullable(p.props[name]) && fillable(cp) {
+			// An object left out whose members have defaults: made, so
+			// that they apply, as encoding/json's zero value would not.
+			obj := map[string]any{}
+			b.push(name, -1)
+			b.repairObject(cp, obj)
+			b.pop()
+			m[name] = obj
 			continue
 		}
 		if required {
@@ -496,7 +506,21 @@ func (b *binder) validate(sch *jsonschema.Schema, root *plan, v any) {
 			leaves = append(leaves, e)
 			return
 		}
-		for _, c := range e.Causes {
+		causes := e.Causes
+		if _, ok := e.ErrorKind.(*kind.AnyOf); ok {
+			// A nullable value that is not null: what is wrong is in the
+			// other branch, not that it is not null.
+			var kept []*jsonschema.ValidationError
+			for _, c := range causes {
+				if t, ok := c.ErrorKind.(*kind.Type); !ok || len(c.Causes) > 0 || !slices.Equal(t.Want, []string{"null"}) {
+					kept = append(kept, c)
+				}
+			}
+			if len(kept) > 0 {
+				causes = kept
+			}
+		}
+		for _, c := range causes {
 			walk(c)
 		}
 	}

@@ -64,9 +64,8 @@ func (c decoderCache) compile(t reflect.Type, quoted bool) (*decoder, error) {
 	case implements(t, unmarshalerType):
 		d.fn = decodeUnmarshaler
 		return d, nil
-	case textual(t) && t.Kind() != reflect.Pointer:
-		// Only when it also marshals as text: otherwise its schema follows
-		// its kind, and so must its decoding.
+	case textual(t, false) && t.Kind() != reflect.Pointer:
+		// As encoding/json reads it, and as its schema says: a string.
 		d.fn = decodeText
 		return d, nil
 	}

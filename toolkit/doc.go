@@ -17,7 +17,12 @@
 //
 // # Struct tags
 //
-// The schema generated for a Go type agrees with encoding/json on every type:
+// The schema generated for a Go type agrees with encoding/json on every type,
+// as it reads an input and as it writes an output (a type with only
+// MarshalJSON is read by its kind; one with only UnmarshalText is read from
+// a string; a field behind a nil embedded pointer may be missing from an
+// output; a result type that is a pointer declares no output schema, since
+// null is no structured result):
 // field names, omitempty, "-", the string option, embedded structs,
 // pointers, slices, maps, time.Time (a date-time string), []byte (a base64
 // string), json.RawMessage and any, integer widths and recursive types
@@ -79,8 +84,9 @@
 //     unknown names, as structs do), a lone "arguments", "input" or
 //     "parameters" wrapper around an object whose names are all the
 //     tool's (when the tool has no argument of that name), null for an
-//     optional argument, and a missing optional argument (which takes its
-//     default).
+//     optional argument, a missing optional argument (which takes its
+//     default), and a missing optional object whose members have defaults
+//     (which is made, so that they apply).
 //   - Exact: integers are parsed from their text over the full int64 and
 //     uint64 ranges and never pass through float64. Values of type any
 //     carry numbers as json.Number for the same reason.
@@ -100,7 +106,9 @@
 // After repair the arguments are validated against the tool's JSON Schema
 // (2020-12), compiled once when the tool is declared. Every problem is
 // reported at once in an [*ArgumentError], with its JSON path, what was
-// expected and what was received, and no Go type names.
+// expected and what was received, and no Go type names. Its text is
+// bounded whatever was sent: at most 20 problems are listed, each part cut
+// to a few hundred bytes; an error result's text is cut to 8 KiB.
 //
 // # Results
 //

@@ -28,6 +28,10 @@ func NewDynamic(name, description string, inputSchema json.RawMessage, fn Dynami
 	if fn == nil {
 		return nil, fmt.Errorf("%w: tool %q has a nil function", ErrInvalidSchema, name)
 	}
+	var mistake map[string]string
+	if json.Unmarshal(inputSchema, &mistake) == nil && mistake[paramsErrorKey] != "" {
+		return nil, fmt.Errorf("%w: tool %q: %s", ErrInvalidSchema, name, mistake[paramsErrorKey])
+	}
 	t, err := newTool(name, description, inputSchema, nil, opts)
 	if err != nil {
 		return nil, err
@@ -232,15 +236,19 @@ func (p *Params) object() *schema {
 
 // Schema returns the JSON Schema of the parameters, for [NewDynamic]. A
 // mistake in building them (a parameter declared twice, an unknown item
-// type) makes the schema the JSON null, which NewDynamic refuses; use
-// [Params.Build] to see the error.
+// type) makes a schema that carries the mistake, which NewDynamic refuses
+// with an error that says what it was; [Params.Build] returns it directly.
 func (p *Params) Schema() json.RawMessage {
 	s, err := p.Build()
 	if err != nil {
-		return json.RawMessage("null")
+		b, _ := json.Marshal(map[string]string{paramsErrorKey: err.Error()})
+		return b
 	}
 	return s
 }
+
+// paramsErrorKey carries a mistake of Params from Schema to NewDynamic.
+const paramsErrorKey = "x-toolkit-params-error"
 
 // Build returns the JSON Schema of the parameters, or the first mistake made
 // in building them.

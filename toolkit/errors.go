@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sentinel errors. Errors returned by this package wrap one of them, so test
@@ -66,33 +67,72 @@ type Problem struct {
 	Valid []string
 }
 
-// Error lists every problem, one per line.
+// Bounds on an error's text, so that what the model reads never grows with
+// what it sent.
+const (
+	// maxListedProblems is how many problems an ArgumentError lists.
+	maxListedProblems = 20
+	// maxProblemText bounds each part of a problem: its path, what was
+	// expected and what was received.
+	maxProblemText = 256
+	// maxListedNames is how many valid names a problem lists.
+	maxListedNames = 40
+	// maxErrorText bounds the text of an error result.
+	maxErrorText = 8 << 10
+)
+
+// Error lists the problems, one per line: the first 20, and how many more
+// there are.
 func (e *ArgumentError) Error() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "invalid arguments for tool %q:", e.Tool)
-	for _, p := range e.Problems {
+	for i, p := range e.Problems {
+		if i == maxListedProblems {
+			fmt.Fprintf(&b, "\n- … and %d more problems", len(e.Problems)-i)
+			break
+		}
 		b.WriteString("\n- ")
 		b.WriteString(p.String())
 	}
 	return b.String()
 }
 
+// cut bounds s to n bytes, on a rune boundary, marking the cut.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
 // Is reports whether target is [ErrInvalidArguments].
 func (e *ArgumentError) Is(target error) bool { return target == ErrInvalidArguments }
 
 // String renders the problem as "path: expected …, received …".
+// Each part is cut to a bounded length, and at most 40 valid names are
+// listed.
 func (p Problem) String() string {
 	var b strings.Builder
-	b.WriteString(p.Path)
+	b.WriteString(cut(p.Path, maxProblemText))
 	b.WriteString(": expected ")
-	b.WriteString(p.Expected)
+	b.WriteString(cut(p.Expected, maxProblemText))
 	if p.Received != "" {
 		b.WriteString(", received ")
-		b.WriteString(p.Received)
+		b.WriteString(cut(p.Received, maxProblemText))
 	}
 	if len(p.Valid) > 0 {
 		b.WriteString("; valid names are ")
-		b.WriteString(strings.Join(p.Valid, ", "))
+		valid := p.Valid
+		if len(valid) > maxListedNames {
+			valid = valid[:maxListedNames]
+		}
+		b.WriteString(cut(strings.Join(valid, ", "), maxProblemText*4))
+		if len(p.Valid) > maxListedNames {
+			fmt.Fprintf(&b, " and %d more", len(p.Valid)-maxListedNames)
+		}
 	}
 	return b.String()
 }

@@ -19,7 +19,10 @@ type field struct {
 	omitEmpty bool
 	omitZero  bool
 	quoted    bool // the ",string" option, where it applies
-	sf        reflect.StructField
+	// viaPointer is set for a field promoted through an embedded pointer:
+	// encoding/json leaves it out when the pointer is nil.
+	viaPointer bool
+	sf         reflect.StructField
 }
 
 // structFields is a port of encoding/json's typeFields: breadth-first over
@@ -27,8 +30,9 @@ type field struct {
 // untagged one at the same depth, and an ambiguous name is dropped.
 func structFields(t reflect.Type) []field {
 	type walk struct {
-		typ   reflect.Type
-		index []int
+		typ    reflect.Type
+		index  []int
+		viaPtr bool
 	}
 	current := []walk{}
 	next := []walk{{typ: t}}
@@ -90,7 +94,7 @@ func structFields(t reflect.Type) []field {
 					f := field{
 						name: name, tagged: tagged, index: index, typ: sf.Type,
 						omitEmpty: hasOpt(opts, "omitempty"), omitZero: hasOpt(opts, "omitzero"),
-						quoted: quoted, sf: sf,
+						quoted: quoted, sf: sf, viaPointer: w.viaPtr,
 					}
 					fields = append(fields, f)
 					if count[w.typ] > 1 {
@@ -102,7 +106,7 @@ func structFields(t reflect.Type) []field {
 				}
 				nextCount[ft]++
 				if nextCount[ft] == 1 {
-					next = append(next, walk{typ: ft, index: index})
+					next = append(next, walk{typ: ft, index: index, viaPtr: w.viaPtr || sf.Type.Kind() == reflect.Pointer})
 				}
 			}
 		}

@@ -52,6 +52,33 @@ type plan struct {
 	// x-sensitive); anySensitive is set on the root when any value is.
 	sensitive    bool
 	anySensitive bool
+	// nullable is set on a reference that also accepts null (anyOf with
+	// {"type":"null"}); its other fields but def are unused.
+	nullable bool
+	// nestedDefaults is set on an object plan one of whose properties, at
+	// any depth through objects that cannot be null, has a default: when
+	// such an object is left out, it is made, so that the defaults apply.
+	nestedDefaults bool
+}
+
+// defaultOf returns the default of p, or of the schema it refers to.
+func defaultOf(p *plan) (any, bool) {
+	for ; p != nil; p = p.ref {
+		if p.hasDef {
+			return p.def, true
+		}
+	}
+	return nil, false
+}
+
+// isNullable reports whether p's value may be null.
+func isNullable(p *plan) bool {
+	for ; p != nil; p = p.ref {
+		if p.nullable || p.types&tNull != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func (p *plan) resolve() *plan {
@@ -89,6 +116,7 @@ func buildPlan(doc any) (*plan, []defaultAt) {
 	root := b.build(doc, "")
 	for _, p := range b.byPtr {
 		root.anySensitive = root.anySensitive || p.sensitive
+		p.nestedDefaults = hasNestedDefaults(p, map[*plan]bool{})
 	}
 	return root, b.defaults
 }
@@ -123,17 +151,10 @@ func (b *planBuilder) build(s any, ptr string) *plan {
 	if any, ok := m["anyOf"].([]any); ok {
 		// [X, {"type":"null"}] is how a nullable reference is written.
 		if len(any) == 2 && isNullSchema(any[1]) {
-			inner := b.build(any[0], ptr+"/anyOf/0").resolve()
-			if inner.opaque {
-				p.opaque = true
-				return p
-			}
-			*p = *inner
-			p.sensitive = p.sensitive || sensitive
-			if p.types != 0 {
-				p.types |= tNull
-			}
-			p.def, p.hasDef = nil, false
+			// A reference to the value's plan, not a copy: the plan may be
+			// one still being built, as a recursive type's is when one of
+			// its fields points back to it.
+			p.ref, p.nullable = b.build(any[0], ptr+"/anyOf/0"), true
 			if def, ok := m["default"]; ok {
 				p.def, p.hasDef = def, true
 				b.defaults = append(b.defaults, defaultAt{pointer: ptr, value: def})
@@ -215,6 +236,38 @@ func (b *planBuilder) build(s any, ptr string) *plan {
 	}
 	p.format, _ = m["format"].(string)
 	return p
+}
+
+// hasNestedDefaults reports whether a property of the object p, or of an
+// object property of it that cannot be null, has a default.
+func hasNestedDefaults(p *plan, seen map[*plan]bool) bool {
+	if p == nil || p.opaque || p.ref != nil || seen[p] || p.types&tObject == 0 {
+		return false
+	}
+	seen[p] = true
+	for _, cp := range p.props {
+		if _, ok := defaultOf(cp); ok {
+			return true
+		}
+		if r := cp.resolve(); !isNullable(cp) && r != nil && r.types == tObject && hasNestedDefaults(r, seen) {
+			return true
+		}
+	}
+	return false
+}
+
+// fillable reports whether an empty object of plan p is valid once its
+// defaults are filled in: every required member has a default.
+func fillable(p *plan) bool {
+	if p == nil || p.opaque {
+		return false
+	}
+	for _, name := range p.required {
+		if _, ok := defaultOf(p.props[name]); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func hasAssertions(m map[string]any) bool {

@@ -326,6 +326,9 @@ func (r *Registry) callTool(ctx context.Context, req *Request) (res *spec.CallRe
 		}
 	}()
 	res, err = t.call(ctx, req.Arguments, &req.secrets)
+	if ee := (*encodeError)(nil); errors.As(err, &ee) {
+		r.logger().ErrorContext(ctx, "Encoding a tool's result failed", "tool", t.Name(), "error", ee.err.Error())
+	}
 	if t.timeout > 0 {
 		err = timedOut(ctx, err, t.Name(), t.timeout)
 	}

@@ -95,18 +95,30 @@ func implements(t, iface reflect.Type) bool {
 	return t.Implements(iface) || (t.Kind() != reflect.Pointer && reflect.PointerTo(t).Implements(iface))
 }
 
-// customJSON reports whether encoding/json hands t to its own methods, so
-// that its JSON shape cannot be known from its Go shape.
-func customJSON(t reflect.Type) bool {
-	return implements(t, marshalerType) || implements(t, unmarshalerType)
+// customJSON reports whether encoding/json hands t to its own JSON
+// methods, when it encodes a value (out) or decodes one, so that its JSON
+// shape cannot be known from its Go shape. Encoding and decoding are asked
+// apart: a type with only MarshalJSON decodes by its kind.
+func customJSON(t reflect.Type, out bool) bool {
+	if out {
+		return implements(t, marshalerType)
+	}
+	return implements(t, unmarshalerType)
 }
 
-func textual(t reflect.Type) bool {
-	return implements(t, textMarshType) && implements(t, textUnmarshType)
+// textual reports whether encoding/json writes t (out) or reads it with its
+// text methods: a JSON string. Reading takes only a string then.
+func textual(t reflect.Type, out bool) bool {
+	if out {
+		return implements(t, textMarshType)
+	}
+	return implements(t, textUnmarshType)
 }
 
-// generator builds the schema of a Go type.
+// generator builds the schema of a Go type, as encoding/json reads it (an
+// input) or writes it (an output, when out is set).
 type generator struct {
+	out       bool
 	root      reflect.Type
 	recursive map[reflect.Type]bool
 	defNames  map[reflect.Type]string
@@ -116,8 +128,8 @@ type generator struct {
 // generateSchema returns the schema of t, which must be a JSON object type
 // when object is set (an input, or an output served as structured
 // content).
-func generateSchema(t reflect.Type) (*schema, error) {
-	g := &generator{root: t, recursive: map[reflect.Type]bool{}, defNames: map[reflect.Type]string{}, defs: map[string]*schema{}}
+func generateSchema(t reflect.Type, out bool) (*schema, error) {
+	g := &generator{out: out, root: t, recursive: map[reflect.Type]bool{}, defNames: map[reflect.Type]string{}, defs: map[string]*schema{}}
 	g.findRecursive(t, map[reflect.Type]int{})
 	s, err := g.gen(t, true)
 	if err != nil {
@@ -143,7 +155,7 @@ func (g *generator) findRecursive(t reflect.Type, state map[reflect.Type]int) {
 	case reflect.Map:
 		g.findRecursive(t.Elem(), state)
 	case reflect.Struct:
-		if t == timeType || customJSON(t) {
+		if t == timeType || customJSON(t, g.out) || textual(t, g.out) {
 			return
 		}
 		switch state[t] {
@@ -161,13 +173,21 @@ func (g *generator) findRecursive(t reflect.Type, state map[reflect.Type]int) {
 	}
 }
 
-var defNameUnsafe = regexp.MustCompile(`[^A-Za-z0-9_.-]+`)
+var (
+	defNameUnsafe = regexp.MustCompile(`[^A-Za-z0-9_]+`)
+	// importPath matches the package path before a type name, as in a
+	// generic type's name: Tree[github.com/acme/shop.Item].
+	importPath = regexp.MustCompile(`(?:[A-Za-z0-9_.~-]+/)*[A-Za-z0-9_.~-]+\.`)
+)
 
+// defName names t in $defs: its Go name, with the type arguments of a
+// generic type named without their import paths (Tree[…/shop.Item] is
+// Tree_Item), which are nobody's business but the service's.
 func (g *generator) defName(t reflect.Type) string {
 	if n, ok := g.defNames[t]; ok {
 		return n
 	}
-	base := defNameUnsafe.ReplaceAllString(t.Name(), "_")
+	base := strings.Trim(defNameUnsafe.ReplaceAllString(importPath.ReplaceAllString(t.Name(), ""), "_"), "_")
 	if base == "" {
 		base = "T"
 	}
@@ -213,11 +233,11 @@ func (g *generator) genType(t reflect.Type) (*schema, error) {
 		return &schema{}, nil
 	case t == numberType:
 		return &schema{Type: "number"}, nil
-	case customJSON(t):
+	case customJSON(t, g.out):
 		// Its own methods decide its JSON, so any value is allowed through
 		// to them.
 		return &schema{}, nil
-	case textual(t):
+	case textual(t, g.out):
 		return &schema{Type: "string"}, nil
 	}
 	switch t.Kind() {
@@ -339,10 +359,16 @@ func (g *generator) genField(f field) (*schema, bool, error) {
 		fs.Default = raw
 	}
 	omitted := f.omitEmpty || f.omitZero
-	if canBeNull(f.typ) && !omitted && !f.quoted {
+	if canBeNull(f.typ) && !omitted {
+		// A nil pointer is null, ",string" or not.
 		fs = nullable(fs)
 	}
 	required := c.required || (!c.optional && !omitted && f.typ.Kind() != reflect.Pointer && c.def == nil)
+	if g.out {
+		// What encoding/json always writes: a field behind a nil embedded
+		// pointer is left out, and so is an empty one with omitempty.
+		required = !omitted && !f.viaPointer
+	}
 	return fs, required, nil
 }
 

@@ -16,7 +16,7 @@ import (
 func fieldSchema(t *testing.T, typ reflect.Type, tag string) (string, bool, error) {
 	t.Helper()
 	st := reflect.StructOf([]reflect.StructField{{Name: "F", Type: typ, Tag: reflect.StructTag(tag)}})
-	s, err := generateSchema(st)
+	s, err := generateSchema(st, false)
 	if err != nil {
 		return "", false, err
 	}
@@ -206,7 +206,7 @@ type branch struct {
 
 func TestSchemaStructs(t *testing.T) {
 	t.Run("embedded and hidden fields follow encoding/json", func(t *testing.T) {
-		s, err := generateSchema(reflect.TypeFor[embedder]())
+		s, err := generateSchema(reflect.TypeFor[embedder](), false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -217,7 +217,7 @@ func TestSchemaStructs(t *testing.T) {
 		}
 	})
 	t.Run("recursive types go through $defs", func(t *testing.T) {
-		s, err := generateSchema(reflect.TypeFor[tree]())
+		s, err := generateSchema(reflect.TypeFor[tree](), false)
 		if err != nil {
 			t.Fatal(err)
 		}

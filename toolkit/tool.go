@@ -119,10 +119,10 @@ func newTyped(name, description string, inType reflect.Type, outSchema json.RawM
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
-	if !isObjectType(inType) {
+	if !isObjectType(inType, false) {
 		return nil, fmt.Errorf("%w: tool %q input must be a struct or a map with string keys, not %s", ErrInvalidSchema, name, inType)
 	}
-	s, err := generateSchema(inType)
+	s, err := generateSchema(inType, false)
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool %q input: %w", ErrInvalidSchema, name, err)
 	}
@@ -221,11 +221,11 @@ func compileSchema(raw json.RawMessage) (any, *jsonschema.Schema, *plan, error) 
 	return doc, sch, p, nil
 }
 
-func isObjectType(t reflect.Type) bool {
+func isObjectType(t reflect.Type, out bool) bool {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
-	if t == timeType || customJSON(t) {
+	if t == timeType || customJSON(t, out) || textual(t, out) {
 		return false
 	}
 	switch t.Kind() {
