@@ -16,60 +16,18 @@ import (
 )
 
 // callMCP calls a tool of an MCP server other than toolkit (an entry of
-// protocol MCP) with tools/call under its source name, through the official
-// Go SDK client: server/discover for a stateless 2026-07-28 server, or
-// initialize, the call and a closing DELETE for a 2025 one. Every HTTP
-// exchange of the call is bound to ctx, refuses redirects, and counts
-// against MaxResponseBytes together. The result is the server's, content
-// blocks of every type included.
+// protocol MCP) with tools/call under its source name, and returns the
+// server's result, content blocks of every type included.
 func (c *Client) callMCP(ctx context.Context, tool *spec.TableTool, body []byte) (*spec.CallResult, error) {
 	// An MCP server binds the arguments itself, strictly: what is not a
 	// JSON object cannot be sent as one.
 	if t := bytes.TrimSpace(body); !json.Valid(t) || len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("%w: tool %s: the arguments are not a JSON object", ErrBadRequest, tool.Name)
 	}
-	limit := c.MaxResponseBytes
-	if limit <= 0 {
-		limit = DefaultMaxResponseBytes
-	}
-	hc := http.Client{}
-	if c.HTTPClient != nil {
-		hc = *c.HTTPClient
-	}
-	rt := &boundTransport{base: hc.Transport, ctx: ctx, left: limit}
-	if rt.base == nil {
-		rt.base = http.DefaultTransport
-	}
-	hc.Transport = rt
-	hc.CheckRedirect = refuseRedirect
-	transport := &mcp.StreamableClientTransport{
-		Endpoint:   tool.Endpoints.MCP,
-		HTTPClient: &hc,
-		// One call: no reconnection, and no stream for notifications.
-		MaxRetries:           -1,
-		DisableStandaloneSSE: true,
-		MaxEventSize:         int(min(limit, 1<<30)),
-	}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "toolplane-discovery", Version: "v1alpha1"}, &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{},
-	})
-	fail := func(err error) error {
-		if rt.tooLarge() {
-			return fmt.Errorf("%w: tool %s replied with more than %d bytes", ErrResponseTooLarge, tool.Name, limit)
-		}
-		if redirect := rt.redirect(); redirect != nil {
-			return fmt.Errorf("discovery: calling tool %s: %w", tool.Name, redirect)
-		}
-		return fmt.Errorf("discovery: calling tool %s over MCP: %w", tool.Name, err)
-	}
-	cs, err := cl.Connect(ctx, transport, nil)
+	caller := MCPCaller{HTTPClient: c.HTTPClient, MaxResponseBytes: c.MaxResponseBytes}
+	res, err := caller.Call(ctx, tool.Endpoints.MCP, tool.SourceName, body)
 	if err != nil {
-		return nil, fail(err)
-	}
-	defer func() { _ = cs.Close() }()
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool.SourceName, Arguments: json.RawMessage(body)})
-	if err != nil {
-		return nil, fail(err)
+		return nil, fmt.Errorf("discovery: calling tool %s over MCP: %w", tool.Name, err)
 	}
 	b, err := json.Marshal(res)
 	if err != nil {
@@ -85,12 +43,87 @@ func (c *Client) callMCP(ctx context.Context, tool *spec.TableTool, body []byte)
 	return &out, nil
 }
 
+// MCPCaller calls tools of MCP servers with tools/call over Streamable HTTP,
+// through the official Go SDK client: server/discover and the call for a
+// stateless 2026-07-28 server, or initialize, the call and a closing DELETE
+// for a 2025 one, which keeps a session only for the call. It is what
+// [Client.Call] uses for entries of protocol MCP, and what the toolplane
+// gateway routes such calls with. Its zero value is ready to use.
+type MCPCaller struct {
+	// HTTPClient makes the requests, whose CheckRedirect is replaced: a
+	// redirect fails with ErrRedirect instead of being followed. Nil means
+	// http.DefaultClient.
+	HTTPClient *http.Client
+	// Header is sent with every request, as trace context is.
+	Header http.Header
+	// MaxResponseBytes bounds the response bodies of one call together;
+	// zero means DefaultMaxResponseBytes.
+	MaxResponseBytes int64
+}
+
+// Call calls the tool name of the MCP server at endpoint with args, a JSON
+// object sent as it is. Every HTTP exchange of the call, the SDK's closing
+// DELETE included, is bound to ctx. A result, isError or not, is returned as
+// the server sent it. A JSON-RPC error (an unknown tool, say) is an error
+// wrapping *jsonrpc.Error where the SDK keeps it; a reply past
+// MaxResponseBytes wraps ErrResponseTooLarge, and a redirect ErrRedirect.
+func (m *MCPCaller) Call(ctx context.Context, endpoint, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	limit := m.MaxResponseBytes
+	if limit <= 0 {
+		limit = DefaultMaxResponseBytes
+	}
+	hc := http.Client{}
+	if m.HTTPClient != nil {
+		hc = *m.HTTPClient
+	}
+	rt := &boundTransport{base: hc.Transport, ctx: ctx, header: m.Header, left: limit}
+	if rt.base == nil {
+		rt.base = http.DefaultTransport
+	}
+	hc.Transport = rt
+	hc.CheckRedirect = refuseRedirect
+	transport := &mcp.StreamableClientTransport{
+		Endpoint:   endpoint,
+		HTTPClient: &hc,
+		// One call: no reconnection, and no stream for notifications.
+		MaxRetries:           -1,
+		DisableStandaloneSSE: true,
+		MaxEventSize:         int(min(limit, 1<<30)),
+	}
+	cl := mcp.NewClient(&mcp.Implementation{Name: "toolplane-discovery", Version: "v1alpha1"}, &mcp.ClientOptions{
+		Capabilities: &mcp.ClientCapabilities{},
+	})
+	fail := func(err error) error {
+		if rt.tooLarge() {
+			return fmt.Errorf("%w: more than %d bytes", ErrResponseTooLarge, limit)
+		}
+		if redirect := rt.redirect(); redirect != nil {
+			return redirect
+		}
+		return err
+	}
+	cs, err := cl.Connect(ctx, transport, nil)
+	if err != nil {
+		return nil, fail(err)
+	}
+	defer func() { _ = cs.Close() }()
+	if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
+		args = json.RawMessage("{}")
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	if err != nil {
+		return nil, fail(err)
+	}
+	return res, nil
+}
+
 // boundTransport carries the HTTP exchanges of one MCP call. It binds each
 // to the call's context (the SDK detaches its closing DELETE from it), and
 // bounds their response bodies together.
 type boundTransport struct {
-	base http.RoundTripper
-	ctx  context.Context
+	base   http.RoundTripper
+	ctx    context.Context
+	header http.Header
 
 	mu       sync.Mutex
 	left     int64
@@ -104,7 +137,13 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	ctx, cancel := context.WithCancel(req.Context())
 	stop := context.AfterFunc(t.ctx, cancel)
-	resp, err := t.base.RoundTrip(req.Clone(ctx))
+	req = req.Clone(ctx)
+	for k, v := range t.header {
+		if req.Header.Get(k) == "" {
+			req.Header[k] = v
+		}
+	}
+	resp, err := t.base.RoundTrip(req)
 	if err != nil {
 		stop()
 		cancel()
