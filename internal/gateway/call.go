@@ -12,9 +12,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
 
+	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -45,7 +47,15 @@ func (g *Gateway) call(ctx context.Context, s *snapshot, i int, args json.RawMes
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, g.opts.CallTimeout)
 	defer cancel()
-	res, outcome, detail := g.roundTrip(ctx, s.routes[i], args, header)
+	var (
+		res             *mcp.CallToolResult
+		outcome, detail string
+	)
+	if tool.IsMCP() {
+		res, outcome, detail = g.mcpRoundTrip(ctx, s.routes[i], tool.SourceName, args, header)
+	} else {
+		res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header)
+	}
 	elapsed := time.Since(start)
 	g.metrics.calls.WithLabelValues(tool.Name, outcome).Inc()
 	g.metrics.duration.WithLabelValues(outcome).Observe(elapsed.Seconds())
@@ -60,18 +70,28 @@ func (g *Gateway) call(ctx context.Context, s *snapshot, i int, args json.RawMes
 	return res
 }
 
-// roundTrip posts args to url and reads the result. It returns nil, the
-// outcome and why when there is no result to pass on.
-func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessage, header http.Header) (*mcp.CallToolResult, string, string) {
+// acquire takes a call slot within ctx; if it cannot, it says why as an
+// outcome and a detail.
+func (g *Gateway) acquire(ctx context.Context) (release func(), outcome, detail string) {
 	select {
 	case g.slots <- struct{}{}:
-		defer func() { <-g.slots }()
+		return func() { <-g.slots }, "", ""
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, outcomeBusy, fmt.Sprintf("the gateway stayed at its limit of %d concurrent calls for the call timeout of %s", cap(g.slots), g.opts.CallTimeout)
 		}
 		return nil, outcomeUnreachable, "the call was cancelled"
 	}
+}
+
+// roundTrip posts args to url and reads the result. It returns nil, the
+// outcome and why when there is no result to pass on.
+func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessage, header http.Header) (*mcp.CallToolResult, string, string) {
+	release, outcome, detail := g.acquire(ctx)
+	if release == nil {
+		return nil, outcome, detail
+	}
+	defer release()
 	if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
@@ -107,6 +127,42 @@ func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessag
 		return nil, outcomeBadReply, "the workload's reply is not a tool result: " + err.Error()
 	}
 	if res.IsError {
+		return res, outcomeToolError, ""
+	}
+	return res, outcomeOK, ""
+}
+
+// mcpRoundTrip calls the tool name of an MCP server that toolkit did not
+// write, at its MCP endpoint url, with tools/call through the Go SDK client:
+// the server's own protocol era, with a session for the call where the
+// server keeps sessions. The result passes on as the SDK decodes it, every
+// content type included.
+func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.RawMessage, header http.Header) (*mcp.CallToolResult, string, string) {
+	release, outcome, detail := g.acquire(ctx)
+	if release == nil {
+		return nil, outcome, detail
+	}
+	defer release()
+	// The caller's trace context goes on, and nothing else of its header.
+	out := http.Header{}
+	p := g.opts.Propagator
+	p.Inject(p.Extract(ctx, propagation.HeaderCarrier(header)), propagation.HeaderCarrier(out))
+	caller := discovery.MCPCaller{HTTPClient: g.client, Header: out, MaxResponseBytes: g.opts.MaxResultBytes}
+	res, err := caller.Call(ctx, url, name, args)
+	switch {
+	case errors.Is(err, discovery.ErrResponseTooLarge):
+		return nil, outcomeBadReply, fmt.Sprintf("the workload's result is over the gateway's limit of %d bytes", g.opts.MaxResultBytes)
+	case errors.Is(err, discovery.ErrRedirect):
+		return nil, outcomeBadReply, "the workload answered with a redirect, which the gateway does not follow"
+	case err != nil && ctx.Err() != nil:
+		return g.failure(ctx, err)
+	case err != nil:
+		var rpcErr *jsonrpc.Error
+		if errors.As(err, &rpcErr) {
+			return nil, outcomeBadReply, "the MCP server answered " + clip(rpcErr.Error(), 512)
+		}
+		return nil, outcomeUnreachable, "the MCP server could not be called: " + clip(err.Error(), 512)
+	case res.IsError:
 		return res, outcomeToolError, ""
 	}
 	return res, outcomeOK, ""

@@ -27,14 +27,26 @@
 // CallToolResult already, so it passes through as it is (structuredContent
 // byte for byte). Each call is bounded by Options.CallTimeout, the reply by
 // Options.MaxResultBytes, and the calls in flight by
-// Options.MaxConcurrentCalls. A workload that is down, hangs, or answers
+// Options.MaxConcurrentCalls.
+//
+// A tool of protocol MCP, from an MCP server that toolkit did not write (a
+// ToolSet with spec.protocol MCP), has no invoke endpoint. The gateway
+// calls it at its MCP endpoint with tools/call under its source name,
+// through the Go SDK client, in the server's own protocol era: for a 2025
+// server that keeps sessions it opens one for the call (initialize, the
+// call, DELETE). The result passes on as the SDK decodes it, every content
+// type included (structuredContent as decoded JSON, not byte for byte), and
+// the same timeout, bounds and concurrency apply.
+//
+// A workload that is down, hangs, or answers
 // with something that is not a result gives the client an isError result
 // that names the tool and its owner ToolSet. Only the caller's trace
 // context (W3C traceparent, baggage) is passed to the workload; its
 // Authorization header never is.
 //
 // An endpoint must be a Service of the owner ToolSet's own namespace
-// (<service>.<namespace>.svc) and name the tool's source name; a tool whose
+// (<service>.<namespace>.svc) and, an invoke endpoint, name the tool's
+// source name; a tool whose
 // endpoint is not is left out of the MCP lists and cannot be called.
 //
 // # list_changed

@@ -40,7 +40,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		routable: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "toolplane_gateway_table_routable_tools",
-			Help: "Tools of the table the gateway can route (an invoke endpoint in the owner's namespace); only these are listed over MCP.",
+			Help: "Tools of the table the gateway can route (an invoke endpoint, or an MCP endpoint for tools of MCP servers, in the owner's namespace); only these are listed over MCP.",
 		}),
 		revision: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "toolplane_gateway_table_revision_info",

@@ -177,7 +177,14 @@ func (v view) after(s *snapshot, name string) []int {
 // tool's source name. The operator builds endpoints that way; the check
 // keeps a table that says otherwise from sending callers' arguments
 // anywhere else.
+//
+// A tool of protocol MCP (an MCP server toolkit did not write) is routed to
+// its MCP endpoint instead, checked the same way but for the path, which is
+// the server's own: the gateway calls it with tools/call.
 func invokeRoute(t *spec.TableTool) (string, error) {
+	if t.IsMCP() {
+		return mcpRoute(t)
+	}
 	if t.Endpoints == nil || t.Endpoints.Invoke == "" {
 		return "", fmt.Errorf("tool %s of ToolSet %s has no invoke endpoint", t.Name, t.ToolSet)
 	}
@@ -193,6 +200,24 @@ func invokeRoute(t *spec.TableTool) (string, error) {
 		return "", fmt.Errorf("tool %s of ToolSet %s: invoke endpoint %q is not a Service of namespace %s", t.Name, t.ToolSet, t.Endpoints.Invoke, t.ToolSet.Namespace)
 	case u.EscapedPath() != spec.InvokePrefix+url.PathEscape(t.SourceName) && u.Path != spec.InvokePrefix+t.SourceName:
 		return "", fmt.Errorf("tool %s of ToolSet %s: invoke endpoint %q does not name its source tool %s", t.Name, t.ToolSet, t.Endpoints.Invoke, t.SourceName)
+	}
+	return u.String(), nil
+}
+
+func mcpRoute(t *spec.TableTool) (string, error) {
+	if t.Endpoints == nil || t.Endpoints.MCP == "" {
+		return "", fmt.Errorf("tool %s of ToolSet %s has no MCP endpoint", t.Name, t.ToolSet)
+	}
+	u, err := url.Parse(t.Endpoints.MCP)
+	if err != nil {
+		return "", fmt.Errorf("tool %s of ToolSet %s: MCP endpoint: %w", t.Name, t.ToolSet, err)
+	}
+	labels := strings.Split(u.Hostname(), ".")
+	switch {
+	case u.Scheme != "http" && u.Scheme != "https", u.User != nil, u.RawQuery != "", u.Fragment != "":
+		return "", fmt.Errorf("tool %s of ToolSet %s: MCP endpoint %q is not a plain http(s) URL", t.Name, t.ToolSet, t.Endpoints.MCP)
+	case len(labels) < 3 || labels[1] != t.ToolSet.Namespace || labels[2] != "svc" || labels[0] == "":
+		return "", fmt.Errorf("tool %s of ToolSet %s: MCP endpoint %q is not a Service of namespace %s", t.Name, t.ToolSet, t.Endpoints.MCP, t.ToolSet.Namespace)
 	}
 	return u.String(), nil
 }
