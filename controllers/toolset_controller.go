@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -126,6 +127,8 @@ type toolSetMemory struct {
 	// read from the table once after a restart (baselineLoaded).
 	baseline       map[string]spec.TableTool
 	baselineLoaded bool
+	// written is the last status this reconciler wrote.
+	written writtenStatus
 	// assembled is the last round's assembly, and what it was made from.
 	assembled struct {
 		generation int64
@@ -133,6 +136,47 @@ type toolSetMemory struct {
 		blind      int
 		a          assembly
 	}
+}
+
+// writtenStatus is the last status written for a ToolSet, and the
+// resourceVersions of the object known to predate it. A quick second
+// reconcile may read an object from the cache that predates the write; it
+// must not patch and announce the same transitions again.
+type writtenStatus struct {
+	status *v1alpha1.ToolSetStatus
+	rv     string
+	older  map[string]bool
+}
+
+// maxOlder bounds the resourceVersions remembered while the cache lags.
+const maxOlder = 16
+
+// base puts the last written status into ts if ts is a version of the object
+// known to predate that write; otherwise the cache has caught up and the
+// memory is dropped.
+func (w *writtenStatus) base(ts *v1alpha1.ToolSet) {
+	if w.status == nil {
+		return
+	}
+	if w.older[ts.ResourceVersion] {
+		ts.Status = *w.status.DeepCopy()
+		return
+	}
+	*w = writtenStatus{}
+}
+
+// wrote records that ts's status was written over the object at
+// resourceVersion from.
+func (w *writtenStatus) wrote(from string, ts *v1alpha1.ToolSet) {
+	older := map[string]bool{from: true}
+	if w.status != nil && len(w.older) < maxOlder {
+		for rv := range w.older {
+			older[rv] = true
+		}
+		older[w.rv] = true
+	}
+	*w = writtenStatus{status: ts.Status.DeepCopy(), rv: ts.ResourceVersion, older: older}
+	delete(w.older, w.rv)
 }
 
 // assemble is assemble, reusing the last round's result when the spec and
@@ -206,13 +250,20 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 		return ctrl.Result{}, nil
 	}
+	mem := r.memoryOf(req.NamespacedName)
+	// Status and events are computed against what is stored: if the cache
+	// has not seen this reconciler's last status write yet, against that.
+	mem.written.base(ts)
 	before := ts.DeepCopy()
 	patch := client.MergeFrom(before)
-	mem := r.memoryOf(req.NamespacedName)
 	var contracts *contractRound
 	defer func() {
+		changed := !equality.Semantic.DeepEqual(before.Status, ts.Status)
 		err := r.patchStatus(ctx, before, ts, patch)
 		if err == nil {
+			if changed {
+				mem.written.wrote(before.ResourceVersion, ts)
+			}
 			r.commitContracts(ts, mem, contracts)
 		}
 		retErr = errors.Join(retErr, err)
