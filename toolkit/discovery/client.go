@@ -101,6 +101,7 @@ type snapshot struct {
 	openAI     []OpenAITool
 	strict     []OpenAITool
 	anthropic  []AnthropicTool
+	notes      exportNotes
 }
 
 var emptySnapshot = newSnapshot(&spec.Table{SchemaVersion: spec.SchemaVersion, Revision: spec.TableRevision(nil), Tools: []spec.TableTool{}})

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -106,9 +107,13 @@ type AnthropicTool struct {
 
 // OpenAITools returns the table's tools as OpenAI function tools, in table
 // order. With strict, each tool's schema is converted by [StrictSchema] and
-// marked strict; a tool whose schema strict mode cannot express is offered
-// non-strict instead, as OpenAI allows mixing the two. The result is computed
-// once per table; the caller must not modify the schemas.
+// marked strict; a tool whose schema strict mode cannot express, or whose
+// strict schema passes OpenAI's documented limits (OpenAIMaxNesting and
+// the others), is offered non-strict instead, as OpenAI allows mixing the
+// two. A tool whose input schema is not an object is left out. The result
+// is computed once per table; the caller must not modify the schemas.
+// [Client.ExportOpenAI] also says which tools were changed or left out,
+// and why.
 func (c *Client) OpenAITools(strict bool) []OpenAITool {
 	s := c.snap()
 	s.exportOnce.Do(s.export)
@@ -119,8 +124,10 @@ func (c *Client) OpenAITools(strict bool) []OpenAITool {
 }
 
 // AnthropicTools returns the table's tools as Anthropic tools, in table
-// order. Anthropic takes the input schemas as they are. The result is
-// computed once per table; the caller must not modify the schemas.
+// order. Anthropic takes the input schemas as they are; a tool it would
+// refuse is left out (see [Client.ExportAnthropic], which says why). The
+// result is computed once per table; the caller must not modify the
+// schemas.
 func (c *Client) AnthropicTools() []AnthropicTool {
 	s := c.snap()
 	s.exportOnce.Do(s.export)
@@ -129,9 +136,9 @@ func (c *Client) AnthropicTools() []AnthropicTool {
 
 func (s *snapshot) export() {
 	n := len(s.table.Tools)
-	s.openAI = make([]OpenAITool, n)
-	s.strict = make([]OpenAITool, n)
-	s.anthropic = make([]AnthropicTool, n)
+	s.openAI = make([]OpenAITool, 0, n)
+	s.strict = make([]OpenAITool, 0, n)
+	s.anthropic = make([]AnthropicTool, 0, n)
 	for i, t := range s.table.Tools {
 		params := t.InputSchema
 		if len(params) == 0 {
@@ -141,12 +148,30 @@ func (s *snapshot) export() {
 		if desc == "" {
 			desc = t.Title
 		}
-		fn := OpenAIFunction{Name: s.fnName[i], Description: desc, Parameters: params}
-		s.openAI[i] = OpenAITool{Type: "function", Function: fn}
-		if strict, err := StrictSchema(params); err == nil {
-			fn.Parameters, fn.Strict = strict, true
+		if why := anthropicProblem(s.fnName[i], params); why != "" {
+			s.notes.anthropic = append(s.notes.anthropic, ExportNote{Tool: t.Name, Omitted: true, Reason: why})
+		} else {
+			s.anthropic = append(s.anthropic, AnthropicTool{Name: s.fnName[i], Description: desc, InputSchema: params})
 		}
-		s.strict[i] = OpenAITool{Type: "function", Function: fn}
-		s.anthropic[i] = AnthropicTool{Name: s.fnName[i], Description: desc, InputSchema: params}
+		if why := objectRoot(params); why != "" {
+			note := ExportNote{Tool: t.Name, Omitted: true, Reason: why}
+			s.notes.openAI = append(s.notes.openAI, note)
+			s.notes.strict = append(s.notes.strict, note)
+			continue
+		}
+		fn := OpenAIFunction{Name: s.fnName[i], Description: desc, Parameters: params}
+		s.openAI = append(s.openAI, OpenAITool{Type: "function", Function: fn})
+		strict, err := StrictSchema(params)
+		if err == nil {
+			if why := strictLimits(strict); why != "" {
+				err = fmt.Errorf("%w: %s", ErrNotStrict, why)
+			}
+		}
+		if err == nil {
+			fn.Parameters, fn.Strict = strict, true
+		} else {
+			s.notes.strict = append(s.notes.strict, ExportNote{Tool: t.Name, Reason: "offered non-strict: " + err.Error()})
+		}
+		s.strict = append(s.strict, OpenAITool{Type: "function", Function: fn})
 	}
 }

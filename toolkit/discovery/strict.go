@@ -60,8 +60,9 @@ var (
 // schema without type, a root that is not an object, or allOf of several
 // schemas. The result is deterministic: object keys are sorted.
 //
-// OpenAI's size limits (nesting depth, number of properties, enum values)
-// are not checked here; the API reports a schema that passes them.
+// OpenAI's size limits (nesting depth, number of properties, enum values,
+// string length) are not checked here but by [Client.ExportOpenAI], which
+// offers a tool past them non-strict.
 func StrictSchema(schema json.RawMessage) (json.RawMessage, error) {
 	var root any
 	if err := unmarshalNumbers(schema, &root); err != nil {
