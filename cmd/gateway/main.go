@@ -7,6 +7,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -19,11 +20,15 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	certutil "k8s.io/client-go/util/cert"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
 	"github.com/toolplane/toolplane/internal/gateway"
 )
@@ -40,10 +45,14 @@ func main() {
 		authTTL                      time.Duration
 		resolve                      resolveFlag
 		o                            gateway.Options
+		metricsSecure                bool
 	)
 	flag.StringVar(&addr, "addr", ":8080", "The address that serves MCP (/mcp and its views) and GET /v1/tools.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address that serves /healthz and /readyz (ready once a good tool table is held).")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8082", `The address that serves Prometheus metrics at /metrics; "0" disables it.`)
+	flag.BoolVar(&metricsSecure, "metrics-secure", true,
+		"Serve metrics over HTTPS, only to clients the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview). "+
+			"False serves plain HTTP to anyone who reaches the port.")
 	flag.StringVar(&tableNamespace, "table-namespace", "toolplane-system", "The namespace of the tool-table ConfigMaps; the only namespace the gateway reads.")
 	flag.StringVar(&tableName, "table-name", "toolplane-tools", "The name of the tool-table ConfigMap.")
 	flag.DurationVar(&o.CallTimeout, "call-timeout", gateway.DefaultCallTimeout, "How long one tools/call may take; a workload slower than this gives the caller an error result.")
@@ -71,13 +80,13 @@ func main() {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
-	if err := run(log, addr, probeAddr, metricsAddr, tableNamespace, tableName, authMode, audiences, authTTL, o); err != nil {
+	if err := run(log, addr, probeAddr, metricsAddr, metricsSecure, tableNamespace, tableName, authMode, audiences, authTTL, o); err != nil {
 		log.Error("The gateway stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger, addr, probeAddr, metricsAddr, tableNamespace, tableName, authMode, audiences string, authTTL time.Duration, o gateway.Options) error {
+func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bool, tableNamespace, tableName, authMode, audiences string, authTTL time.Duration, o gateway.Options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
@@ -128,13 +137,23 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr, tableNamespace, tableNa
 	if metricsAddr != "0" && metricsAddr != "" {
 		m := http.NewServeMux()
 		m.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		servers = append(servers, &http.Server{Addr: metricsAddr, Handler: m, ReadHeaderTimeout: 10 * time.Second})
+		s := &http.Server{Addr: metricsAddr, Handler: m, ReadHeaderTimeout: 10 * time.Second}
+		if metricsSecure {
+			if err := secureMetrics(cfg, s, log); err != nil {
+				return err
+			}
+		}
+		servers = append(servers, s)
 	}
 
 	errs := make(chan error, len(servers))
 	for _, s := range servers {
 		go func() {
-			if err := s.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			serve := s.ListenAndServe
+			if s.TLSConfig != nil {
+				serve = func() error { return s.ListenAndServeTLS("", "") }
+			}
+			if err := serve(); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				errs <- fmt.Errorf("serving %s: %w", s.Addr, err)
 			}
 		}()
@@ -185,4 +204,36 @@ func (f resolveFlag) dial(ctx context.Context, network, addr string) (net.Conn, 
 		return nil, fmt.Errorf("no --resolve for %s", addr)
 	}
 	return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, to)
+}
+
+// secureMetrics puts the metrics server behind the API server's
+// authentication and authorization, as the manager's --metrics-secure does
+// with the same controller-runtime filter: a caller needs a token the API
+// server accepts (TokenReview) and the right to GET /metrics
+// (SubjectAccessReview). It serves HTTPS with a self-signed certificate
+// made at start, HTTP/2 off (Rapid Reset, CVE-2023-44487).
+func secureMetrics(cfg *rest.Config, s *http.Server, log *slog.Logger) error {
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return fmt.Errorf("securing metrics: %w", err)
+	}
+	filter, err := filters.WithAuthenticationAndAuthorization(cfg, httpClient)
+	if err != nil {
+		return fmt.Errorf("securing metrics: %w", err)
+	}
+	h, err := filter(logr.FromSlogHandler(log.Handler()).WithName("metrics"), s.Handler)
+	if err != nil {
+		return fmt.Errorf("securing metrics: %w", err)
+	}
+	certPEM, keyPEM, err := certutil.GenerateSelfSignedCertKey("localhost", nil, nil)
+	if err != nil {
+		return fmt.Errorf("securing metrics: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return fmt.Errorf("securing metrics: %w", err)
+	}
+	s.Handler = h
+	s.TLSConfig = &tls.Config{Certificates: []tls.Certificate{cert}, NextProtos: []string{"http/1.1"}, MinVersion: tls.VersionTLS12}
+	return nil
 }

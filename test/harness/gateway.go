@@ -46,6 +46,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		"--addr", g.Addr,
 		"--health-probe-bind-address", g.ProbeAddr,
 		"--metrics-bind-address", g.MetricsAddr,
+		// Plain HTTP, for tests that read metrics without a token; a
+		// --metrics-secure=true in Args wins over this.
+		"--metrics-secure=false",
 		"--table-namespace", g.TableNamespace,
 	}
 	for host, addr := range g.Resolve {

@@ -14,6 +14,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // getMetrics GETs the manager's metrics over HTTPS with an optional bearer
@@ -108,6 +110,43 @@ var _ = Describe("The manager's metrics, secure by default", func() {
 		}
 	})
 
+	It("hold for the gateway too: anonymous refused, metrics-reader served", func(ctx context.Context) {
+		const release, ns, scraperNS = "gwmetrics", "gwmetrics-system", "gwmetrics-monitoring"
+		m := helmTemplate(release, ns,
+			"--set", "metrics.readerSubjects[0].kind=ServiceAccount",
+			"--set", "metrics.readerSubjects[0].name=prometheus",
+			"--set", "metrics.readerSubjects[0].namespace="+scraperNS)
+		var objects manifests
+		for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+			objects = append(objects, m.ofKind(kind)...)
+		}
+		ensureNamespaces(ctx, ns, scraperNS)
+		Expect(apply(ctx, objects, "", false)).To(Succeed())
+		prometheus := serviceAccountToken(ctx, scraperNS, "prometheus")
+		stranger := serviceAccountToken(ctx, scraperNS, "stranger")
+		// The gateway is ready once it holds a table.
+		_, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, emptyTable(), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		gw := runChartGateway(ctx, m)
+		var code int
+		var body string
+		Eventually(func(ctx context.Context) (err error) {
+			code, body, err = getMetrics(ctx, gw.MetricsAddr, "")
+			return err
+		}).WithContext(ctx).WithTimeout(eventuallyTimeout).Should(Succeed())
+		Expect(code).To(Equal(http.StatusUnauthorized), body)
+		code, body, err = getMetrics(ctx, gw.MetricsAddr, stranger)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(code).To(Equal(http.StatusForbidden), body)
+		Eventually(func(g Gomega, ctx context.Context) {
+			code, body, err := getMetrics(ctx, gw.MetricsAddr, prometheus)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(code).To(Equal(http.StatusOK), body)
+			g.Expect(body).To(ContainSubstring("go_goroutines"))
+		}).WithContext(ctx).WithTimeout(eventuallyTimeout).Should(Succeed())
+	})
+
 	It("renders a ServiceMonitor for HTTPS with a bearer token, and only where its API exists", func(ctx context.Context) {
 		args := []string{"--set", "metrics.serviceMonitor.enabled=true"}
 		Expect(helmTemplate("toolplane", "toolplane-system", args...).ofKind("ServiceMonitor")).To(BeEmpty(),
@@ -123,7 +162,7 @@ var _ = Describe("The manager's metrics, secure by default", func() {
 			HaveKeyWithValue("tlsConfig", HaveKeyWithValue("insecureSkipVerify", true)),
 		)))
 
-		m = helmTemplate("toolplane", "toolplane-system", append(args, "--api-versions", "monitoring.coreos.com/v1", "--set", "metrics.secure=false")...)
+		m = helmTemplate("toolplane", "toolplane-system", append(args, "--api-versions", "monitoring.coreos.com/v1", "--set", "metrics.secure=false", "--set", "gateway.metrics.secure=false")...)
 		endpoints, _, err = unstructured.NestedSlice(m.named("ServiceMonitor", "toolplane").Object, "spec", "endpoints")
 		Expect(err).NotTo(HaveOccurred())
 		Expect(endpoints).To(ConsistOf(And(HaveKeyWithValue("scheme", "http"), Not(HaveKey("bearerTokenFile")))))
@@ -144,3 +183,13 @@ var _ = Describe("The manager's metrics, secure by default", func() {
 		Fail("config/default has no metrics-reader ClusterRole")
 	})
 })
+
+// emptyTable is a published tool table with no tools, as the operator
+// writes it, in ConfigMap toolplane-tools.
+func emptyTable() *corev1.ConfigMap {
+	GinkgoHelper()
+	parts, err := spec.EncodeTable(&spec.Table{SchemaVersion: spec.SchemaVersion, Revision: spec.TableRevision(nil), Tools: []spec.TableTool{}}, "toolplane-tools")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(parts).To(HaveLen(1))
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: parts[0].Name}, Data: parts[0].Data, BinaryData: parts[0].BinaryData}
+}

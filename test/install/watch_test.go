@@ -35,7 +35,7 @@ var _ = Describe("An install limited by watchNamespaces", func() {
 		Expect(apply(ctx, objects, "", false)).To(Succeed())
 
 		By("checking the RBAC with the API server's authorizer")
-		sa := m.ofKind("ServiceAccount")[0]
+		sa := m.ofKind("ServiceAccount").manager()[0]
 		can := func(ctx context.Context, verb, resource, namespace string) bool {
 			GinkgoHelper()
 			group := ""

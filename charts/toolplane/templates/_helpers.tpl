@@ -83,9 +83,14 @@ Downward API can only pass the whole limit (its divisors are fixed units), so
 the share is computed here from the quantity's suffix. Empty without a limit.
 */}}
 {{- define "toolplane.goMemLimit" -}}
+{{- include "toolplane.goMemLimitOf" (dict "resources" .Values.resources "percent" .Values.goMemLimitPercent) }}
+{{- end }}
+
+{{/* GOMEMLIMIT for any container: a dict of resources and percent. */}}
+{{- define "toolplane.goMemLimitOf" -}}
 {{- $limit := "" }}
-{{- with .Values.resources }}{{ with .limits }}{{ with .memory }}{{ $limit = toString . }}{{ end }}{{ end }}{{ end }}
-{{- if and $limit (gt (int .Values.goMemLimitPercent) 0) }}
+{{- with .resources }}{{ with .limits }}{{ with .memory }}{{ $limit = toString . }}{{ end }}{{ end }}{{ end }}
+{{- if and $limit (gt (int .percent) 0) }}
 {{- $m := regexFindAll "^([0-9]+(?:\\.[0-9]+)?)(Ki|Mi|Gi|Ti|k|M|G|T)?$" $limit 1 }}
 {{- if not $m }}
 {{- fail (printf "resources.limits.memory %q: use a plain quantity such as 256Mi or 1Gi" $limit) }}
@@ -94,6 +99,6 @@ the share is computed here from the quantity's suffix. Empty without a limit.
 {{- $suffix := trimPrefix $number $limit }}
 {{- $units := dict "" 1 "k" 1000 "M" 1000000 "G" 1000000000 "T" 1000000000000 "Ki" 1024 "Mi" 1048576 "Gi" 1073741824 "Ti" 1099511627776 }}
 {{- $bytes := mulf (float64 $number) (float64 (get $units $suffix)) }}
-{{- divf (mulf $bytes (float64 .Values.goMemLimitPercent)) 100 | int64 }}
+{{- divf (mulf $bytes (float64 .percent)) 100 | int64 }}
 {{- end }}
 {{- end }}
