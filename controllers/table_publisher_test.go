@@ -806,8 +806,8 @@ var _ = Describe("The table publisher", func() {
 			Expect(verdicts).To(Equal(map[string]ownership.Verdict{"x": {State: ownership.Owned, Owner: a}}))
 			p2.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))
 			Eventually(func() bool {
-				p2.mu.Lock()
-				defer p2.mu.Unlock()
+				p2.TablePublisher.mu.Lock()
+				defer p2.TablePublisher.mu.Unlock()
 				return p2.restoring
 			}).Should(BeFalse())
 			Expect(p2.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))).To(HaveKeyWithValue("x", a))
