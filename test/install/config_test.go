@@ -1,6 +1,7 @@
 package install
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -64,11 +65,12 @@ var _ = Describe("config/samples", func() {
 		Expect(dryRun(ctx, m, ns.Name)).To(Succeed())
 	})
 
-	It("points the ToolSet at the example-tools Pods and Service", func() {
+	DescribeTable("points each ToolSet at its sample's Pods and Service", func(name string, protocol v1alpha1.Protocol) {
 		m := readManifestDir("config/samples")
-		ts := fromUnstructured[v1alpha1.ToolSet](m.named("ToolSet", "example-tools"))
-		d := fromUnstructured[appsv1.Deployment](m.named("Deployment", "example-tools"))
-		svc := fromUnstructured[corev1.Service](m.named("Service", "example-tools"))
+		ts := fromUnstructured[v1alpha1.ToolSet](m.named("ToolSet", name))
+		d := fromUnstructured[appsv1.Deployment](m.named("Deployment", name))
+		svc := fromUnstructured[corev1.Service](m.named("Service", name))
+		Expect(cmp.Or(ts.Spec.Protocol, v1alpha1.ProtocolToolkit)).To(Equal(protocol))
 
 		sel, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
 		Expect(err).NotTo(HaveOccurred())
@@ -87,7 +89,10 @@ var _ = Describe("config/samples", func() {
 		Expect(slices.ContainsFunc(svc.Spec.Ports, func(p corev1.ServicePort) bool {
 			return p.Port == ts.Spec.Service.Port
 		})).To(BeTrue(), "the Service has no port %d", ts.Spec.Service.Port)
-	})
+	},
+		Entry("example-tools, a toolkit workload", "example-tools", v1alpha1.ProtocolToolkit),
+		Entry("everything, a stock MCP server image", "everything", v1alpha1.ProtocolMCP),
+	)
 })
 
 var _ = Describe("The chart's CRDs", func() {
