@@ -15,12 +15,14 @@ import (
 	"github.com/spf13/cobra"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/controllers"
+	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 	"github.com/toolplane/toolplane/toolkit/spec/contract"
 )
@@ -108,11 +110,24 @@ func (lo *lintOptions) run(ctx context.Context, src string) error {
 	if err != nil {
 		return err
 	}
-	denies, err := loadPolicies(ctx, c)
+	policies, err := policySource(ctx, c)
+	if err != nil {
+		return err
+	}
+	rule, err := ownership.NewRule(policies)
+	if err != nil {
+		return fmt.Errorf("reading the name policies: %w", err)
+	}
+	claims, err := liveClaims(ctx, c, table)
 	if err != nil {
 		return err
 	}
 	self := spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name}
+	selfKey := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
+	created := ts.CreationTimestamp.Time
+	if !existing {
+		created = time.Now()
+	}
 
 	offered, rejected, err := controllers.PlanTools(ts, doc)
 	if err != nil {
@@ -126,12 +141,15 @@ func (lo *lintOptions) run(ctx context.Context, src string) error {
 	kept := map[string]bool{}
 	for _, t := range offered {
 		cur, published := inTable[t.Name]
+		v := settle(rule, claims, t.Name, selfKey, created)
 		switch {
-		case denies(t.Name, ts.Namespace) != "":
-			rows = append(rows, planRow{name: t.Name, state: "Denied", detail: "reserved for other namespaces by ToolNamePolicy " + denies(t.Name, ts.Namespace)})
-		case published && cur.ToolSet != self:
-			rows = append(rows, planRow{name: t.Name, state: "Conflicted", detail: "owned by ToolSet " + cur.ToolSet.String()})
-		case !published:
+		case v.State == ownership.Denied:
+			rows = append(rows, planRow{name: t.Name, state: "Denied", detail: fmt.Sprintf("ToolNamePolicy %s: %s", v.Policy, v.Reason)})
+		case v.State == ownership.Conflicted:
+			rows = append(rows, planRow{name: t.Name, state: "Conflicted", detail: "owned by ToolSet " + v.Owner.String()})
+		case v.State == ownership.Pending:
+			rows = append(rows, planRow{name: t.Name, state: "Pending", detail: v.Reason})
+		case !published || cur.ToolSet != self:
 			rows = append(rows, planRow{name: t.Name, state: "Published", detail: "new"})
 		default:
 			kept[t.Name] = true
@@ -316,12 +334,71 @@ func readBounded(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// loadPolicies returns the rule of the cluster's name policies: the
-// ToolNamePolicy that keeps a namespace from owning a name, or "" when
-// none does. The cluster has no ToolNamePolicy kind yet, so no name is
-// denied; lint's plan has its Denied row ready for when it has.
-func loadPolicies(context.Context, client.Client) (func(name, namespace string) string, error) {
-	return func(string, string) string { return "" }, nil
+// policySource reads the name policies; a spec stands in its own.
+var policySource = loadPolicies
+
+// loadPolicies reads the cluster's name policies for the ownership rule.
+// The API has no ToolNamePolicy kind yet, so there are none: listing them
+// here, as ownership.Policy values, is all a policy-aware lint lacks.
+func loadPolicies(context.Context, client.Client) ([]ownership.Policy, error) {
+	return nil, nil
+}
+
+// claims are the live claims of each name: its owner in the table, and
+// every ToolSet whose status lists it, with when it was created.
+type claims struct {
+	owners    map[string]types.NamespacedName
+	claimants map[string]map[types.NamespacedName]ownership.Claimant
+}
+
+// liveClaims gathers the claims from the table and the ToolSets of every
+// namespace. Without the right to list ToolSets cluster-wide, the table's
+// owners alone stand in.
+func liveClaims(ctx context.Context, c client.Client, table *spec.Table) (*claims, error) {
+	cl := &claims{owners: map[string]types.NamespacedName{}, claimants: map[string]map[types.NamespacedName]ownership.Claimant{}}
+	claim := func(name string, ts types.NamespacedName, created time.Time) {
+		if cl.claimants[name] == nil {
+			cl.claimants[name] = map[types.NamespacedName]ownership.Claimant{}
+		}
+		if _, ok := cl.claimants[name][ts]; !ok || !created.IsZero() {
+			cl.claimants[name][ts] = ownership.Claimant{Created: created}
+		}
+	}
+	var list v1alpha1.ToolSetList
+	if err := c.List(ctx, &list); err != nil && !apierrors.IsForbidden(err) {
+		return nil, fmt.Errorf("listing ToolSets: %w", err)
+	}
+	for _, ts := range list.Items {
+		key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
+		for _, t := range ts.Status.Tools {
+			switch t.State {
+			case v1alpha1.ToolPublished, v1alpha1.ToolStale, v1alpha1.ToolConflicted, v1alpha1.ToolPending:
+				claim(t.Name, key, ts.CreationTimestamp.Time)
+			case v1alpha1.ToolDenied:
+				// Denied now, by a policy or a ceiling lint cannot see:
+				// it stays so.
+				claim(t.Name, key, ts.CreationTimestamp.Time)
+				cl.claimants[t.Name][key] = ownership.Claimant{Created: ts.CreationTimestamp.Time, Denied: &ownership.Denial{Policy: "status", Reason: t.Reason}}
+			}
+		}
+	}
+	for _, t := range table.Tools {
+		owner := types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
+		cl.owners[t.Name] = owner
+		claim(t.Name, owner, time.Time{})
+	}
+	return cl, nil
+}
+
+// settle is what the operator's ownership rule makes of self's claim of
+// name, once self's document replaces what it claims now.
+func settle(rule *ownership.Rule, cl *claims, name string, self types.NamespacedName, created time.Time) ownership.Verdict {
+	contest := ownership.Contest{Name: name, Owner: cl.owners[name], Claimants: map[types.NamespacedName]ownership.Claimant{}}
+	for ts, c := range cl.claimants[name] {
+		contest.Claimants[ts] = c
+	}
+	contest.Claimants[self] = ownership.Claimant{Created: created}
+	return rule.Verdict(contest, rule.Resolve(contest), self)
 }
 
 func plural(n int, noun string) string {

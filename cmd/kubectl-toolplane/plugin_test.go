@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -212,6 +213,23 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		_, errOut, code = run("lint", doc, "-n", "crm", "--toolset", "crm-tiny")
 		Expect(code).To(Equal(2))
 		Expect(errOut).To(Equal("Error: the operator would refuse the whole document for ToolSet crm/crm-tiny: 2 tools, more than limits.maxTools 1\n"))
+	})
+
+	It("lint names the policy that denies a name, as the operator's ownership rule decides", func() {
+		// The API has no ToolNamePolicy kind yet: the spec stands in the
+		// policy that listing them would give.
+		policySource = func(context.Context, client.Client) ([]ownership.Policy, error) {
+			return []ownership.Policy{{Name: "refunds-team", Names: []string{"lint_ref*"}, Namespaces: []string{"payments"}}}, nil
+		}
+		DeferCleanup(func() { policySource = loadPolicies })
+		doc := writeDoc(schemaTool("lint_refund", refundSchema), schemaTool("lint_query", querySchema))
+		out, errOut, code := run("lint", doc, "-n", "crm", "--toolset", "crm-tools")
+		Expect(code).To(Equal(1))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_refund\s+Denied\s+ToolNamePolicy refunds-team: the policy reserves the name for other namespaces$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+lint_query\s+Published\s+unchanged$`))
+		Expect(out).To(ContainSubstring("  lint_refund: the tool would no longer be published (Denied)\n"))
+		Expect(out).To(ContainSubstring("Plan: 1 published, 0 conflicted, 1 denied, 0 invalid, 0 filtered, 0 removed; 1 breaking change."))
+		Expect(errOut).To(Equal("lint failed: 1 breaking change, 1 denied name\n"))
 	})
 
 	It("call calls a tool through an MCP endpoint and prints its result", func() {
