@@ -54,7 +54,8 @@
 // spans and metrics of the tracing and metrics subpackages, or in an error
 // message, the model's included (a wrong type for that very field says
 // "received [redacted]"). It is shown as "[redacted]", and is scrubbed from
-// an error or a logged result that quotes it. A dynamic tool marks one
+// an error, a logged result, or a progress or log message of the tool
+// that quotes it. A dynamic tool marks one
 // with [Sensitive], or with "writeOnly": true (or "x-sensitive": true) in
 // its schema. Middleware of your own logs [Request.RedactedArguments] and
 // passes texts through [Request.Redact].

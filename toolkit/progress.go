@@ -22,6 +22,21 @@ type Reporter interface {
 
 type reporterKey struct{}
 
+// redactingReporter scrubs the sensitive values of a call from what its
+// tool reports.
+type redactingReporter struct {
+	next Reporter
+	req  *Request
+}
+
+func (r redactingReporter) Progress(ctx context.Context, done, total float64, message string) {
+	r.next.Progress(ctx, done, total, r.req.Redact(message))
+}
+
+func (r redactingReporter) Log(ctx context.Context, level slog.Level, message string) {
+	r.next.Log(ctx, level, r.req.Redact(message))
+}
+
 // WithReporter returns ctx carrying r, for the tool a transport calls.
 func WithReporter(ctx context.Context, r Reporter) context.Context {
 	return context.WithValue(ctx, reporterKey{}, r)

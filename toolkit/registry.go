@@ -325,6 +325,12 @@ func (r *Registry) callTool(ctx context.Context, req *Request) (res *spec.CallRe
 			res, err = nil, recovered(ctx, r.logger(), t.Name(), v)
 		}
 	}()
+	if t.plan.anySensitive {
+		if rep, ok := ctx.Value(reporterKey{}).(Reporter); ok {
+			// What the tool reports to its caller is scrubbed too.
+			ctx = WithReporter(ctx, redactingReporter{next: rep, req: req})
+		}
+	}
 	res, err = t.call(ctx, req.Arguments, &req.secrets)
 	if ee := (*encodeError)(nil); errors.As(err, &ee) {
 		r.logger().ErrorContext(ctx, "Encoding a tool's result failed", "tool", t.Name(), "error", ee.err.Error())

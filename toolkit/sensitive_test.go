@@ -182,3 +182,31 @@ func TestSensitiveValuesAreNeverShown(t *testing.T) {
 		t.Errorf("metrics show the secret, or nothing:\n%s", m.String())
 	}
 }
+
+type recordingReporter struct{ lines []string }
+
+func (r *recordingReporter) Progress(_ context.Context, done, total float64, msg string) {
+	r.lines = append(r.lines, fmt.Sprintf("%g/%g %s", done, total, msg))
+}
+
+func (r *recordingReporter) Log(_ context.Context, _ slog.Level, msg string) {
+	r.lines = append(r.lines, msg)
+}
+
+func TestSensitiveValuesAreScrubbedFromWhatAToolReports(t *testing.T) {
+	reg := new(toolkit.Registry)
+	_ = reg.Add(toolkit.MustNewAction("report", "", func(ctx context.Context, in loginIn) error {
+		toolkit.Progress(ctx, 1, 2, "logging in with "+in.Password)
+		toolkit.Log(ctx, slog.LevelWarn, "password was "+in.Password)
+		return nil
+	}))
+	rec := &recordingReporter{}
+	ctx := toolkit.WithReporter(context.Background(), rec)
+	if _, err := reg.Call(ctx, "report", json.RawMessage(`{"user":"ada","password":"`+secret+`"}`)); err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Join(rec.lines, "\n")
+	if len(rec.lines) != 2 || strings.Contains(got, "hunter2") || !strings.Contains(got, "[redacted]") {
+		t.Errorf("reported:\n%s", got)
+	}
+}
