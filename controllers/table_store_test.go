@@ -317,6 +317,84 @@ var _ = Describe("The tool table store", func() {
 	})
 })
 
+var _ = Describe("The tool table store's grace period", func() {
+	It("keeps the chunks of the previous index readable until grace has passed, and a third revision waits for room", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		ts := types.NamespacedName{Namespace: ns, Name: "big"}
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		store := &configMapTable{
+			client: k8sClient, reader: k8sClient, namespace: ns, name: "tools",
+			grace: time.Minute, now: func() time.Time { return now },
+		}
+		table := func(n int) *spec.Table { return &spec.Table{Tools: noisyTools(ts, fmt.Sprintf("v%d", n), 3000)} }
+		write := func(t *spec.Table) time.Duration {
+			GinkgoHelper()
+			wait, err := store.write(ctx, t)
+			Expect(err).NotTo(HaveOccurred())
+			return wait
+		}
+		revision := func() string {
+			GinkgoHelper()
+			rev, err := storedRevision(ctx, ns)
+			Expect(err).NotTo(HaveOccurred())
+			return rev
+		}
+		t1, t2, t3 := table(1), table(2), table(3)
+		Expect(write(t1)).To(BeZero(), "nothing to clean up after the first write")
+		rev1 := revision()
+		cms, err := tableConfigMaps(ctx, ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(cms)).To(BeNumerically(">=", 2), "the table is split")
+		var index1 corev1.ConfigMap
+		for _, cm := range cms {
+			if cm.Name == "tools" {
+				index1 = cm
+			}
+		}
+
+		Expect(write(t2)).To(Equal(time.Minute), "the old chunks wait out their grace")
+		rev2 := revision()
+		Expect(rev2).NotTo(Equal(rev1))
+		// A reader that fetched the first index reads its chunks whole.
+		readOld := func() (*spec.Table, error) {
+			cms, err := tableConfigMaps(ctx, ns)
+			if err != nil {
+				return nil, err
+			}
+			parts := []spec.TablePart{{Name: "tools", Data: index1.Data, BinaryData: index1.BinaryData}}
+			for _, cm := range cms {
+				if cm.Name != "tools" {
+					parts = append(parts, spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData})
+				}
+			}
+			return spec.DecodeTableParts(parts...)
+		}
+		old, err := readOld()
+		Expect(err).NotTo(HaveOccurred())
+		Expect(old.Revision).To(Equal(rev1))
+
+		// A third revision within the grace: no part has room for it.
+		now = now.Add(30 * time.Second)
+		Expect(write(t3)).To(Equal(30*time.Second), "the write waits for the old chunks' grace")
+		Expect(revision()).To(Equal(rev2), "the index did not move")
+		_, err = readOld()
+		Expect(err).NotTo(HaveOccurred(), "the previous index's chunks are still there")
+
+		now = now.Add(30 * time.Second)
+		Expect(write(t3)).To(Equal(time.Minute))
+		Expect(revision()).NotTo(Equal(rev2))
+		_, err = readOld()
+		Expect(err).To(MatchError(spec.ErrTablePartMissing), "past their grace the first index's chunks are gone")
+		got, err := readAsAgent(ctx, ns, GinkgoT().TempDir())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Tools).To(HaveLen(len(t3.Tools)))
+
+		now = now.Add(time.Minute)
+		Expect(write(t3)).To(BeZero())
+		Expect(settled(ctx, ns)).To(BeTrue())
+	})
+})
+
 // noisyTools is manyTools whose descriptions compress even less, so that a
 // split table takes fewer tools.
 func noisyTools(ts types.NamespacedName, prefix string, n int) []spec.TableTool {
