@@ -160,5 +160,11 @@ var _ = Describe("The gateway binary", func() {
 			Expect(got).To(Equal(want), era)
 			Expect(pages).To(Equal(20), era)
 		}
+		// Memory is measured, not asserted (make bench and
+		// BenchmarkTableMemory have the figures); it is reported here for
+		// the binary as it runs.
+		st, err := harness.ReadProcStats(big.Pid())
+		Expect(err).NotTo(HaveOccurred())
+		AddReportEntry("gateway RSS holding 10,000 tools", fmt.Sprintf("%.1f MiB (peak %.1f MiB)", float64(st.RSS)/(1<<20), float64(st.PeakRSS)/(1<<20)))
 	})
 })

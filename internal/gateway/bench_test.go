@@ -1,0 +1,108 @@
+package gateway_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolplane/toolplane/internal/gateway"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// BenchmarkCall calls the same tool with the same arguments through the
+// gateway and straight at the workload's /mcp, with the Go SDK client at
+// 2026-07-28 in both cases, in one run:
+//
+//	go test -run '^$' -bench BenchmarkCall -benchtime 3s ./internal/gateway/
+//
+// The goal is gateway ≤ 1.3 × direct.
+func BenchmarkCall(b *testing.B) {
+	wl := newWorkload(b, "crm", "crm-tools", "crm_", echoTool("crm"))
+	g, url := newGateway(b, new(routes).add(wl), gateway.Options{})
+	if err := g.SetTable(table(wl.tableTools())); err != nil {
+		b.Fatal(err)
+	}
+	args := map[string]any{"text": "ab", "count": 3}
+	for _, tc := range []struct{ name, endpoint, tool string }{
+		{"direct", wl.srv.URL + "/mcp", "echo"},
+		{"gateway", url + "/mcp", "crm_echo"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cs := connect(b, tc.endpoint, "2026-07-28", nil, nil)
+			ctx := context.Background()
+			call := func() {
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tc.tool, Arguments: args})
+				if err != nil || res.IsError {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+			call() // warm the connections
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				call()
+			}
+		})
+	}
+}
+
+// BenchmarkTableMemory reports the heap that a gateway holding a table of
+// 10,000 tools with realistic schemas keeps live, and the time to take a
+// new table:
+//
+//	go test -run '^$' -bench BenchmarkTableMemory -benchtime 3x ./internal/gateway/
+//
+// The goal is 150 MiB or less.
+func BenchmarkTableMemory(b *testing.B) {
+	tbl := bigTable(10_000)
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		g := gateway.New(nil)
+		start := time.Now()
+		if err := g.SetTable(tbl); err != nil {
+			b.Fatal(err)
+		}
+		took := time.Since(start)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB-live")
+		b.ReportMetric(took.Seconds()*1000, "ms-SetTable")
+		runtime.KeepAlive(g)
+		g.Close()
+	}
+	// The table's own bytes, decoded, for scale.
+	raw, _ := json.Marshal(tbl)
+	b.ReportMetric(float64(len(raw))/(1<<20), "MiB-json")
+}
+
+// bigTable is n tools with schemas like a real service's: a few described
+// properties with bounds, an output schema and annotations.
+func bigTable(n int) *spec.Table {
+	tools := make([]spec.TableTool, n)
+	yes := true
+	for i := range tools {
+		name := fmt.Sprintf("team%02d_lookup_records_%05d", i%50, i)
+		ns := fmt.Sprintf("team-%02d", i%50)
+		tools[i] = spec.TableTool{
+			Name: name, SourceName: fmt.Sprintf("lookup_records_%05d", i),
+			Title:       "Look up records",
+			Description: fmt.Sprintf("Looks up records of kind %d by a free-text query and returns at most limit matches, newest first.", i),
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What to look for.","minLength":1,"maxLength":256},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10,"description":"The most records returned."},"since":{"type":"string","format":"date-time","description":"Only records changed after this time."}},"required":["query"],"additionalProperties":false}`),
+			OutputSchema: json.RawMessage(`{"type":"object","properties":{"records":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"summary":{"type":"string"}}}}}}`),
+			Annotations:  &spec.Annotations{ReadOnlyHint: &yes},
+			ToolSet:      spec.ObjectReference{Namespace: ns, Name: "records"},
+			Endpoints: &spec.Endpoints{
+				Invoke: fmt.Sprintf("http://records.%s.svc:8080/tools/lookup_records_%05d", ns, i),
+				MCP:    fmt.Sprintf("http://records.%s.svc:8080/mcp", ns),
+			},
+		}
+	}
+	return table(tools)
+}
