@@ -92,9 +92,9 @@ func bigTable(n int) *spec.Table {
 		ns := fmt.Sprintf("team-%02d", i%50)
 		tools[i] = spec.TableTool{
 			Name: name, SourceName: fmt.Sprintf("lookup_records_%05d", i),
-			Title:       "Look up records",
-			Description: fmt.Sprintf("Looks up records of kind %d by a free-text query and returns at most limit matches, newest first.", i),
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What to look for.","minLength":1,"maxLength":256},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10,"description":"The most records returned."},"since":{"type":"string","format":"date-time","description":"Only records changed after this time."}},"required":["query"],"additionalProperties":false}`),
+			Title:        "Look up records",
+			Description:  fmt.Sprintf("Looks up records of kind %d by a free-text query and returns at most limit matches, newest first.", i),
+			InputSchema:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What to look for.","minLength":1,"maxLength":256},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10,"description":"The most records returned."},"since":{"type":"string","format":"date-time","description":"Only records changed after this time."}},"required":["query"],"additionalProperties":false}`),
 			OutputSchema: json.RawMessage(`{"type":"object","properties":{"records":{"type":"array","items":{"type":"object","properties":{"id":{"type":"string"},"summary":{"type":"string"}}}}}}`),
 			Annotations:  &spec.Annotations{ReadOnlyHint: &yes},
 			ToolSet:      spec.ObjectReference{Namespace: ns, Name: "records"},
