@@ -95,6 +95,7 @@ var _ = Describe("The chart's gateway", func() {
 		for name, m := range map[string]manifests{
 			"default values": helmTemplate("toolplane", "toolplane-system"),
 			"custom values":  helmTemplate("custom", "ops", "-f", customValues),
+			"config/default": kustomizeBuild("config/default"),
 		} {
 			c, ok := gatewayContainer(fromUnstructured[appsv1.Deployment](m.ofKind("Deployment").gateway()[0]))
 			Expect(ok).To(BeTrue(), name)
