@@ -38,7 +38,7 @@ type Publisher interface {
 	// Offer records what a ToolSet exposes now and returns the verdict of
 	// the ownership rule on every offered name: Owned, Conflicted (another
 	// ToolSet owns it), Denied (a policy or a ceiling forbids it) or Pending
-	// (its owner let it go after a restart, and it is handed over once every
+	// (after a restart a name without an owner is handed out once every
 	// ToolSet has been heard from). Offering no tools releases every name the
 	// ToolSet held.
 	Offer(ctx context.Context, offer Offer) (verdicts map[string]ownership.Verdict, err error)

@@ -65,10 +65,11 @@ var ErrInvalidOffer = errors.New("controllers: invalid offer")
 // The published table is the only durable state. At start the publisher
 // reads it back: each entry's ToolSet, if it still exists, owns the name
 // again and its entry is kept until it offers (or retains it), is withdrawn,
-// or RestoreTimeout passes after the caches have synced. A name read back
-// whose owner is gone or let it go is not handed to whoever is reconciled
-// first: it stays Pending until every ToolSet that existed at start has been
-// heard from (or the timeout passes), and then goes by the rule. So a restart
+// or RestoreTimeout passes after the caches have synced. A name without an
+// owner (its owner is gone or let it go, or the old leader never wrote it) is
+// not handed to whoever is reconciled first: it stays Pending until every
+// ToolSet that existed at start has been heard from (or the timeout passes),
+// and then goes by the rule. So a restart
 // or a leader failover moves no owner except by the rule, and never
 // publishes a smaller table than the one it found. Offer, Retain and
 // Withdraw wait until that read is done.
@@ -133,13 +134,11 @@ type TablePublisher struct {
 	policiesSet bool
 	// awaiting are the ToolSets that existed at start and have not been
 	// heard from since. While restoring, restored entries are kept for them
-	// and the names read back (every name, if the table was unreadable)
-	// change hands only once they all have spoken. While holdWrites, the
-	// table could not be read back and nothing is written until then.
+	// and a name without an owner is handed out only once they all have
+	// spoken. While holdWrites, the table could not be read back and nothing
+	// is written until then.
 	awaiting   map[types.NamespacedName]struct{}
-	restored   map[string]struct{}
 	restoring  bool
-	unreadable bool
 	holdWrites bool
 	conflicts  int
 	pending    map[types.NamespacedName]struct{}
@@ -162,7 +161,6 @@ func (p *TablePublisher) init() {
 		p.changed = make(chan event.TypedGenericEvent[*v1alpha1.ToolSet])
 		p.claims = make(map[types.NamespacedName]*claim)
 		p.claimants = make(map[string]map[types.NamespacedName]ownership.Claimant)
-		p.restored = make(map[string]struct{})
 		p.owners = make(map[string]types.NamespacedName)
 		p.awaiting = make(map[types.NamespacedName]struct{})
 		p.pending = make(map[types.NamespacedName]struct{})
@@ -325,6 +323,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 		case <-synced:
 			synced = nil
 			p.synced.Store(true)
+			p.pruneAwaiting(ctx)
 			restoreTimer = time.NewTimer(orDefault(p.RestoreTimeout, DefaultRestoreTimeout))
 			restoreC = restoreTimer.C
 		case <-restoreC:

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
+	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -183,9 +184,6 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	dropped := 0
 	if table != nil {
 		for _, t := range table.Tools {
-			// Every name read back is held, the entries of deleted ToolSets
-			// included: its claimants may not have been heard from yet.
-			p.restored[t.Name] = struct{}{}
 			ts := types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
 			created, ok := exists[ts]
 			if !ok {
@@ -200,13 +198,14 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 			c.tools[t.Name] = t
 		}
 	}
-	// Every ToolSet that exists may claim a name whose owner is gone, so
-	// the names read back change hands only once they all have spoken.
+	// Every ToolSet that exists may claim a name whose owner is gone, or
+	// that was claimed first while the old leader had not written it yet:
+	// a name without an owner changes hands only once they all have spoken,
+	// so that it goes by creation time, not by who is reconciled first.
 	for ts := range exists {
 		p.awaiting[ts] = struct{}{}
 	}
 	p.restoring = len(p.awaiting) > 0
-	p.unreadable = unreadable
 	p.holdWrites = unreadable && p.restoring
 	for ts, c := range restored {
 		p.setClaim(ts, c)
@@ -283,26 +282,14 @@ func (p *TablePublisher) contest(name string) ownership.Contest {
 		Name:      name,
 		Owner:     p.owners[name],
 		Claimants: p.claimants[name],
-		Hold:      p.holds(name),
+		Hold:      p.holds(),
 	}
 }
 
-// holds reports whether a name whose owner is gone must wait: during the
-// restore window for a name read back (every name, if the table was
-// unreadable), and for every name until the policies are known if they are
-// awaited.
-func (p *TablePublisher) holds(name string) bool {
-	if p.WaitForPolicies && !p.policiesSet {
-		return true
-	}
-	if !p.restoring {
-		return false
-	}
-	if p.unreadable {
-		return true
-	}
-	_, ok := p.restored[name]
-	return ok
+// holds reports whether a name without an owner must wait: during the
+// restore window, and until the policies are known if they are awaited.
+func (p *TablePublisher) holds() bool {
+	return p.restoring || (p.WaitForPolicies && !p.policiesSet)
 }
 
 // resolve settles the owner of name after a change by actor and reports
@@ -379,6 +366,28 @@ func (p *TablePublisher) offered(toolSet types.NamespacedName) {
 	}
 }
 
+// pruneAwaiting stops waiting for ToolSets that were deleted before they
+// could be reconciled, as the caches show them once synced.
+func (p *TablePublisher) pruneAwaiting(ctx context.Context) {
+	var list v1alpha1.ToolSetList
+	if err := p.reader().List(ctx, &list); err != nil {
+		// The window's bound still ends the wait.
+		ctrl.LoggerFrom(ctx).Error(err, "Listing ToolSets after the caches synced failed")
+		return
+	}
+	exists := make(map[types.NamespacedName]bool, len(list.Items))
+	for _, ts := range list.Items {
+		exists[types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = true
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for ts := range p.awaiting {
+		if !exists[ts] {
+			p.offered(ts)
+		}
+	}
+}
+
 // endRestore drops the restored entries of ToolSets that did not offer in
 // time, and hands over the names that waited.
 func (p *TablePublisher) endRestore(ctx context.Context) {
@@ -403,8 +412,7 @@ func (p *TablePublisher) endRestore(ctx context.Context) {
 
 func (p *TablePublisher) endRestoreLocked() {
 	clear(p.awaiting)
-	clear(p.restored)
-	p.restoring, p.holdWrites, p.unreadable = false, false, false
+	p.restoring, p.holdWrites = false, false
 	p.settle()
 	p.kickLocked()
 }

@@ -183,6 +183,9 @@ func startPublisherWith(ns, toolSets string, restoreTimeout time.Duration, write
 		})
 	}
 	DeferCleanup(stop)
+	// Read back before the spec goes on, so that what it creates next is
+	// new to the publisher.
+	Expect(rp.waitLoaded(ctx)).To(Succeed())
 	return rp, stop
 }
 
@@ -684,13 +687,14 @@ var _ = Describe("The table publisher", func() {
 		}
 
 		It("moves no owner and never publishes a smaller table", func(ctx context.Context) {
+			// Started before the ToolSets exist: no restore window of its own.
+			p1, stop1 := startPublisher(ns, 0)
 			// early is created first, so it would win x in a fresh contest.
 			early, earlyAt := create(ctx, "a-early")
 			late, lateAt := create(ctx, "b-late")
 			quiet, quietAt := create(ctx, "c-quiet")
 			gone, goneAt := create(ctx, "d-gone")
 
-			p1, stop1 := startPublisher(ns, 0)
 			p1.offer(ctx, late, lateAt, entry(late, "x", "x"))
 			Expect(p1.offer(ctx, early, earlyAt, entry(early, "x", "x"), entry(early, "e", "e"))).To(HaveKeyWithValue("x", late))
 			p1.offer(ctx, quiet, quietAt, entry(quiet, "q", "q"))
@@ -711,6 +715,9 @@ var _ = Describe("The table publisher", func() {
 				"x": late.String(), "e": early.String(), "q": quiet.String(),
 			}), "the deleted ToolSet's entry is dropped, the others are kept")
 			Expect(p2.offer(ctx, late, lateAt, entry(late, "x", "x"))).To(HaveKeyWithValue("x", late))
+			// A new name is handed out once every ToolSet has been heard
+			// from since the restart.
+			p2.offer(ctx, quiet, quietAt, entry(quiet, "q", "q"))
 
 			// A change made after the restart shows that every write so far
 			// kept every entry of a ToolSet that still exists.
@@ -731,9 +738,10 @@ var _ = Describe("The table publisher", func() {
 		})
 
 		It("drops the restored entries of a ToolSet that does not offer within the bound", func(ctx context.Context) {
+			// Started before the ToolSets exist: no restore window of its own.
+			p1, stop1 := startPublisher(ns, 0)
 			owner, ownerAt := create(ctx, "owner")
 			rival, rivalAt := create(ctx, "rival")
-			p1, stop1 := startPublisher(ns, 0)
 			p1.offer(ctx, owner, ownerAt, entry(owner, "x", "x"), entry(owner, "o", "o"))
 			p1.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))
 			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveKeyWithValue("x", owner.String()))
@@ -756,6 +764,8 @@ var _ = Describe("The table publisher", func() {
 		})
 
 		It("hands a name whose owner went while it was down to the earliest-created claimant, whatever order they offer in", func(ctx context.Context) {
+			// Started before the ToolSets exist: no restore window of its own.
+			p1, stop1 := startPublisher(ns, 0)
 			owner, ownerAt := create(ctx, "owner")
 			c1, c1At := create(ctx, "claimant-1")
 			c2, c2At := create(ctx, "claimant-2")
@@ -765,7 +775,6 @@ var _ = Describe("The table publisher", func() {
 			if ownership.Earlier(c2, c2At, c1, c1At) {
 				first, firstAt, second, secondAt = c2, c2At, c1, c1At
 			}
-			p1, stop1 := startPublisher(ns, 0)
 			p1.offer(ctx, owner, ownerAt, entry(owner, "x", "x"))
 			p1.offer(ctx, second, secondAt, entry(second, "x", "x"))
 			p1.offer(ctx, first, firstAt, entry(first, "x", "x"))
@@ -788,11 +797,12 @@ var _ = Describe("The table publisher", func() {
 		})
 
 		It("keeps the restored names of a ToolSet that retains them past the restore window", func(ctx context.Context) {
+			// Started before the ToolSets exist: no restore window of its own.
+			p1, stop1 := startPublisher(ns, 0)
 			a, aAt := create(ctx, "invalid-spec")
 			rival, rivalAt := create(ctx, "rival")
 			// Never heard from: the restore window ends by its bound.
 			create(ctx, "silent")
-			p1, stop1 := startPublisher(ns, 0)
 			p1.offer(ctx, a, aAt, entry(a, "x", "x"))
 			p1.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))
 			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(1))
@@ -816,8 +826,9 @@ var _ = Describe("The table publisher", func() {
 		})
 
 		It("is ready once it has read the table back and the caches have synced, and starts the restore window only then", func(ctx context.Context) {
-			a, aAt := create(ctx, "a")
+			// Started before the ToolSets exist: no restore window of its own.
 			p1, stop1 := startPublisher(ns, 0)
+			a, aAt := create(ctx, "a")
 			p1.offer(ctx, a, aAt, entry(a, "x", "x"))
 			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(1))
 			stop1()
@@ -866,8 +877,9 @@ var _ = Describe("The table publisher", func() {
 		})
 
 		It("reads its own table back unchanged without writing", func(ctx context.Context) {
-			a, aAt := create(ctx, "a")
+			// Started before the ToolSets exist: no restore window of its own.
 			p1, stop1 := startPublisher(ns, 0)
+			a, aAt := create(ctx, "a")
 			p1.offer(ctx, a, aAt, entry(a, "x", "x"))
 			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(1))
 			stop1()

@@ -350,8 +350,8 @@ const (
 	// the ToolSet that owns the name, if any.
 	ToolDenied ToolState = "Denied"
 	// ToolPending: nobody owns the name for now. After an operator restart
-	// or a leader failover, a name whose owner let it go is handed over only
-	// once every ToolSet has been heard from (within --table-restore-timeout
+	// or a leader failover, a name without an owner is handed out only once
+	// every ToolSet has been heard from (within --table-restore-timeout
 	// of the caches syncing), so that the earliest-created claimant takes it
 	// whatever order the ToolSets are reconciled in.
 	ToolPending ToolState = "Pending"

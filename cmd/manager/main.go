@@ -63,7 +63,7 @@ func main() {
 	flag.StringVar(&tableName, "table-name", "toolplane-tools", "The name of the tool-table ConfigMap.")
 	flag.DurationVar(&restoreTimeout, "table-restore-timeout", controllers.DefaultRestoreTimeout,
 		"How long, after the operator starts or takes over and its caches have synced, the tools read back from the tool table are kept for ToolSets that have not been scraped yet, "+
-			"and a name whose owner is gone waits (Pending) for every ToolSet to be heard from before it is handed over. "+
+			"and a name without an owner waits (Pending) for every ToolSet to be heard from before it is handed out. "+
 			"Until then the table is never published smaller than it was found.")
 	flag.DurationVar(&partGrace, "table-part-grace-period", controllers.DefaultTablePartGracePeriod,
 		"How long a chunk of a split tool table is kept after the index stopped naming it, so that an agent reading the previous index still finds it.")

@@ -19,8 +19,8 @@
 //     then name. Every other permitted claimant is [Conflicted], with the owner
 //     named.
 //   - While the caller holds hand-overs ([Contest.Hold], after a restart until
-//     every claimant has spoken), a name whose owner is gone stays unowned and
-//     its permitted claimants are [Pending].
+//     every ToolSet has spoken), a name without an owner stays unowned and its
+//     permitted claimants are [Pending].
 //
 // The outcome depends only on the inputs, never on the order claims arrive
 // in or are listed in.
