@@ -24,6 +24,10 @@ GO_TEST_FLAGS ?= -race -timeout 30m
 # How long `make test` runs each fuzz target (`make fuzz` runs longer).
 FUZZ_TIME_SHORT ?= 5s
 FUZZ_TIME ?= 2m
+# The ownership model test: `make test` runs a fixed seed briefly;
+# `make model-test` runs MODEL_STEPS steps of MODEL_SEED (random: a new seed).
+MODEL_SEED ?= random
+MODEL_STEPS ?= 500
 
 SHELL = /usr/bin/env bash -o pipefail
 .SHELLFLAGS = -ec
@@ -51,6 +55,11 @@ test: manifests generate envtest helm interop-deps conformance-deps ## Run every
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	cd toolkit && go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZ_TIME_SHORT) $(MODULES)
+
+.PHONY: model-test
+model-test: manifests generate envtest ## Run the ownership model test (random changes, restarts and failovers against a model of the rule) for MODEL_STEPS steps of MODEL_SEED (default 500 of a random seed); prints the seed, steps and faults.
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) MODEL_SEED=$(MODEL_SEED) MODEL_STEPS=$(MODEL_STEPS) \
+		go test -race -count=1 -timeout 60m -v ./controllers -run TestControllers -args -ginkgo.focus="The ownership model"
 
 .PHONY: fuzz
 fuzz: ## Run every fuzz target of every module for FUZZ_TIME each (default 2m) and print the exec counts.

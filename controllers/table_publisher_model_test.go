@@ -1,0 +1,450 @@
+package controllers
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"os"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/controllers/ownership"
+	"github.com/toolplane/toolplane/test/harness"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// The ownership model test drives real TablePublishers on the API server
+// through random sequences of ToolSet creations and deletions, prefix and
+// tool changes, Pods going ready and unready (offers going empty and coming
+// back), policy changes, restarts and leader failovers (a new publisher that
+// reads the table back, after the old one stopped cleanly or cut off right
+// after a change it may not have written). After every step it compares the
+// owner of every published name with a reference model of DESIGN §4, and a
+// watch on the table checks that no version of it lacked a tool whose owner
+// kept serving it.
+//
+// `make test` runs it with a fixed seed; `make model-test` runs it longer
+// with random seeds (MODEL_SEED, MODEL_STEPS).
+
+// modelDefaultSeed and modelDefaultSteps keep `make test` fast.
+const (
+	modelDefaultSeed  = 20261130
+	modelDefaultSteps = 60
+)
+
+func modelParams() (seed uint64, steps int) {
+	GinkgoHelper()
+	seed, steps = modelDefaultSeed, modelDefaultSteps
+	switch s := os.Getenv("MODEL_SEED"); s {
+	case "":
+	case "random":
+		seed = uint64(time.Now().UnixNano())
+	default:
+		v, err := strconv.ParseUint(s, 10, 64)
+		Expect(err).NotTo(HaveOccurred(), "MODEL_SEED is a number or random")
+		seed = v
+	}
+	if s := os.Getenv("MODEL_STEPS"); s != "" {
+		v, err := strconv.Atoi(s)
+		Expect(err).NotTo(HaveOccurred(), "MODEL_STEPS is a number")
+		steps = v
+	}
+	return seed, steps
+}
+
+// modelToolSet is one ToolSet of the model: whether it exists, whether its
+// Pods are ready, and the tools they serve.
+type modelToolSet struct {
+	key     types.NamespacedName
+	exists  bool
+	created time.Time
+	serving bool
+	prefix  string
+	tools   []string
+}
+
+// offered is what the reconciler offers for it: nothing while no Pod is
+// ready (its grace period over), else the prefixed tools.
+func (m *modelToolSet) offered() []string {
+	if !m.exists || !m.serving {
+		return nil
+	}
+	out := make([]string, len(m.tools))
+	for i, t := range m.tools {
+		out[i] = m.prefix + t
+	}
+	return out
+}
+
+// modelRule is the reference rule, written apart from package ownership:
+// a name any policy matches may be owned only in a namespace some matching
+// policy lists; the owner keeps a name it still claims and may own; else the
+// earliest-created permitted claimant takes it, ties by namespace/name.
+func modelRule(policies []ownership.Policy, prev map[string]types.NamespacedName, toolSets []*modelToolSet) map[string]types.NamespacedName {
+	permitted := func(ns, name string) bool {
+		matched := false
+		for _, p := range policies {
+			for _, g := range p.Names {
+				if ok, _ := path.Match(g, name); ok {
+					matched = true
+					if slices.Contains(p.Namespaces, ns) {
+						return true
+					}
+				}
+			}
+		}
+		return !matched
+	}
+	claimants := map[string][]*modelToolSet{}
+	for _, m := range toolSets {
+		for _, name := range m.offered() {
+			if permitted(m.key.Namespace, name) {
+				claimants[name] = append(claimants[name], m)
+			}
+		}
+	}
+	out := map[string]types.NamespacedName{}
+	for name, cs := range claimants {
+		if slices.ContainsFunc(cs, func(m *modelToolSet) bool { return m.key == prev[name] }) {
+			out[name] = prev[name]
+			continue
+		}
+		first := slices.MinFunc(cs, func(a, b *modelToolSet) int {
+			return cmp.Or(a.created.Compare(b.created), strings.Compare(a.key.Namespace, b.key.Namespace), strings.Compare(a.key.Name, b.key.Name))
+		})
+		out[name] = first.key
+	}
+	return out
+}
+
+// namespacesReader lists only the ToolSets of some namespaces: the model's
+// cluster.
+type namespacesReader struct {
+	client.Reader
+	namespaces []string
+}
+
+func (r namespacesReader) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := r.Reader.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if l, ok := list.(*v1alpha1.ToolSetList); ok {
+		l.Items = slices.DeleteFunc(l.Items, func(ts v1alpha1.ToolSet) bool { return !slices.Contains(r.namespaces, ts.Namespace) })
+	}
+	return nil
+}
+
+var _ = Describe("The ownership model", func() {
+	It("publishes every name to the model's owner through random changes, restarts and failovers, and never drops a served tool", func(ctx context.Context) {
+		seed, steps := modelParams()
+		rng := rand.New(rand.NewPCG(seed, seed^0x5851f42d4c957f2d))
+		GinkgoWriter.Printf("model test: seed %d, %d steps (rerun: make model-test MODEL_SEED=%d MODEL_STEPS=%d)\n", seed, steps, seed, steps)
+		AddReportEntry("model seed", seed, ReportEntryVisibilityAlways)
+
+		tableNs := newNamespace(ctx)
+		nsA, nsB, nsPay := newNamespace(ctx), newNamespace(ctx), newNamespace(ctx)
+		var toolSets []*modelToolSet
+		for i, ns := range []string{nsA, nsA, nsB, nsB, nsPay, nsPay} {
+			toolSets = append(toolSets, &modelToolSet{key: types.NamespacedName{Namespace: ns, Name: fmt.Sprintf("ts-%d", i)}})
+		}
+		baseTools := []string{"t0", "t1", "t2", "t3", "pay_refund"}
+		policySets := [][]ownership.Policy{
+			nil,
+			{{Name: "payments", Names: []string{"pay_*", "x_pay_*"}, Namespaces: []string{nsPay}}},
+			{
+				{Name: "payments", Names: []string{"pay_*", "x_pay_*"}, Namespaces: []string{nsPay}},
+				{Name: "team-b", Names: []string{"t1", "x_t1"}, Namespaces: []string{nsB}},
+			},
+			{{Name: "locked", Names: []string{"t0"}}},
+		}
+		policy := 0
+		owners := map[string]types.NamespacedName{}
+
+		// protected are the names whose owner serves them and that a table
+		// version has shown with that owner: no later version may lack
+		// them until the owner lets go. The watcher checks every version.
+		var (
+			mu         sync.Mutex
+			protected  = map[string]types.NamespacedName{}
+			violations []string
+		)
+		unprotect := func(pred func(name string, owner types.NamespacedName) bool) {
+			mu.Lock()
+			defer mu.Unlock()
+			maps.DeleteFunc(protected, pred)
+		}
+		watcher, err := harness.WatchTable(ctx, &harness.ControlPlane{Config: cfg, Scheme: scheme}, tableNs, "tools", func(t *spec.Table) {
+			names := harness.Names(t)
+			mu.Lock()
+			defer mu.Unlock()
+			for name, owner := range protected {
+				if got, ok := names[name]; !ok || got.Namespace != owner.Namespace || got.Name != owner.Name {
+					violations = append(violations, fmt.Sprintf("revision %s lacks %s of %s, which serves it", t.Revision, name, owner))
+				}
+			}
+		})
+		Expect(err).NotTo(HaveOccurred())
+
+		start := func() (*TablePublisher, func()) {
+			p := &TablePublisher{
+				Client:    k8sClient,
+				APIReader: namespacesReader{Reader: k8sClient, namespaces: []string{nsA, nsB, nsPay}},
+				Namespace: tableNs, Name: "tools",
+				// Long: after a start the window ends because every ToolSet
+				// was heard from, never by the clock.
+				RestoreTimeout:  time.Hour,
+				WaitForPolicies: true,
+				Debounce:        10 * time.Millisecond,
+				MaxDelay:        100 * time.Millisecond,
+				PartGracePeriod: 200 * time.Millisecond,
+			}
+			runCtx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{}, 2)
+			go func() {
+				defer GinkgoRecover()
+				defer func() { done <- struct{}{} }()
+				Expect(p.Start(runCtx)).To(Succeed())
+			}()
+			go func() {
+				defer func() { done <- struct{}{} }()
+				for {
+					select {
+					case <-p.Changed():
+					case <-runCtx.Done():
+						return
+					}
+				}
+			}()
+			var once sync.Once
+			stop := func() { once.Do(func() { cancel(); <-done; <-done }) }
+			DeferCleanup(stop)
+			Expect(p.waitLoaded(ctx)).To(Succeed())
+			return p, stop
+		}
+
+		offer := func(p *TablePublisher, m *modelToolSet) map[string]ownership.Verdict {
+			GinkgoHelper()
+			var tools []spec.TableTool
+			for _, name := range m.offered() {
+				tools = append(tools, entry(m.key, name, strings.TrimPrefix(name, m.prefix)))
+			}
+			verdicts, err := p.Offer(ctx, Offer{ToolSet: m.key, Created: metav1.NewTime(m.created), Tools: tools})
+			Expect(err).NotTo(HaveOccurred())
+			return verdicts
+		}
+		// checkVerdicts compares an offer's verdicts with the model once
+		// every ToolSet has been heard from.
+		checkVerdicts := func(m *modelToolSet, verdicts map[string]ownership.Verdict, where string) {
+			GinkgoHelper()
+			rule, err := ownership.NewRule(policySets[policy])
+			Expect(err).NotTo(HaveOccurred())
+			for _, name := range m.offered() {
+				v := verdicts[name]
+				want := ownership.Conflicted
+				if _, ok := rule.Permits(m.key.Namespace, name); !ok {
+					want = ownership.Denied
+				} else if owners[name] == m.key {
+					want = ownership.Owned
+				}
+				Expect(v.State).To(Equal(want), "%s: the verdict on %s for %s", where, name, m.key)
+				Expect(v.Owner).To(Equal(owners[name]), "%s: the owner of %s told to %s", where, name, m.key)
+			}
+		}
+		// settle waits until the table, as the watch shows it, holds the
+		// model's owners, then protects them.
+		settle := func(where string) {
+			GinkgoHelper()
+			want := map[string]string{}
+			for name, owner := range owners {
+				want[name] = owner.String()
+			}
+			Eventually(func(g Gomega) map[string]string {
+				t := watcher.Latest()
+				g.Expect(t).NotTo(BeNil())
+				got := map[string]string{}
+				for name, ref := range harness.Names(t) {
+					got[name] = ref.String()
+				}
+				return got
+			}).Should(Equal(want), "%s: the published owners", where)
+			mu.Lock()
+			maps.Copy(protected, owners)
+			mu.Unlock()
+		}
+		randomTools := func() []string {
+			var out []string
+			for _, t := range baseTools {
+				if rng.IntN(2) == 0 {
+					out = append(out, t)
+				}
+			}
+			return out
+		}
+
+		p, stop := start()
+		Expect(p.SetPolicies(ctx, policySets[policy])).To(Succeed())
+		settle("start")
+
+		counts := map[string]int{}
+		// change makes one random change to the cluster and the model. It
+		// unprotects what the change lets go of before making it.
+		change := func(where string) (string, *modelToolSet) {
+			GinkgoHelper()
+			for {
+				m := toolSets[rng.IntN(len(toolSets))]
+				switch op := rng.IntN(7); {
+				case op == 0 && !m.exists:
+					ts := minimalToolSet(m.key.Namespace, m.key.Name)
+					Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+					m.exists, m.created, m.serving, m.prefix, m.tools = true, ts.CreationTimestamp.Time, true, "", randomTools()
+					return "create", m
+				case op == 1 && m.exists:
+					unprotect(func(_ string, owner types.NamespacedName) bool { return owner == m.key })
+					Expect(k8sClient.Delete(ctx, minimalToolSet(m.key.Namespace, m.key.Name))).To(Succeed())
+					m.exists = false
+					return "delete", m
+				case op == 2 && m.exists:
+					kept := m.prefix
+					if rng.IntN(2) == 0 {
+						m.prefix = map[string]string{"": "x_", "x_": ""}[m.prefix]
+					}
+					m.tools = randomTools()
+					unprotect(func(name string, owner types.NamespacedName) bool {
+						if owner != m.key {
+							return false
+						}
+						return kept != m.prefix || !slices.Contains(m.tools, strings.TrimPrefix(name, kept))
+					})
+					if kept != m.prefix {
+						return "prefix", m
+					}
+					return "tools", m
+				case op == 3 && m.exists && m.serving:
+					unprotect(func(_ string, owner types.NamespacedName) bool { return owner == m.key })
+					m.serving = false
+					return "unready", m
+				case op == 4 && m.exists && !m.serving:
+					m.serving = true
+					return "ready", m
+				case op == 5:
+					next := (policy + 1 + rng.IntN(len(policySets)-1)) % len(policySets)
+					rule, err := ownership.NewRule(policySets[next])
+					Expect(err).NotTo(HaveOccurred())
+					unprotect(func(name string, owner types.NamespacedName) bool {
+						_, ok := rule.Permits(owner.Namespace, name)
+						return !ok
+					})
+					policy = next
+					return "policy", nil
+				case op == 6:
+					return "restart", nil
+				}
+			}
+		}
+		// apply tells the publisher of a change.
+		apply := func(op string, m *modelToolSet) map[string]ownership.Verdict {
+			GinkgoHelper()
+			switch op {
+			case "delete":
+				Expect(p.Withdraw(ctx, m.key)).To(Succeed())
+			case "policy":
+				Expect(p.SetPolicies(ctx, policySets[policy])).To(Succeed())
+			default:
+				return offer(p, m)
+			}
+			return nil
+		}
+		// restart stops the publisher and starts a new one that reads the
+		// table back; every ToolSet that exists is then heard from in a
+		// random order, the policies at a random point among them.
+		restart := func() {
+			GinkgoHelper()
+			stop()
+			stored, _, err := storedTable(ctx, tableNs)
+			Expect(err).NotTo(HaveOccurred(), "the table reads back whole")
+			durable := map[string]types.NamespacedName{}
+			for _, t := range stored.Tools {
+				durable[t.Name] = types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
+			}
+			if !maps.Equal(durable, owners) {
+				counts["unwritten changes at a failover"]++
+			}
+			// The outcome follows from what was written and the claims.
+			owners = modelRule(policySets[policy], durable, toolSets)
+
+			p, stop = start()
+			var heard []*modelToolSet
+			for _, m := range toolSets {
+				if m.exists {
+					heard = append(heard, m)
+				}
+			}
+			rng.Shuffle(len(heard), func(i, j int) { heard[i], heard[j] = heard[j], heard[i] })
+			at := rng.IntN(len(heard) + 1)
+			for i, m := range heard {
+				if i == at {
+					Expect(p.SetPolicies(ctx, policySets[policy])).To(Succeed())
+				}
+				offer(p, m)
+			}
+			if at == len(heard) {
+				Expect(p.SetPolicies(ctx, policySets[policy])).To(Succeed())
+			}
+		}
+
+		for step := range steps {
+			where := fmt.Sprintf("seed %d step %d", seed, step)
+			op, m := change(where)
+			switch {
+			case op == "restart" && rng.IntN(2) == 0:
+				// A clean stop after the table was written.
+				counts["restart"]++
+				restart()
+			case op == "restart":
+				// A failover: the leader is cut off right after a change it
+				// may not have written.
+				counts["failover"]++
+				op, m = change(where)
+				for op == "restart" {
+					op, m = change(where)
+				}
+				counts[op]++
+				apply(op, m)
+				owners = modelRule(policySets[policy], owners, toolSets)
+				restart()
+			default:
+				counts[op]++
+				verdicts := apply(op, m)
+				owners = modelRule(policySets[policy], owners, toolSets)
+				if verdicts != nil {
+					checkVerdicts(m, verdicts, where+" "+op)
+				}
+			}
+			settle(where + " " + op)
+		}
+		stop()
+
+		versions, torn := watcher.Observed()
+		Expect(watcher.Err()).NotTo(HaveOccurred())
+		mu.Lock()
+		defer mu.Unlock()
+		Expect(violations).To(BeEmpty(), "table versions that lacked a served tool")
+		summary := fmt.Sprintf("model test: seed %d, %d steps, %d table versions (%d torn reads); operations and faults: %v",
+			seed, steps, versions, torn, counts)
+		GinkgoWriter.Println(summary)
+		AddReportEntry("model summary", summary, ReportEntryVisibilityAlways)
+	})
+})
