@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -369,20 +368,16 @@ func (p *TablePublisher) offered(toolSet types.NamespacedName) {
 // pruneAwaiting stops waiting for ToolSets that were deleted before they
 // could be reconciled, as the caches show them once synced.
 func (p *TablePublisher) pruneAwaiting(ctx context.Context) {
-	var list v1alpha1.ToolSetList
-	if err := p.reader().List(ctx, &list); err != nil {
+	exists, err := p.listToolSets(ctx)
+	if err != nil {
 		// The window's bound still ends the wait.
 		ctrl.LoggerFrom(ctx).Error(err, "Listing ToolSets after the caches synced failed")
 		return
 	}
-	exists := make(map[types.NamespacedName]bool, len(list.Items))
-	for _, ts := range list.Items {
-		exists[types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = true
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for ts := range p.awaiting {
-		if !exists[ts] {
+		if _, ok := exists[ts]; !ok {
 			p.offered(ts)
 		}
 	}
