@@ -1,8 +1,10 @@
 package faults
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
@@ -268,6 +271,80 @@ var _ = Describe("A hostile workload", func() {
 		Expect(n.Load() - before).To(BeNumerically("<=", rounds))
 	})
 
+	It("that is an MCP server and never answers times out, and holds no one else up", func() {
+		var asked atomic.Int64
+		srv := serve(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
+			asked.Add(1)
+			// Read the request, so that the server notices the client go.
+			_, _ = io.Copy(io.Discard, r.Body)
+			<-r.Context().Done()
+		}))
+
+		since := time.Now()
+		ts := hostile("mcp-hang", srv.port, "/mcp", asMCP)
+		eventuallyStatus(ts, func(g Gomega, ts *v1alpha1.ToolSet) {
+			expectScrapeFailed(g, ts, "timed out")
+		})
+		Expect(asked.Load()).To(BeNumerically(">=", 1), "the manager never asked")
+		expectUnharmed(since)
+	})
+
+	It("that is an MCP server paginating tools/list forever is cut off, not followed", func() {
+		var pages atomic.Int64
+		srv := serve(mcpServer(func(context.Context, *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+			n := pages.Add(1)
+			return &mcp.ListToolsResult{Tools: []*mcp.Tool{}, NextCursor: fmt.Sprintf("page-%d", n)}, nil
+		}))
+
+		since := time.Now()
+		ts := hostile("mcp-pages", srv.port, "/mcp", asMCP)
+		eventuallyStatus(ts, func(g Gomega, ts *v1alpha1.ToolSet) {
+			expectScrapeFailed(g, ts)
+			// Within the timeout it ends at the page bound; on a loaded
+			// machine the timeout may come first. Either ends it.
+			g.Expect(apimeta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionReady).Message).
+				To(Or(ContainSubstring("more than 1000 pages"), ContainSubstring("timed out")))
+		})
+		expectUnharmed(since)
+	})
+
+	It("that is an MCP server listing 50 MB of tools is cut off at --max-response-bytes", func() {
+		const total = 50 << 20
+		var written atomic.Int64
+		srv := serve(mcpServer(func(context.Context, *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+			desc := strings.Repeat("padding ", 128)
+			res := &mcp.ListToolsResult{}
+			for size := 0; size < total; size += len(desc) + 64 {
+				res.Tools = append(res.Tools, &mcp.Tool{Name: fmt.Sprintf("pad_%d", len(res.Tools)), Description: desc, InputSchema: map[string]any{"type": "object"}})
+			}
+			written.Add(1)
+			return res, nil
+		}))
+
+		since := time.Now()
+		ts := hostile("mcp-huge", srv.port, "/mcp", asMCP, func(ts *v1alpha1.ToolSet) { ts.Spec.Limits.MaxTools = 10000 })
+		eventuallyStatus(ts, func(g Gomega, ts *v1alpha1.ToolSet) {
+			expectScrapeFailed(g, ts, "too large", "4194304 bytes")
+		})
+		Expect(written.Load()).To(BeNumerically(">=", 1))
+		expectUnharmed(since)
+	})
+
+	It("that is an MCP server answering with invalid JSON-RPC is reported as such", func() {
+		srv := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write([]byte(`{"jsonrpc":"2.0","id":1,"result":{"tools":[{"name":`))
+		}))
+
+		since := time.Now()
+		ts := hostile("mcp-badrpc", srv.port, "/mcp", asMCP)
+		eventuallyStatus(ts, func(g Gomega, ts *v1alpha1.ToolSet) {
+			expectScrapeFailed(g, ts, "MCP http://127.0.0.1:", "connecting")
+		})
+		expectUnharmed(since)
+	})
+
 	It("leaves every healthy ToolSet on time with all of them active at once", func() {
 		expectUnharmed(time.Now())
 		versions, torn := table.Observed()
@@ -382,4 +459,22 @@ func (h *heldConns) close() {
 	for _, c := range h.conns {
 		_ = c.Close()
 	}
+}
+
+// asMCP makes a hostile ToolSet list its tools over MCP.
+func asMCP(ts *v1alpha1.ToolSet) { ts.Spec.Protocol = v1alpha1.ProtocolMCP }
+
+// mcpServer is a stateless Go SDK MCP server whose tools/list answers list.
+func mcpServer(list func(context.Context, *mcp.ListToolsRequest) (*mcp.ListToolsResult, error)) http.Handler {
+	s := mcp.NewServer(&mcp.Implementation{Name: "hostile"}, nil)
+	s.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/list" {
+				return list(ctx, req.(*mcp.ListToolsRequest))
+			}
+			return next(ctx, method, req)
+		}
+	})
+	return mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
 }
