@@ -30,7 +30,13 @@
 // portable function name ([MappedName]), which [Client.Lookup],
 // [Client.Call] and [Client.ToolName] resolve back. [Client.Call] invokes a
 // tool through its HTTP endpoint, POST /tools/{name}, with a timeout and a
-// bound on the reply, and returns the workload's spec.CallResult.
+// bound on the reply, and returns the workload's spec.CallResult. A tool
+// whose table entry has protocol MCP, from an MCP server that toolkit did
+// not write, has no such endpoint: Call uses MCP's tools/call at its MCP
+// endpoint instead ([MCPCaller], on the official Go SDK client, in either
+// protocol era), so that an agent calls every tool the same way, and the
+// server's content blocks (images, audio, resources, resource links, their
+// annotations) pass through unchanged.
 //
 // Call trusts the table no further than the operator's own rules: it sends
 // arguments only to a Service of the tool's own ToolSet namespace
