@@ -77,7 +77,7 @@ func (o *options) describe(ctx context.Context, name string) error {
 		field("Schema Digest", or(entry.SchemaDigest, "<none>"))
 		if entry.Endpoints != nil {
 			fmt.Fprintln(w, "Endpoints:")
-			field("  Invoke", entry.Endpoints.Invoke)
+			field("  Invoke", or(entry.Endpoints.Invoke, "<none>: served only over MCP, call it with tools/call as "+entry.SourceName))
 			field("  MCP", entry.Endpoints.MCP)
 		} else {
 			field("Endpoints", "<none>: the owner ToolSet sets no spec.service")

@@ -30,7 +30,8 @@ func newToolsCommand(o *options) *cobra.Command {
 		Short: "List the published tools, or the names that ToolSets contest",
 		Long: `List the tools in the tool table whose owner ToolSet is in the namespace, as kubectl
 lists resources: NAME, OWNER (the ToolSet), STATE (Published, or Stale while held
-through an outage), ENDPOINT (the invoke URL) and AGE (of the owner ToolSet).
+through an outage), ENDPOINT (the invoke URL, or the MCP URL of a tool served only
+over MCP) and AGE (of the owner ToolSet).
 
 With --conflicts, list instead every name that more than one ToolSet exposes, or
 that a policy keeps from a ToolSet, with each claimant and its state.`,
@@ -104,7 +105,7 @@ func (to *toolsOptions) run(cmd *cobra.Command) error {
 	}
 	fmt.Fprintln(w, header)
 	for _, t := range tools {
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.Name, t.ToolSet.Name, cl.stateOf(t), invokeOf(t), cl.age(t.ToolSet))
+		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.Name, t.ToolSet.Name, cl.stateOf(t), endpointOf(t), cl.age(t.ToolSet))
 		if to.allNamespaces {
 			row = t.ToolSet.Namespace + "\t" + row
 		}
@@ -214,11 +215,18 @@ func noneFound(w io.Writer, all bool, ns string) error {
 	return nil
 }
 
-func invokeOf(t spec.TableTool) string {
-	if t.Endpoints == nil || t.Endpoints.Invoke == "" {
+// endpointOf is where an agent calls the tool: its invoke endpoint, or
+// the MCP endpoint of a tool served only over MCP.
+func endpointOf(t spec.TableTool) string {
+	switch {
+	case t.Endpoints == nil:
 		return "<none>"
+	case t.Endpoints.Invoke != "":
+		return t.Endpoints.Invoke
+	case t.Endpoints.MCP != "":
+		return t.Endpoints.MCP
 	}
-	return t.Endpoints.Invoke
+	return "<none>"
 }
 
 // age is the age of the owner ToolSet, as kubectl prints ages.
