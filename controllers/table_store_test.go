@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha512"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -392,6 +393,62 @@ var _ = Describe("The tool table store's grace period", func() {
 		now = now.Add(time.Minute)
 		Expect(write(t3)).To(BeZero())
 		Expect(settled(ctx, ns)).To(BeTrue())
+	})
+})
+
+var _ = Describe("The tool table store, upgrading", func() {
+	It("replaces a table of numbered chunks and removes them after the grace", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		ts := types.NamespacedName{Namespace: ns, Name: "big"}
+		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+		store := &configMapTable{
+			client: k8sClient, reader: k8sClient, namespace: ns, name: "tools",
+			grace: time.Minute, now: func() time.Time { return now },
+		}
+		// The first table as an operator before content-addressed chunks
+		// wrote it: chunk i under tools.part-<i>, its revision next to it.
+		old := &spec.Table{Tools: noisyTools(ts, "old", 3000)}
+		parts, err := spec.EncodeTable(old, "tools")
+		Expect(err).NotTo(HaveOccurred())
+		Expect(len(parts)).To(BeNumerically(">=", 2))
+		idx, err := spec.ParseTableIndex([]byte(parts[0].Data[spec.TableIndexKey]))
+		Expect(err).NotTo(HaveOccurred())
+		for i, p := range parts {
+			cm := &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name, Labels: map[string]string{TableManagedByLabel: "toolplane"}},
+				BinaryData: map[string][]byte{spec.TablePartKey(i): p.BinaryData[idx.Parts[i].Key]},
+			}
+			idx.Parts[i].Key = spec.TablePartKey(i)
+			if i > 0 {
+				cm.Data = map[string]string{spec.TablePartRevisionKey(i): idx.Revision}
+			}
+			Expect(k8sClient.Create(ctx, cm)).To(Succeed())
+		}
+		base := &corev1.ConfigMap{}
+		Expect(k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: "tools"}, base)).To(Succeed())
+		ib, err := json.Marshal(idx)
+		Expect(err).NotTo(HaveOccurred())
+		base.Data = map[string]string{spec.TableIndexKey: string(ib)}
+		Expect(k8sClient.Update(ctx, base)).To(Succeed())
+		got, err := store.read(ctx)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Revision).To(Equal(idx.Revision))
+
+		next := &spec.Table{Tools: noisyTools(ts, "new", 3000)}
+		Expect(store.write(ctx, next)).To(Equal(time.Minute))
+		got, err = readAsAgent(ctx, ns, GinkgoT().TempDir())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(got.Tools).To(HaveLen(len(next.Tools)))
+		Expect(settled(ctx, ns)).To(BeFalse(), "the numbered chunks and their revisions wait out the grace")
+
+		now = now.Add(time.Minute)
+		Expect(store.write(ctx, next)).To(BeZero())
+		Expect(settled(ctx, ns)).To(BeTrue())
+		cms, err := tableConfigMaps(ctx, ns)
+		Expect(err).NotTo(HaveOccurred())
+		for _, cm := range cms {
+			Expect(cm.Data).NotTo(HaveKey(ContainSubstring(".revision")), cm.Name)
+		}
 	})
 })
 
