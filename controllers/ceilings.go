@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/controllers/ownership"
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // Defaults of the admin ceilings, used when the manager leaves one unset.
@@ -123,4 +125,19 @@ func (c Ceilings) effectiveOf(ts *v1alpha1.ToolSet) effective {
 		e.clamped = append(e.clamped, fmt.Sprintf("spec.limits.maxTools %d is above the ceiling of %d tools per ToolSet (--max-tools-per-toolset): tools past it are Denied (OverBudget)", e.limits.MaxTools, c.MaxToolsPerToolSet))
 	}
 	return e
+}
+
+// overToolSetBudget denies the tools of a ToolSet past its budget of
+// maxTools: those last by published name, so that which are kept does not
+// depend on the order the Pods serve them in. tools are sorted by name.
+func overToolSetBudget(tools []spec.TableTool, maxTools int) map[string]ownership.Denial {
+	if maxTools <= 0 || len(tools) <= maxTools {
+		return nil
+	}
+	denied := make(map[string]ownership.Denial, len(tools)-maxTools)
+	reason := fmt.Sprintf("the ToolSet publishes %d tools, more than %d (--max-tools-per-toolset); the first %d by name are kept", len(tools), maxTools, maxTools)
+	for _, t := range tools[maxTools:] {
+		denied[t.Name] = ownership.Denial{Policy: ownership.OverBudget, Reason: reason}
+	}
+	return denied
 }

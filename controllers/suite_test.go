@@ -38,7 +38,11 @@ const tableNamespace = "toolplane-system"
 const testScrapesPerNamespace = 4
 
 // testCeilings are the suite manager's admin ceilings.
-var testCeilings = Ceilings{MaxTimeout: 30 * time.Second}
+var testCeilings = Ceilings{MaxTimeout: 30 * time.Second, MaxToolsPerToolSet: testMaxToolsPerToolSet}
+
+// testMaxToolsPerToolSet is the suite's ceiling of tools per ToolSet; no
+// spec but the one on budgets comes near it.
+const testMaxToolsPerToolSet = 40
 
 var (
 	cfg       *rest.Config
@@ -94,8 +98,11 @@ var _ = BeforeSuite(func() {
 		Name:      "toolplane-tools",
 		Debounce:  10 * time.Millisecond,
 		MaxDelay:  100 * time.Millisecond,
+		// As the manager does: no hand-over before the policies are known.
+		WaitForPolicies: true,
 	}
 	Expect(publisher.SetupWithManager(mgr)).To(Succeed())
+	Expect((&ToolNamePolicyReconciler{Publisher: publisher}).SetupWithManager(mgr)).To(Succeed())
 	Expect((&ToolSetReconciler{
 		Publisher:                        publisher,
 		MaxConcurrentScrapes:             8,

@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/client-go/util/workqueue"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -110,6 +111,14 @@ type TablePublisher struct {
 	// change came for Debounce, and at most MaxDelay after the first change.
 	Debounce time.Duration
 	MaxDelay time.Duration
+	// Budget caps the tools of each namespace and the table's bytes; the
+	// entries past it are left out of the table and their owners' verdicts
+	// are Denied (OverBudget). The table bytes are capped at
+	// spec.MaxTableBytes whatever it says.
+	Budget ownership.Budget
+	// Recorder records the table's write failures as events on its
+	// ConfigMap; SetupWithManager sets it.
+	Recorder events.EventRecorder
 	// PartGracePeriod is how long a chunk of a split table is kept after
 	// the index stopped naming it, for readers of the previous index
 	// (DefaultTablePartGracePeriod if zero).
@@ -122,7 +131,13 @@ type TablePublisher struct {
 	changed  chan event.TypedGenericEvent[*v1alpha1.ToolSet]
 	notify   chan struct{}
 
+	// writeFailing is set while writes of the table fail; only the flush
+	// loop uses it.
+	writeFailing bool
+
 	mu sync.Mutex
+	// overBudget are the owned names left out of the table by Budget.
+	overBudget map[string]ownership.Denial
 	// claims are the ToolSets that offer at least one name.
 	claims map[types.NamespacedName]*claim
 	// claimants index claims by name; owners holds the owner of every owned
@@ -192,6 +207,9 @@ func (p *TablePublisher) NeedLeaderElection() bool { return true }
 func (p *TablePublisher) SetupWithManager(mgr ctrl.Manager) error {
 	if p.Client == nil {
 		p.Client = mgr.GetClient()
+	}
+	if p.Recorder == nil {
+		p.Recorder = mgr.GetEventRecorder("toolplane-table")
 	}
 	if p.APIReader == nil {
 		p.APIReader = mgr.GetAPIReader()
@@ -336,10 +354,11 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 			flushTimer.Reset(min(debounce, burstStart.Add(maxDelay).Sub(now)))
 		case <-flushTimer.C:
 			wait, err := p.flush(ctx)
+			if err != nil && ctx.Err() != nil {
+				return nil
+			}
+			p.wroteTable(err)
 			if err != nil {
-				if ctx.Err() != nil {
-					return nil
-				}
 				log.Error(err, "Writing the tool table failed; retrying")
 				flushTimer.Reset(backoff.When("flush"))
 				continue
@@ -438,7 +457,7 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 		tools = append(tools, p.claims[owner].tools[name])
 	}
 	spec.SortTableTools(tools)
-	return &spec.Table{Tools: tools}, true
+	return &spec.Table{Tools: p.budgeted(tools)}, true
 }
 
 // flush writes the table if it differs from what is stored, and finishes

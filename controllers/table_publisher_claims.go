@@ -344,7 +344,7 @@ func (p *TablePublisher) verdicts(toolSet types.NamespacedName) map[string]owner
 			// Unowned: held (Pending) or every claimant is denied.
 			o = p.rule.Resolve(con)
 		}
-		out[name] = p.rule.Verdict(con, o, toolSet)
+		out[name] = p.overBudgetVerdict(name, p.rule.Verdict(con, o, toolSet))
 	}
 	return out
 }

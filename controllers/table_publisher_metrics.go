@@ -19,6 +19,10 @@ var (
 		Name: "toolplane_table_parts",
 		Help: "ConfigMaps that hold the published tool table.",
 	})
+	tableWriteFailures = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "toolplane_table_write_failures_total",
+		Help: "Writes of the tool table that failed; each is retried with backoff.",
+	})
 	conflictsGauge = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "toolplane_conflicts",
 		Help: "Tool names offered by a ToolSet that another ToolSet owns, summed over all names.",
@@ -26,7 +30,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(tableTools, tableBytes, tableParts, conflictsGauge)
+	metrics.Registry.MustRegister(tableTools, tableBytes, tableParts, conflictsGauge, tableWriteFailures)
 }
 
 func setConflictsMetric(n int) { conflictsGauge.Set(float64(n)) }

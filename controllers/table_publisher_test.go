@@ -140,7 +140,7 @@ func startGatedPublisher(ns string, restoreTimeout time.Duration, gate chan stru
 // startPublisherWith is startPublisher writing through c, which logs its
 // writes to writes, in a cluster of the ToolSets of namespace toolSets
 // (see scopedReader).
-func startPublisherWith(ns, toolSets string, restoreTimeout time.Duration, writes *writeLog, c client.Client) (rp *runningPublisher, stop func()) {
+func startPublisherWith(ns, toolSets string, restoreTimeout time.Duration, writes *writeLog, c client.Client, configure ...func(*TablePublisher)) (rp *runningPublisher, stop func()) {
 	GinkgoHelper()
 	rp = &runningPublisher{writes: writes}
 	rp.TablePublisher = &TablePublisher{
@@ -153,6 +153,9 @@ func startPublisherWith(ns, toolSets string, restoreTimeout time.Duration, write
 		Debounce:        10 * time.Millisecond,
 		MaxDelay:        100 * time.Millisecond,
 		PartGracePeriod: 200 * time.Millisecond,
+	}
+	for _, f := range configure {
+		f(rp.TablePublisher)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{}, 2)

@@ -367,7 +367,8 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}
 
-	verdicts, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, Tools: offered})
+	verdicts, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, Tools: offered,
+		Denied: overToolSetBudget(offered, eff.maxTools)})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("offering tools to the publisher: %w", err)
 	}

@@ -55,10 +55,12 @@ func (r *ToolSetReconciler) emitTransitions(before, after *v1alpha1.ToolSet) {
 	for _, t := range before.Status.Tools {
 		bState[t.Name] = t
 	}
-	var lost, won []string
+	var lost, won, denied []string
 	for _, t := range after.Status.Tools {
 		prev, seen := bState[t.Name]
 		switch {
+		case t.State == v1alpha1.ToolDenied && (!seen || prev.State != v1alpha1.ToolDenied || prev.Reason != t.Reason):
+			denied = append(denied, fmt.Sprintf("%s (%s)", t.Name, t.Reason))
 		case t.State == v1alpha1.ToolConflicted && (!seen || prev.State != v1alpha1.ToolConflicted || prev.Owner != t.Owner):
 			lost = append(lost, fmt.Sprintf("%s (owned by %s)", t.Name, t.Owner))
 		case seen && prev.State == v1alpha1.ToolConflicted && (t.State == v1alpha1.ToolPublished || t.State == v1alpha1.ToolStale):
@@ -70,6 +72,9 @@ func (r *ToolSetReconciler) emitTransitions(before, after *v1alpha1.ToolSet) {
 	}
 	if len(won) > 0 {
 		emit(corev1.EventTypeNormal, eventConflictWon, "Publish", "now owns the names: "+list(won))
+	}
+	if len(denied) > 0 {
+		emit(corev1.EventTypeWarning, eventNameDenied, "Publish", "names denied by a ToolNamePolicy or an admin ceiling: "+list(denied))
 	}
 }
 

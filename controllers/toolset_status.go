@@ -34,6 +34,7 @@ const (
 	eventToolsStale      = "ToolsStale"
 	eventToolsDropped    = "ToolsDropped"
 	eventInvalidSpec     = "InvalidSpec"
+	eventNameDenied      = "NameDenied"
 )
 
 // maxListed bounds the names listed in one condition or event message.

@@ -62,3 +62,10 @@ const (
 	// ReasonWithinCeilings: the spec asks for nothing beyond the ceilings.
 	ReasonWithinCeilings = "WithinCeilings"
 )
+
+// Condition reasons of a ToolNamePolicy.
+const (
+	// ReasonPolicyInForce: the policy is in force: every name it matches is
+	// owned only in its namespaces.
+	ReasonPolicyInForce = "InForce"
+)

@@ -25,7 +25,7 @@ var (
 )
 
 func addKnownTypes(s *runtime.Scheme) error {
-	s.AddKnownTypes(GroupVersion, &ToolSet{}, &ToolSetList{})
+	s.AddKnownTypes(GroupVersion, &ToolSet{}, &ToolSetList{}, &ToolNamePolicy{}, &ToolNamePolicyList{})
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil
 }

@@ -28,6 +28,7 @@ import (
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/controllers"
+	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -168,9 +169,17 @@ func main() {
 		RestoreTimeout:  restoreTimeout,
 		PartGracePeriod: partGrace,
 		WatchNamespaces: watched,
+		Budget:          ownership.Budget{MaxToolsPerNamespace: ceilings.MaxToolsPerNamespace, MaxTableBytes: ceilings.MaxTableBytes},
+		// No name changes hands before the ToolNamePolicy reconciler has
+		// told the publisher which policies hold, none included.
+		WaitForPolicies: true,
 	}
 	if err := publisher.SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the tool-table publisher")
+		os.Exit(1)
+	}
+	if err := (&controllers.ToolNamePolicyReconciler{Publisher: publisher}).SetupWithManager(mgr); err != nil {
+		log.Error(err, "Unable to set up the ToolNamePolicy reconciler")
 		os.Exit(1)
 	}
 	if err := (&controllers.ToolSetReconciler{

@@ -65,6 +65,15 @@ var _ = Describe("config/samples", func() {
 		Expect(dryRun(ctx, m, ns.Name)).To(Succeed())
 	})
 
+	It("keeps the cluster-scoped ToolNamePolicy sample apart, and it applies", func(ctx context.Context) {
+		for _, u := range readManifestDir("config/samples") {
+			Expect(u.GetKind()).NotTo(Equal("ToolNamePolicy"), "kubectl apply -f config/samples/ must reserve no names")
+		}
+		m := readManifestDir("config/samples/policies")
+		Expect(m.named("ToolNamePolicy", "payments")).NotTo(BeNil())
+		Expect(dryRun(ctx, m, "")).To(Succeed())
+	})
+
 	DescribeTable("points each ToolSet at its sample's Pods and Service", func(name string, protocol v1alpha1.Protocol) {
 		m := readManifestDir("config/samples")
 		ts := fromUnstructured[v1alpha1.ToolSet](m.named("ToolSet", name))

@@ -32,6 +32,8 @@ const (
 	tableNamespace = "toolplane-system"
 	tableName      = "toolplane-tools"
 	namespace      = "churn"
+	// squatNamespace claims a name a ToolNamePolicy reserves for namespace.
+	squatNamespace = "squat"
 	interval       = 5 * time.Second
 	restarts       = 5
 	// settle bounds how long the table and statuses may take to show a
@@ -156,6 +158,30 @@ var _ = Describe("The manager, restarted while ToolSets and Pods churn", Ordered
 	})
 
 	It("keeps every tool of the truth in every version of the table, and every owner", func() {
+		By("reserving stable0_* for namespace churn with a ToolNamePolicy, and claiming stable0_a first from namespace squat")
+		Expect(cp.CreateNamespace(ctx, squatNamespace)).To(Succeed())
+		Expect(cp.Client.Create(ctx, &v1alpha1.ToolNamePolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "churn-stable0"},
+			Spec:       v1alpha1.ToolNamePolicySpec{Names: []string{"stable0_*"}, Namespaces: []string{namespace}},
+		})).To(Succeed())
+		squatSpec := harness.Tools("stable0_a", 1)[0]
+		squatSpec.Name = "stable0_a"
+		squatPath := "/squatter" + spec.DefaultPath
+		f.mux.Handle(squatPath, harness.NewWorkload("squatter", []spec.Tool{squatSpec}))
+		_, err := harness.CreateReadyPod(ctx, cp.Client, squatNamespace, "squatter-0", "squatter", f.port)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cp.Client.Create(ctx, harness.NewToolSet(squatNamespace, "squatter", "squatter", squatPath, interval))).To(Succeed())
+		expectDenied := func() {
+			GinkgoHelper()
+			Eventually(func(g Gomega) {
+				ts := &v1alpha1.ToolSet{}
+				g.Expect(cp.Client.Get(ctx, client.ObjectKey{Namespace: squatNamespace, Name: "squatter"}, ts)).To(Succeed())
+				g.Expect(ts.Status.Tools).To(ContainElement(And(
+					HaveField("Name", "stable0_a"), HaveField("State", v1alpha1.ToolDenied))))
+			}).WithTimeout(settle).Should(Succeed())
+		}
+		expectDenied()
+
 		By("deploying stable ToolSets and two that claim the same name, the first one first")
 		for i := range 4 {
 			deploy(fmt.Sprintf("stable-%d", i), fmt.Sprintf("stable%d_a", i), fmt.Sprintf("stable%d_b", i))
@@ -214,6 +240,10 @@ var _ = Describe("The manager, restarted while ToolSets and Pods churn", Ordered
 		Expect(table.Err()).NotTo(HaveOccurred())
 		Expect(required.Lost()).To(BeEmpty())
 		Expect(harness.Names(table.Latest())).To(HaveKeyWithValue("contested", owner("claim-first")))
+		// The policy held through every restart: the squatter never owned
+		// the reserved name (required.Check saw every version of the table).
+		Expect(harness.Names(table.Latest())).To(HaveKeyWithValue("stable0_a", owner("stable-0")))
+		expectDenied()
 	})
 })
 

@@ -1,0 +1,133 @@
+package ownership
+
+import (
+	"cmp"
+	"container/heap"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// OverBudget names the ceilings in Denied verdicts and denials: the tool is
+// beyond a budget the cluster admin set.
+const OverBudget = "OverBudget"
+
+// Budget caps what the ToolSets of the cluster publish together. Zero
+// fields cap nothing.
+type Budget struct {
+	// MaxToolsPerNamespace bounds the tools the ToolSets of one namespace
+	// publish together.
+	MaxToolsPerNamespace int
+	// MaxTableBytes bounds the sum of the entries' sizes.
+	MaxTableBytes int64
+}
+
+// Entry is one owned tool, as the budget weighs it.
+type Entry struct {
+	// Name is the published name.
+	Name string
+	// ToolSet owns the name.
+	ToolSet types.NamespacedName
+	// Created is when the ToolSet was created.
+	Created time.Time
+	// Bytes is the size of the tool's table entry.
+	Bytes int64
+}
+
+// Apply decides which entries fit the budget, and returns a denial for
+// each of the others, by name. The outcome depends only on the entries, not
+// on their order:
+//
+//   - Within a namespace, tools are kept in claim order: those of the
+//     earliest-created ToolSet first (ties by namespace/name), each ToolSet's
+//     by name. The tools past MaxToolsPerNamespace are denied, so a ToolSet
+//     created later cannot push out the tools of one that was there first.
+//   - Past MaxTableBytes, tools are denied from the namespace that then
+//     weighs most (ties by name), its last tool in claim order first, until
+//     the rest fits: the namespace that bloats the table pays for it, and
+//     every other keeps publishing.
+func (b Budget) Apply(entries []Entry) map[string]Denial {
+	byNS := map[string][]Entry{}
+	for _, e := range entries {
+		byNS[e.ToolSet.Namespace] = append(byNS[e.ToolSet.Namespace], e)
+	}
+	denied := map[string]Denial{}
+	q := &weights{}
+	var total int64
+	for ns, es := range byNS {
+		slices.SortFunc(es, claimOrder)
+		if b.MaxToolsPerNamespace > 0 && len(es) > b.MaxToolsPerNamespace {
+			for _, e := range es[b.MaxToolsPerNamespace:] {
+				denied[e.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+					"namespace %s publishes more than %d tools (--max-tools-per-namespace); the earliest-created ToolSets' tools are kept", ns, b.MaxToolsPerNamespace)}
+			}
+			es = es[:b.MaxToolsPerNamespace]
+		}
+		w := &weight{ns: ns, entries: es}
+		for _, e := range es {
+			w.bytes += e.Bytes
+		}
+		total += w.bytes
+		heap.Push(q, w)
+	}
+	if b.MaxTableBytes <= 0 {
+		return denied
+	}
+	for total > b.MaxTableBytes && q.Len() > 0 {
+		w := (*q)[0]
+		last := w.entries[len(w.entries)-1]
+		w.entries = w.entries[:len(w.entries)-1]
+		w.bytes -= last.Bytes
+		total -= last.Bytes
+		denied[last.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+			"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, w.ns)}
+		if len(w.entries) == 0 {
+			heap.Pop(q)
+		} else {
+			heap.Fix(q, 0)
+		}
+	}
+	return denied
+}
+
+// claimOrder orders entries by their ToolSet's creation, then its
+// namespace/name, then the tool's name.
+func claimOrder(a, b Entry) int {
+	if !a.Created.Equal(b.Created) {
+		return a.Created.Compare(b.Created)
+	}
+	return cmp.Or(
+		strings.Compare(a.ToolSet.Namespace, b.ToolSet.Namespace),
+		strings.Compare(a.ToolSet.Name, b.ToolSet.Name),
+		strings.Compare(a.Name, b.Name),
+	)
+}
+
+// weight is one namespace's kept entries and their bytes.
+type weight struct {
+	ns      string
+	entries []Entry
+	bytes   int64
+}
+
+// weights is a max-heap of namespaces by bytes, ties by name.
+type weights []*weight
+
+func (w weights) Len() int { return len(w) }
+func (w weights) Less(i, j int) bool {
+	if w[i].bytes != w[j].bytes {
+		return w[i].bytes > w[j].bytes
+	}
+	return w[i].ns < w[j].ns
+}
+func (w weights) Swap(i, j int) { w[i], w[j] = w[j], w[i] }
+func (w *weights) Push(x any)   { *w = append(*w, x.(*weight)) }
+func (w *weights) Pop() any {
+	old := *w
+	x := old[len(old)-1]
+	*w = old[:len(old)-1]
+	return x
+}

@@ -1,0 +1,95 @@
+package ownership
+
+import (
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+)
+
+func entries(ns, name string, created time.Time, n int, bytes int64) []Entry {
+	var out []Entry
+	for i := range n {
+		out = append(out, Entry{Name: fmt.Sprintf("%s_%s_%03d", ns, name, i), ToolSet: types.NamespacedName{Namespace: ns, Name: name}, Created: created, Bytes: bytes})
+	}
+	return out
+}
+
+func deniedNames(d map[string]Denial) []string {
+	return slices.Sorted(maps.Keys(d))
+}
+
+func TestBudgetApply(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	t.Run("no budget denies nothing", func(t *testing.T) {
+		if d := (Budget{}).Apply(entries("a", "x", t0, 100, 1000)); len(d) != 0 {
+			t.Fatalf("denied %v", deniedNames(d))
+		}
+	})
+	t.Run("a namespace past its tools keeps its earliest ToolSet's", func(t *testing.T) {
+		es := append(entries("crm", "late", t0.Add(time.Hour), 3, 1), entries("crm", "early", t0, 3, 1)...)
+		es = append(es, entries("other", "x", t0.Add(2*time.Hour), 3, 1)...)
+		d := Budget{MaxToolsPerNamespace: 4}.Apply(es)
+		want := []string{"crm_late_001", "crm_late_002"}
+		if got := deniedNames(d); !slices.Equal(got, want) {
+			t.Fatalf("denied %v, want %v", got, want)
+		}
+		if d["crm_late_001"].Policy != OverBudget {
+			t.Fatalf("denial %+v does not name OverBudget", d["crm_late_001"])
+		}
+	})
+	t.Run("past the table bytes, the namespace that weighs most pays", func(t *testing.T) {
+		es := append(entries("bloat", "big", t0, 10, 100), entries("small", "a", t0.Add(time.Hour), 5, 10)...)
+		es = append(es, entries("mid", "b", t0.Add(time.Hour), 5, 20)...)
+		// 1000 + 50 + 100 = 1150; at most 800.
+		d := Budget{MaxTableBytes: 800}.Apply(es)
+		for name := range d {
+			if name[:5] != "bloat" {
+				t.Fatalf("denied %s of a namespace that does not bloat the table", name)
+			}
+		}
+		// 1150 - 800 = 350: four tools of 100 bytes.
+		want := []string{"bloat_big_006", "bloat_big_007", "bloat_big_008", "bloat_big_009"}
+		if got := deniedNames(d); !slices.Equal(got, want) {
+			t.Fatalf("denied %v, want %v", got, want)
+		}
+	})
+	t.Run("whatever the order of the entries, and within the bytes", func(t *testing.T) {
+		r := rand.New(rand.NewPCG(1, 2))
+		for range 200 {
+			var es []Entry
+			for ns := range 1 + r.IntN(5) {
+				for ts := range 1 + r.IntN(3) {
+					es = append(es, entries(fmt.Sprintf("ns%d", ns), fmt.Sprintf("ts%d", ts), t0.Add(time.Duration(r.IntN(3))*time.Minute), r.IntN(20), int64(1+r.IntN(500)))...)
+				}
+			}
+			b := Budget{MaxToolsPerNamespace: 1 + r.IntN(30), MaxTableBytes: int64(r.IntN(20000))}
+			d := b.Apply(es)
+			shuffled := slices.Clone(es)
+			r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+			if d2 := b.Apply(shuffled); !maps.Equal(d, d2) {
+				t.Fatalf("the outcome depends on the order: %v vs %v", deniedNames(d), deniedNames(d2))
+			}
+			var kept int64
+			perNS := map[string]int{}
+			for _, e := range es {
+				if _, ok := d[e.Name]; !ok {
+					kept += e.Bytes
+					perNS[e.ToolSet.Namespace]++
+				}
+			}
+			if kept > b.MaxTableBytes && b.MaxTableBytes > 0 {
+				t.Fatalf("kept %d bytes, more than %d", kept, b.MaxTableBytes)
+			}
+			for ns, n := range perNS {
+				if n > b.MaxToolsPerNamespace {
+					t.Fatalf("namespace %s kept %d tools, more than %d", ns, n, b.MaxToolsPerNamespace)
+				}
+			}
+		}
+	})
+}
