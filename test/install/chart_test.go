@@ -151,11 +151,13 @@ var _ = Describe("The Helm chart", func() {
 				Expect(crds).To(BeEmpty())
 				return
 			}
-			Expect(crds).To(HaveLen(1))
-			if wantKeep {
-				Expect(crds[0].GetAnnotations()).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"))
-			} else {
-				Expect(crds[0].GetAnnotations()).NotTo(HaveKey("helm.sh/resource-policy"))
+			Expect(crds).To(HaveLen(len(readManifestDir("config/crd/bases"))))
+			for _, crd := range crds {
+				if wantKeep {
+					Expect(crd.GetAnnotations()).To(HaveKeyWithValue("helm.sh/resource-policy", "keep"))
+				} else {
+					Expect(crd.GetAnnotations()).NotTo(HaveKey("helm.sh/resource-policy"))
+				}
 			}
 		},
 		Entry("by default, installed and kept on uninstall", nil, true, true),

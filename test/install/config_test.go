@@ -29,7 +29,7 @@ var _ = Describe("config/default", func() {
 				Expect(u.GetNamespace()).To(Equal("toolplane-system"), "%s %s", u.GetKind(), u.GetName())
 			}
 		}
-		Expect(m.ofKind("CustomResourceDefinition")).To(HaveLen(1))
+		Expect(m.ofKind("CustomResourceDefinition")).To(HaveLen(len(readManifestDir("config/crd/bases"))))
 	})
 
 	It("publishes the table in the manager's own namespace, where its Role is", func() {

@@ -41,8 +41,10 @@ var _ = Describe("The chart's release lifecycle", func() {
 		// carries its release's ownership metadata.
 		patch := `{"metadata":{"labels":{"app.kubernetes.io/managed-by":"Helm"},` +
 			`"annotations":{"meta.helm.sh/release-name":"` + release + `","meta.helm.sh/release-namespace":"` + ns + `"}}}`
-		_, err = dyn.Resource(crdResource).Patch(ctx, "toolsets.toolplane.io", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-		Expect(err).NotTo(HaveOccurred())
+		for _, name := range toolplaneCRDs {
+			_, err = dyn.Resource(crdResource).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+			Expect(err).NotTo(HaveOccurred())
+		}
 
 		By("installing, as the README does")
 		out := helmIn("install", release, chartDir, "-n", ns, "--create-namespace")
@@ -73,7 +75,10 @@ var _ = Describe("The chart's release lifecycle", func() {
 
 		By("uninstalling")
 		out = helmIn("uninstall", release, "-n", ns)
-		Expect(out).To(ContainSubstring("kept due to the resource policy:\n[CustomResourceDefinition] toolsets.toolplane.io"))
+		Expect(out).To(ContainSubstring("kept due to the resource policy:"))
+		for _, name := range toolplaneCRDs {
+			Expect(out).To(ContainSubstring("[CustomResourceDefinition] " + name))
+		}
 		_, err = kube.AppsV1().Deployments(ns).Get(ctx, "lifecycle-toolplane", metav1.GetOptions{})
 		Expect(apierrors.IsNotFound(err)).To(BeTrue(), "the Deployment outlived the release: %v", err)
 		_, err = kube.RbacV1().ClusterRoles().Get(ctx, "lifecycle-toolplane-manager", metav1.GetOptions{})
@@ -146,16 +151,21 @@ func adminKubeconfig() string {
 	return path
 }
 
-// adoptCRD marks the CRD that envtest installed as the release's, as Helm
+// adoptCRD marks the CRDs that envtest installed as the release's, as Helm
 // adopts an object that carries its release's ownership metadata, and takes
 // off any keep policy a previous release left.
 func adoptCRD(ctx context.Context, release, namespace string) {
 	GinkgoHelper()
 	patch := `{"metadata":{"labels":{"app.kubernetes.io/managed-by":"Helm"},` +
 		`"annotations":{"meta.helm.sh/release-name":"` + release + `","meta.helm.sh/release-namespace":"` + namespace + `","helm.sh/resource-policy":null}}}`
-	_, err := dyn.Resource(crdResource).Patch(ctx, "toolsets.toolplane.io", types.MergePatchType, []byte(patch), metav1.PatchOptions{})
-	Expect(err).NotTo(HaveOccurred())
+	for _, name := range toolplaneCRDs {
+		_, err := dyn.Resource(crdResource).Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+		Expect(err).NotTo(HaveOccurred())
+	}
 }
+
+// toolplaneCRDs are the CRDs the chart installs.
+var toolplaneCRDs = []string{"toolnamepolicies.toolplane.io", "toolsets.toolplane.io"}
 
 // chartWithNewValue copies the chart and adds a value that a template reads
 // through a nested key, as a new chart version would: rendering it with the
