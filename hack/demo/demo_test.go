@@ -26,7 +26,7 @@ func TestDemo(t *testing.T) {
 		t.Fatal(err)
 	}
 	binDir := t.TempDir()
-	build := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/manager", "./cmd/example-tools")
+	build := exec.Command("go", "build", "-o", binDir+string(filepath.Separator), "./cmd/manager", "./cmd/gateway", "./cmd/example-tools")
 	build.Dir = root
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building the binaries: %v\n%s", err, out)
@@ -78,6 +78,9 @@ func TestDemo(t *testing.T) {
 		// The long-running tool's progress, over MCP.
 		`progress 1/4: wrote section 1 of 4\n`,
 		`progress 4/4: wrote section 4 of 4\n`,
+		// The MCP agent, through the gateway.
+		`9 tools: \[add build_report crm_create_ticket`,
+		`Calling crm_evaluate_transaction_risk .* through the gateway\n.*\n?\s+→ \{"riskScore":8\.6,"riskLevel":"LOW"`,
 		`export KUBECONFIG=`,
 	} {
 		if !regexp.MustCompile(want).MatchString(text) {

@@ -5,7 +5,8 @@
 // prefix and two of them exposing get_weather. It waits for the tool table,
 // prints it with the conflict as the losing ToolSet's status shows it, and
 // then acts as an agent: it loads the table through toolkit/discovery and
-// calls tools with the sloppy arguments a model sends.
+// calls tools with the sloppy arguments a model sends. Last it starts the
+// gateway binary, and an MCP agent lists every tool through it and calls one.
 //
 // By default it runs to completion and exits 0; --wait keeps everything up
 // for exploration with kubectl until it is interrupted. Every child process
@@ -41,7 +42,7 @@ const stopTimeout = 30 * time.Second
 
 // options are the demo's inputs.
 type options struct {
-	// binDir holds the manager and example-tools binaries.
+	// binDir holds the manager, gateway and example-tools binaries.
 	binDir string
 	// workDir receives the kubeconfig, the logs and the agent's copy of the
 	// table.
@@ -58,7 +59,7 @@ type options struct {
 
 func main() {
 	o := options{out: os.Stdout}
-	flag.StringVar(&o.binDir, "bin", "bin", "The directory holding the manager and example-tools binaries.")
+	flag.StringVar(&o.binDir, "bin", "bin", "The directory holding the manager, gateway and example-tools binaries.")
 	flag.StringVar(&o.workDir, "workdir", "", "Where the kubeconfig, the logs and the agent's copy of the table go (default <bin>/demo).")
 	flag.StringVar(&o.crdDir, "crds", filepath.Join("config", "crd", "bases"), "The directory holding the CRDs.")
 	flag.BoolVar(&o.wait, "wait", false, "Keep the control plane, the manager and the workloads running until interrupted, for kubectl.")
@@ -155,6 +156,18 @@ func run(ctx context.Context, o options) (retErr error) {
 	}
 	if err := progress(ctx, st, wls, r); err != nil {
 		return err
+	}
+
+	gw, err := startGateway(ctx, binDir, workDir, cp.Kubeconfig, wls, r)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		r.step("Stopping the gateway (SIGTERM)")
+		retErr = errors.Join(retErr, gw.Stop(stopTimeout))
+	}()
+	if err := mcpAgent(ctx, gw, len(st.table.Tools), r); err != nil {
+		return fmt.Errorf("%w (gateway log: %s)", err, gw.LogPath)
 	}
 
 	if !o.wait {
