@@ -243,7 +243,9 @@ func (r *Registry) Use(mw ...Middleware) {
 // An unknown tool is an error wrapping [ErrToolNotFound]. Bad arguments and
 // the tool's own errors are results with IsError set and a nil error, unless
 // [Registry.PropagateErrors] is set; then Call returns the [*ArgumentError]
-// or the tool's error.
+// or the tool's error. Arguments larger than [MaxArgumentBytes] are
+// refused before the middleware runs. A panic anywhere in the middleware
+// or the tool is recovered into an error matching [ErrPanic], always.
 func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) (*spec.CallResult, error) {
 	st := r.load()
 	t, ok := st.tools[name]

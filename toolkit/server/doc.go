@@ -43,7 +43,12 @@
 // tools/list returns the spec document's tools, and its tools/call returns
 // what invoke returns for the same arguments. Tools are registered with the
 // SDK as raw tools, so the arguments a client sends reach toolkit's lenient
-// binding untouched: the SDK's strict decoding never runs.
+// binding untouched: the SDK's strict decoding never runs. A tool's image,
+// audio and resource blocks are sent as MCP's own content types, and what
+// it reports with toolkit.Progress and toolkit.Log becomes
+// notifications/progress (for a call that carries a progressToken) and
+// notifications/message (at or above the level the client set) on that
+// call's stream; the server advertises the logging capability for it.
 //
 // # MCP protocol eras and list_changed
 //
