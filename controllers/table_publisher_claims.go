@@ -267,7 +267,8 @@ func (p *TablePublisher) setClaim(toolSet types.NamespacedName, c *claim) {
 		}
 		cl := ownership.Claimant{Created: c.created.Time}
 		if d, ok := c.denied[name]; ok {
-			cl.Denied = &d
+			// Through a call, so that only a denial costs an allocation.
+			cl.Denied = ptrTo(d)
 		}
 		p.conflicts -= max(len(set)-1, 0)
 		set[toolSet] = cl
@@ -443,3 +444,5 @@ func union(a, b map[string]spec.TableTool) map[string]struct{} {
 	}
 	return u
 }
+
+func ptrTo[T any](v T) *T { return &v }
