@@ -38,9 +38,10 @@ import (
 //	    - configMap: {name: toolplane-tools-2, optional: true}
 //	    - configMap: {name: toolplane-tools-3, optional: true}
 //
-// The first ConfigMap holds up to 360 KiB of gzipped JSON, about 2.5 MiB of
-// table; each further listed part adds 188 KiB, about 1.25 MiB of table
-// (10,000 tools with realistic schemas take 12 ConfigMaps). List more parts
+// The first ConfigMap holds up to 360 KiB of gzipped JSON, about 2.3 MiB of
+// table; each further listed part adds 188 KiB, about 1.2 MiB of table
+// (10,000 tools with realistic schemas, 24 MB of JSON, take 19 ConfigMaps;
+// before chunks were content-addressed they took 10). List more parts
 // than the table needs today: a part the index names but the volume lacks is
 // reported as [ErrTablePartMissing], naming the ConfigMap to add. Mount the
 // volume as a directory, never with subPath: kubelet does not update subPath
