@@ -282,9 +282,10 @@ type ToolSetStatus struct {
 	Pods PodCounts `json:"pods,omitempty"`
 
 	// revision is the revision of the tool list the selected Pods serve,
-	// from their spec documents. When replicas disagree during a rollout it
-	// is the revision most of them serve; while tools are held through an
-	// outage, the revision they were scraped at.
+	// from their spec documents; with protocol MCP, which has none, the
+	// sha256 of the normalised tools/list. When replicas disagree during a
+	// rollout it is the revision most of them serve; while tools are held
+	// through an outage, the revision they were scraped at.
 	// +optional
 	Revision string `json:"revision,omitempty"`
 

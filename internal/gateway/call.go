@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"time"
@@ -157,11 +158,14 @@ func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.
 	case err != nil && ctx.Err() != nil:
 		return g.failure(ctx, err)
 	case err != nil:
+		// The SDK wraps a failed connection in a JSON-RPC error too: the
+		// network error decides first.
+		var netErr *net.OpError
 		var rpcErr *jsonrpc.Error
-		if errors.As(err, &rpcErr) {
-			return nil, outcomeBadReply, "the MCP server answered " + clip(rpcErr.Error(), 512)
+		if !errors.As(err, &netErr) && errors.As(err, &rpcErr) {
+			return nil, outcomeBadReply, "the MCP server answered with an error: " + clip(err.Error(), 512)
 		}
-		return nil, outcomeUnreachable, "the MCP server could not be called: " + clip(err.Error(), 512)
+		return nil, outcomeUnreachable, "the MCP server is unreachable: " + clip(err.Error(), 512)
 	case res.IsError:
 		return res, outcomeToolError, ""
 	}

@@ -182,7 +182,8 @@ func TestADeadMCPServerGivesAnErrorResult(t *testing.T) {
 	}
 	cs := connect(t, url+"/mcp", eras[0], nil, nil)
 	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "gone_tool"})
-	if err != nil || !res.IsError || !strings.Contains(text(res), "gone_tool") || !strings.Contains(text(res), "apps/gone") {
+	if err != nil || !res.IsError || !strings.Contains(text(res), "gone_tool") || !strings.Contains(text(res), "apps/gone") ||
+		!strings.Contains(text(res), "unreachable") {
 		t.Fatalf("got %v %+v", err, res)
 	}
 }
