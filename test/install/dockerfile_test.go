@@ -26,7 +26,15 @@ var _ = Describe("The Dockerfile", func() {
 	It("runs on distroless as the nonroot user", func() {
 		froms := regexp.MustCompile(`(?m)^FROM\s+(\S+)`).FindAllStringSubmatch(dockerfile, -1)
 		Expect(froms).NotTo(BeEmpty())
-		Expect(froms[len(froms)-1][1]).To(Equal("gcr.io/distroless/static:nonroot"))
+		// The base image is an ARG, which the release pins by digest.
+		base := froms[len(froms)-1][1]
+		if arg, ok := strings.CutPrefix(base, "${"); ok {
+			arg = strings.TrimSuffix(arg, "}")
+			m := regexp.MustCompile(`(?m)^ARG ` + regexp.QuoteMeta(arg) + `=(\S+)$`).FindStringSubmatch(dockerfile)
+			Expect(m).NotTo(BeNil(), "ARG %s has no default", arg)
+			base = m[1]
+		}
+		Expect(base).To(MatchRegexp(`^gcr\.io/distroless/static:nonroot(@sha256:[a-f0-9]{64})?$`))
 		Expect(dockerfile).To(MatchRegexp(`(?m)^USER 65532:65532$`))
 		Expect(dockerfile).To(MatchRegexp(`(?m)^ENTRYPOINT \["/manager"\]$`))
 	})

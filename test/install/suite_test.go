@@ -71,6 +71,7 @@ var _ = BeforeSuite(func() {
 			// The chart's optional ServiceMonitor needs its CRD to be
 			// validated at all.
 			filepath.Join("testdata", "servicemonitor-crd.yaml"),
+			filepath.Join("testdata", "prometheusrule-crd.yaml"),
 		},
 		ErrorIfCRDPathMissing: true,
 	}
