@@ -6,10 +6,12 @@ K8S_VERSION ?= 1.37.2
 CONTROLLER_TOOLS_VERSION ?= v0.23.0
 GOLANGCI_LINT_VERSION ?= v2.15.0
 HELM_VERSION ?= v3.22.0
+ACTIONLINT_VERSION ?= v1.7.7
 
 CONTROLLER_GEN ?= $(LOCALBIN)/controller-gen
 GOLANGCI_LINT ?= $(LOCALBIN)/golangci-lint
 HELM ?= $(LOCALBIN)/helm
+ACTIONLINT ?= $(LOCALBIN)/actionlint
 ENVTEST_ASSETS ?= $(LOCALBIN)/k8s/$(K8S_VERSION)
 
 # The image `make docker-build` builds and `make docker-push` pushes; it holds
@@ -102,7 +104,8 @@ lint: golangci-lint ## Run golangci-lint on every module.
 	@for m in $(MODULES); do (cd $$m && $(GOLANGCI_LINT) run --allow-parallel-runners ./...); done
 
 .PHONY: verify
-verify: manifests generate chart-crds fmt ## Regenerate and tidy everything, then fail if the tree changed.
+verify: manifests generate chart-crds fmt actionlint ## Regenerate and tidy everything, lint the GitHub workflows, then fail if the tree changed.
+	$(ACTIONLINT) .github/workflows/*.yaml
 	@for m in $(MODULES); do (cd $$m && go mod tidy); done
 	@if [ -n "$$(git status --porcelain)" ]; then \
 		echo "The tree is dirty after regenerating; commit the result:"; git status --porcelain; git --no-pager diff --stat; exit 1; fi
@@ -129,6 +132,27 @@ docker-push: ## Push the image IMG.
 .PHONY: docker-buildx
 docker-buildx: ## Build and push IMG for every platform in PLATFORMS (default linux/amd64,linux/arm64) with docker buildx.
 	$(CONTAINER_TOOL) buildx build --platform=$(PLATFORMS) --push -t $(IMG) .
+
+# The version stamped into the binaries and the chart by release-dry-run.
+VERSION ?= v0.0.0-dev
+# Every platform the release builds binaries for.
+RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
+RELEASE_COMMANDS ?= manager gateway example-tools kubectl-toolplane
+
+.PHONY: release-dry-run
+release-dry-run: helm ## Build every binary for every platform (RELEASE_PLATFORMS) into dist/, package the chart, and write checksums: what the release workflow publishes, without publishing.
+	rm -rf dist && mkdir -p dist
+	@for p in $(RELEASE_PLATFORMS); do \
+		os=$${p%/*}; arch=$${p#*/}; dir=dist/toolplane_$(VERSION)_$${os}_$${arch}; \
+		for c in $(RELEASE_COMMANDS); do \
+			echo "go build $$dir/$$c"; \
+			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w -X main.version=$(VERSION)" -o $$dir/$$c ./cmd/$$c || exit 1; \
+		done; \
+		cp LICENSE $$dir/ && tar -C dist -czf $$dir.tar.gz $$(basename $$dir) && rm -rf $$dir; \
+	done
+	$(HELM) lint --strict charts/toolplane
+	$(HELM) package charts/toolplane --version $(VERSION:v%=%) --app-version $(VERSION:v%=%) -d dist
+	cd dist && sha256sum *.tar.gz *.tgz > checksums.txt && cat checksums.txt
 
 ##@ Dependencies
 
@@ -159,6 +183,11 @@ $(CONTROLLER_GEN): | $(LOCALBIN)
 golangci-lint: $(GOLANGCI_LINT) ## Build golangci-lint into bin/.
 $(GOLANGCI_LINT): | $(LOCALBIN)
 	GOBIN=$(LOCALBIN) go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+
+.PHONY: actionlint
+actionlint: $(ACTIONLINT) ## Build actionlint, the GitHub Actions workflow linter, into bin/.
+$(ACTIONLINT): | $(LOCALBIN)
+	GOBIN=$(LOCALBIN) go install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
 
 .PHONY: helm
 helm: $(HELM) ## Build helm into bin/.
