@@ -203,6 +203,8 @@ var emptySnapshot = func() *snapshot {
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	v := view{namespace: r.PathValue("namespace"), name: r.PathValue("name")}
 	r.Header.Set(viewHeader, v.String())
+	g.metrics.inFlight.Inc()
+	defer g.metrics.inFlight.Dec()
 	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
 		g.sessions.ServeHTTP(w, r)
 		return

@@ -16,6 +16,7 @@ type metrics struct {
 	rejected   *prometheus.CounterVec
 	authn      *prometheus.CounterVec
 	authzCache *prometheus.CounterVec
+	inFlight   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -62,9 +63,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "toolplane_gateway_authorization_cache_total",
 			Help: "Authentication and authorization decisions by kind (token, access) and whether the cache answered (hit, miss).",
 		}, []string{"kind", "result"}),
+		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolplane_gateway_mcp_requests_in_flight",
+			Help: "MCP HTTP requests being served now, open notification streams (subscriptions/listen, a session's GET) included.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.calls, m.duration, m.listSize, m.tools, m.routable, m.revision, m.loaded, m.rejected, m.authn, m.authzCache)
+		reg.MustRegister(m.inFlight, m.calls, m.duration, m.listSize, m.tools, m.routable, m.revision, m.loaded, m.rejected, m.authn, m.authzCache)
 	}
 	return m
 }

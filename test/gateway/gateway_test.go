@@ -3,6 +3,8 @@ package gateway
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
 	"path/filepath"
 	"time"
 
@@ -61,12 +63,17 @@ var _ = Describe("The gateway binary", func() {
 	})
 
 	It("sends list_changed to a listening 2026 client when a new ToolSet is published", func() {
+		var before float64
+		Eventually(func(g Gomega) { before = gatewayGauge(g, gw, "toolplane_gateway_mcp_requests_in_flight") }).Should(Succeed())
 		changed := make(chan struct{}, 1)
 		cs := connect(gw.URL()+"/mcp", "2026-07-28", changed, nil)
 		Expect(listNames(cs)).NotTo(ContainElement("late_tool"))
-		// Give the client's subscriptions/listen stream time to open: the
-		// notification goes to listeners present when the table changes.
-		time.Sleep(2 * time.Second)
+		// The notification goes to listeners present when the table
+		// changes: wait until the client's subscriptions/listen stream is
+		// open: one more MCP request in flight at the gateway than before.
+		Eventually(func(g Gomega) {
+			g.Expect(gatewayGauge(g, gw, "toolplane_gateway_mcp_requests_in_flight")).To(BeNumerically(">", before))
+		}, settle, 100*time.Millisecond).Should(Succeed())
 		wls["late-tools"].apply(ctx)
 		Eventually(changed, settle).Should(Receive())
 		Expect(listNames(cs)).To(ContainElement("late_tool"))
@@ -168,3 +175,15 @@ var _ = Describe("The gateway binary", func() {
 		AddReportEntry("gateway RSS holding 10,000 tools", fmt.Sprintf("%.1f MiB (peak %.1f MiB)", float64(st.RSS)/(1<<20), float64(st.PeakRSS)/(1<<20)))
 	})
 })
+
+// gatewayGauge reads one gauge from a gateway's metrics endpoint.
+func gatewayGauge(g Gomega, gw *harness.Gateway, name string) float64 {
+	resp, err := http.Get("http://" + gw.MetricsAddr + "/metrics")
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	g.Expect(err).NotTo(HaveOccurred())
+	fams, err := harness.ParseMetrics(string(b))
+	g.Expect(err).NotTo(HaveOccurred())
+	return harness.Sum(fams, name, nil)
+}
