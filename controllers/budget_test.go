@@ -3,8 +3,10 @@ package controllers
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,6 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/controllers/ownership"
@@ -60,6 +65,44 @@ var _ = Describe("The admin ceilings", func() {
 		}).Should(Succeed())
 		Expect(readyCondition(getToolSet(ctx, Default, neighbour)).Status).To(Equal(metav1.ConditionTrue))
 		Expect(testutil.ToFloat64(tableWriteFailures)).To(Equal(failuresBefore), "every table write succeeded")
+	})
+
+	It("count a failed table write in a metric and record it on the table's ConfigMap, and its recovery", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		before := testutil.ToFloat64(tableWriteFailures)
+		var failing atomic.Bool
+		failing.Store(true)
+		refuse := errors.New("etcdserver: request is too large")
+		c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		flaky := interceptor.NewClient(c, interceptor.Funcs{
+			Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+				if failing.Load() {
+					return refuse
+				}
+				return c.Create(ctx, obj, opts...)
+			},
+			Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+				if failing.Load() {
+					return refuse
+				}
+				return c.Update(ctx, obj, opts...)
+			},
+		})
+		recorder := events.NewFakeRecorder(10)
+		rp, _ := startPublisherWith(ns, ns, 0, &writeLog{}, flaky, func(p *TablePublisher) { p.Recorder = recorder })
+		crm := types.NamespacedName{Namespace: "crm", Name: "tools"}
+		rp.offer(ctx, crm, time.Now(), manyTools(crm, "crm", 3)...)
+
+		Eventually(func() float64 { return testutil.ToFloat64(tableWriteFailures) }).Should(BeNumerically(">", before))
+		Eventually(recorder.Events).Should(Receive(And(ContainSubstring(eventTableWriteFailed), ContainSubstring("request is too large"))))
+		failing.Store(false)
+		Eventually(recorder.Events).WithTimeout(time.Minute).Should(Receive(ContainSubstring(eventTableWriteRecovered)))
+		Eventually(func(g Gomega) {
+			t, _, err := storedTable(ctx, ns)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(t.Tools).To(HaveLen(3))
+		}).Should(Succeed())
 	})
 
 	Context("that need the whole cluster's view", func() {
