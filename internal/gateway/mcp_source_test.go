@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -166,6 +167,90 @@ func TestMCPServersAreCalledWithToolsCall(t *testing.T) {
 			}
 			if link, ok := res.Content[1].(*mcp.ResourceLink); !ok || link.URI != "mem://doc" {
 				t.Errorf("resource link %#v", res.Content[1])
+			}
+		})
+	}
+}
+
+// startEverything starts @modelcontextprotocol/server-everything in its
+// Streamable HTTP mode on a free loopback port, skipped as startTSServer is.
+func startEverything(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join("..", "..", "hack", "interop")
+	script := filepath.Join("node_modules", "@modelcontextprotocol", "server-everything", "dist", "index.js")
+	_, errNode := exec.LookPath("node")
+	_, errPkg := os.Stat(filepath.Join(dir, script))
+	if err := errors.Join(errNode, errPkg); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the interop servers are not installed (make interop-deps): %v", err)
+		}
+		t.Skipf("the interop servers are not installed (make interop-deps): %v", err)
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	_ = l.Close()
+	cmd := exec.Command("node", script, "streamableHttp")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), fmt.Sprintf("PORT=%d", port))
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	listening := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "listening on port") {
+				close(listening)
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case <-listening:
+		return fmt.Sprintf("127.0.0.1:%d", port)
+	case <-time.After(30 * time.Second):
+		t.Fatal("server-everything did not listen within 30s")
+	}
+	return ""
+}
+
+// TestServerEverythingIsCalledThroughTheGateway: the reference server's
+// tools, called through the gateway in both eras, its image included.
+func TestServerEverythingIsCalledThroughTheGateway(t *testing.T) {
+	addr := startEverything(t)
+	r := new(routes)
+	r.set("everything.ref.svc:8080", addr)
+	g, url := newGateway(t, r, gateway.Options{CallTimeout: 20 * time.Second})
+	if err := g.SetTable(table(mcpTableTools("ref", "everything", "/mcp", "echo", "get-tiny-image"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			cs := connect(t, url+"/mcp", era, nil, nil)
+			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"message": "through the gateway"}})
+			if err != nil || res.IsError || !strings.Contains(text(res), "through the gateway") {
+				t.Fatalf("echo: %v %+v", err, res)
+			}
+			res, err = cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "get-tiny-image"})
+			if err != nil || len(res.Content) != 3 {
+				t.Fatalf("get-tiny-image: %v %+v", err, res)
+			}
+			img, ok := res.Content[1].(*mcp.ImageContent)
+			if !ok || img.MIMEType != "image/png" || !strings.HasPrefix(string(img.Data), "\x89PNG") {
+				t.Fatalf("the image block: %#v", res.Content[1])
 			}
 		})
 	}
