@@ -18,7 +18,9 @@ import (
 
 // maxMCPPages bounds the tools/list pages of one scrape, whatever the tools
 // they hold: a server that hands out cursors forever (empty pages included)
-// fails at this bound, not at the timeout alone.
+// fails at this bound, not at the timeout alone. A lower limits.maxTools
+// lowers it: a list within the limit needs no more than one page a tool,
+// and the last.
 const maxMCPPages = 1000
 
 // scrapeErrReply is the metric reason of an MCP reply that is no valid
@@ -29,7 +31,7 @@ const scrapeErrReply = "invalid_reply"
 // over Streamable HTTP, within the timeout: server/discover for a stateless
 // 2026-07-28 server, or initialize, tools/list and a closing DELETE for a
 // 2025 one (the SDK negotiates which). It follows the pages of tools/list to
-// the end, within limits.maxTools and maxMCPPages, and holds every HTTP
+// the end, within limits.maxTools and as many pages, and holds every HTTP
 // exchange of the scrape together to the scraper's response size.
 //
 // An MCP server has no revision and no conditional GET: the revision is
@@ -98,9 +100,13 @@ func (s *scraper) listMCP(ctx context.Context, c *http.Client, t scrapeTarget, t
 func listAllTools(ctx context.Context, cs *mcp.ClientSession, maxTools int) ([]spec.Tool, error) {
 	tools := []spec.Tool{}
 	params := &mcp.ListToolsParams{}
+	maxPages := maxMCPPages
+	if maxTools > 0 {
+		maxPages = min(maxPages, maxTools+1)
+	}
 	for page := 1; ; page++ {
-		if page > maxMCPPages {
-			return nil, scrapeFailure(scrapeErrTooMany, fmt.Errorf("tools/list gave more than %d pages", maxMCPPages))
+		if page > maxPages {
+			return nil, scrapeFailure(scrapeErrTooMany, fmt.Errorf("tools/list gave more than %d pages", maxPages))
 		}
 		res, err := cs.ListTools(ctx, params)
 		if err != nil {

@@ -213,8 +213,13 @@ func TestListMCPFromHostileServers(t *testing.T) {
 		if scrapeReason(err) != scrapeErrTooMany || !strings.Contains(err.Error(), "pages") {
 			t.Fatalf("got %v", err)
 		}
-		if n := pages.Load(); n != maxMCPPages {
-			t.Fatalf("%d pages asked for, want %d", n, maxMCPPages)
+		if n := pages.Load(); n != 11 {
+			t.Fatalf("%d pages asked for, want maxTools 10 and the last", n)
+		}
+		pages.Store(0)
+		_, err = listMCPOnce(newScraper(1, 0), mcpTarget(0, time.Minute), url, nil)
+		if scrapeReason(err) != scrapeErrTooMany || pages.Load() != maxMCPPages {
+			t.Fatalf("with no maxTools: %v after %d pages, want %d", err, pages.Load(), maxMCPPages)
 		}
 	})
 	t.Run("a list past the response size fails as too large", func(t *testing.T) {

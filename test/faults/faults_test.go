@@ -297,13 +297,13 @@ var _ = Describe("A hostile workload", func() {
 		}))
 
 		since := time.Now()
-		ts := hostile("mcp-pages", srv.port, "/mcp", asMCP)
+		ts := hostile("mcp-pages", srv.port, "/mcp", asMCP, func(ts *v1alpha1.ToolSet) { ts.Spec.Limits.MaxTools = 10 })
 		eventuallyStatus(ts, func(g Gomega, ts *v1alpha1.ToolSet) {
 			expectScrapeFailed(g, ts)
 			// Within the timeout it ends at the page bound; on a loaded
 			// machine the timeout may come first. Either ends it.
 			g.Expect(apimeta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionReady).Message).
-				To(Or(ContainSubstring("more than 1000 pages"), ContainSubstring("timed out")))
+				To(Or(ContainSubstring("more than 11 pages"), ContainSubstring("timed out")))
 		})
 		expectUnharmed(since)
 	})
@@ -311,12 +311,13 @@ var _ = Describe("A hostile workload", func() {
 	It("that is an MCP server listing 50 MB of tools is cut off at --max-response-bytes", func() {
 		const total = 50 << 20
 		var written atomic.Int64
+		// Built once: the list stays hostile for every later spec.
+		desc := strings.Repeat("padding ", 128)
+		res := &mcp.ListToolsResult{}
+		for size := 0; size < total; size += len(desc) + 64 {
+			res.Tools = append(res.Tools, &mcp.Tool{Name: fmt.Sprintf("pad_%d", len(res.Tools)), Description: desc, InputSchema: map[string]any{"type": "object"}})
+		}
 		srv := serve(mcpServer(func(context.Context, *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-			desc := strings.Repeat("padding ", 128)
-			res := &mcp.ListToolsResult{}
-			for size := 0; size < total; size += len(desc) + 64 {
-				res.Tools = append(res.Tools, &mcp.Tool{Name: fmt.Sprintf("pad_%d", len(res.Tools)), Description: desc, InputSchema: map[string]any{"type": "object"}})
-			}
 			written.Add(1)
 			return res, nil
 		}))
