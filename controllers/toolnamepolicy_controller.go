@@ -96,21 +96,9 @@ var namespaceLabelsChanged = predicate.Funcs{
 // Reconcile applies every policy at once and brings their status up to
 // date.
 func (r *ToolNamePolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	var list v1alpha1.ToolNamePolicyList
-	if err := r.Client.List(ctx, &list); err != nil {
-		return ctrl.Result{}, fmt.Errorf("listing ToolNamePolicies: %w", err)
-	}
-	var namespaces corev1.NamespaceList
-	if slices.ContainsFunc(list.Items, func(p v1alpha1.ToolNamePolicy) bool { return p.Spec.NamespaceSelector != nil }) {
-		if err := r.Client.List(ctx, &namespaces); err != nil {
-			return ctrl.Result{}, fmt.Errorf("listing namespaces: %w", err)
-		}
-	}
-
-	resolved := make([]ownership.Policy, len(list.Items))
-	problems := make([]error, len(list.Items))
-	for i := range list.Items {
-		resolved[i], problems[i] = resolvePolicy(&list.Items[i], namespaces.Items)
+	items, resolved, problems, err := ResolvePolicies(ctx, r.Client)
+	if err != nil {
+		return ctrl.Result{}, err
 	}
 	policies := slices.Clone(resolved)
 	slices.SortFunc(policies, func(a, b ownership.Policy) int { return strings.Compare(a.Name, b.Name) })
@@ -124,10 +112,33 @@ func (r *ToolNamePolicyReconciler) Reconcile(ctx context.Context, _ ctrl.Request
 	}
 
 	var errs []error
-	for i := range list.Items {
-		errs = append(errs, r.patchStatus(ctx, &list.Items[i], resolved[i], problems[i]))
+	for i := range items {
+		errs = append(errs, r.patchStatus(ctx, &items[i], resolved[i], problems[i]))
 	}
 	return ctrl.Result{RequeueAfter: policyCountsInterval}, errors.Join(errs...)
+}
+
+// ResolvePolicies lists the cluster's ToolNamePolicies and resolves each
+// into the ownership rule's Policy, in list order, with the problem of each
+// (a namespace selector that cannot be parsed). The operator applies them;
+// kubectl toolplane lint plans with them, so both decide alike.
+func ResolvePolicies(ctx context.Context, c client.Reader) (items []v1alpha1.ToolNamePolicy, policies []ownership.Policy, problems []error, err error) {
+	var list v1alpha1.ToolNamePolicyList
+	if err := c.List(ctx, &list); err != nil {
+		return nil, nil, nil, fmt.Errorf("listing ToolNamePolicies: %w", err)
+	}
+	var namespaces corev1.NamespaceList
+	if slices.ContainsFunc(list.Items, func(p v1alpha1.ToolNamePolicy) bool { return p.Spec.NamespaceSelector != nil }) {
+		if err := c.List(ctx, &namespaces); err != nil {
+			return nil, nil, nil, fmt.Errorf("listing namespaces: %w", err)
+		}
+	}
+	policies = make([]ownership.Policy, len(list.Items))
+	problems = make([]error, len(list.Items))
+	for i := range list.Items {
+		policies[i], problems[i] = resolvePolicy(&list.Items[i], namespaces.Items)
+	}
+	return list.Items, policies, problems, nil
 }
 
 // resolvePolicy turns a ToolNamePolicy into the rule's Policy, its

@@ -110,7 +110,7 @@ func (lo *lintOptions) run(ctx context.Context, src string) error {
 	if err != nil {
 		return err
 	}
-	policies, err := policySource(ctx, c)
+	policies, err := loadPolicies(ctx, c)
 	if err != nil {
 		return err
 	}
@@ -334,14 +334,17 @@ func readBounded(r io.Reader) ([]byte, error) {
 	return b, nil
 }
 
-// policySource reads the name policies; a spec stands in its own.
-var policySource = loadPolicies
-
-// loadPolicies reads the cluster's name policies for the ownership rule.
-// The API has no ToolNamePolicy kind yet, so there are none: listing them
-// here, as ownership.Policy values, is all a policy-aware lint lacks.
-func loadPolicies(context.Context, client.Client) ([]ownership.Policy, error) {
-	return nil, nil
+// loadPolicies reads the cluster's ToolNamePolicies as the operator
+// resolves them, sorted by name as it applies them. Without the right to
+// list them, lint cannot tell what would be Denied, so it fails rather than
+// print a plan that may be wrong.
+func loadPolicies(ctx context.Context, c client.Client) ([]ownership.Policy, error) {
+	_, policies, _, err := controllers.ResolvePolicies(ctx, c)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(policies, func(a, b ownership.Policy) int { return strings.Compare(a.Name, b.Name) })
+	return policies, nil
 }
 
 // claims are the live claims of each name: its owner in the table, and

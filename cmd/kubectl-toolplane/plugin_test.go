@@ -17,7 +17,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
-	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -215,13 +214,13 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		Expect(errOut).To(Equal("Error: the operator would refuse the whole document for ToolSet crm/crm-tiny: 2 tools, more than limits.maxTools 1\n"))
 	})
 
-	It("lint names the policy that denies a name, as the operator's ownership rule decides", func() {
-		// The API has no ToolNamePolicy kind yet: the spec stands in the
-		// policy that listing them would give.
-		policySource = func(context.Context, client.Client) ([]ownership.Policy, error) {
-			return []ownership.Policy{{Name: "refunds-team", Names: []string{"lint_ref*"}, Namespaces: []string{"payments"}}}, nil
+	It("lint names the policy that denies a name, as the operator's ownership rule decides", func(ctx context.Context) {
+		policy := &v1alpha1.ToolNamePolicy{
+			ObjectMeta: metav1.ObjectMeta{Name: "refunds-team"},
+			Spec:       v1alpha1.ToolNamePolicySpec{Names: []string{"lint_ref*"}, Namespaces: []string{"payments"}},
 		}
-		DeferCleanup(func() { policySource = loadPolicies })
+		Expect(k8sClient.Create(ctx, policy)).To(Succeed())
+		DeferCleanup(func(ctx context.Context) { Expect(k8sClient.Delete(ctx, policy)).To(Succeed()) })
 		doc := writeDoc(schemaTool("lint_refund", refundSchema), schemaTool("lint_query", querySchema))
 		out, errOut, code := run("lint", doc, "-n", "crm", "--toolset", "crm-tools")
 		Expect(code).To(Equal(1))
