@@ -1,6 +1,7 @@
 package faults
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -310,16 +311,35 @@ var _ = Describe("A hostile workload", func() {
 
 	It("that is an MCP server listing 50 MB of tools is cut off at --max-response-bytes", func() {
 		const total = 50 << 20
-		var written atomic.Int64
-		// Built once: the list stays hostile for every later spec.
-		desc := strings.Repeat("padding ", 128)
-		res := &mcp.ListToolsResult{}
-		for size := 0; size < total; size += len(desc) + 64 {
-			res.Tools = append(res.Tools, &mcp.Tool{Name: fmt.Sprintf("pad_%d", len(res.Tools)), Description: desc, InputSchema: map[string]any{"type": "object"}})
-		}
-		srv := serve(mcpServer(func(context.Context, *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
-			written.Add(1)
-			return res, nil
+		var lists atomic.Int64
+		// The SDK answers the handshake; tools/list is streamed as it is
+		// written, so that the manager's body bound decides the outcome, not
+		// how long a busy machine takes to encode 50 MB before the headers.
+		handshake := mcpServer(func(context.Context, *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
+			return &mcp.ListToolsResult{}, nil
+		})
+		tool := `{"name":"pad","description":"` + strings.Repeat("padding ", 128) + `","inputSchema":{"type":"object"}},`
+		srv := serve(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if r.Method != http.MethodPost || json.Unmarshal(body, &msg) != nil || msg.Method != "tools/list" || len(msg.ID) == 0 {
+				r.Body = io.NopCloser(bytes.NewReader(body))
+				handshake.ServeHTTP(w, r)
+				return
+			}
+			lists.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			if _, err := fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[`, msg.ID); err != nil {
+				return
+			}
+			for sent := 0; sent < total; sent += len(tool) {
+				if _, err := io.WriteString(w, tool); err != nil {
+					return
+				}
+			}
 		}))
 
 		since := time.Now()
@@ -327,7 +347,7 @@ var _ = Describe("A hostile workload", func() {
 		eventuallyStatus(ts, func(g Gomega, ts *v1alpha1.ToolSet) {
 			expectScrapeFailed(g, ts, "too large", "4194304 bytes")
 		})
-		Expect(written.Load()).To(BeNumerically(">=", 1))
+		Expect(lists.Load()).To(BeNumerically(">=", 1))
 		expectUnharmed(since)
 	})
 
