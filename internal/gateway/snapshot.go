@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolplane/toolplane/toolkit/server"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -99,31 +100,14 @@ func gzipBytes(b []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// mcpTool is t as MCP's tools/list serves it, under its published name. The
-// schemas stay raw JSON, so that they pass through byte for byte.
+// mcpTool is t as MCP's tools/list serves it, under its published name,
+// exactly as toolkit serves it.
 func mcpTool(t *spec.TableTool) *mcp.Tool {
-	mt := &mcp.Tool{
-		Name:        t.Name,
-		Title:       t.Title,
-		Description: t.Description,
-		InputSchema: t.InputSchema,
-		Meta:        mcp.Meta(t.Meta),
-	}
-	if len(t.OutputSchema) > 0 {
-		mt.OutputSchema = t.OutputSchema
-	}
-	if a := t.Annotations; a != nil {
-		// The SDK writes readOnlyHint and idempotentHint always; false is
-		// MCP's default for both, so the meaning is the table's.
-		mt.Annotations = &mcp.ToolAnnotations{
-			Title:           a.Title,
-			ReadOnlyHint:    a.ReadOnlyHint != nil && *a.ReadOnlyHint,
-			IdempotentHint:  a.IdempotentHint != nil && *a.IdempotentHint,
-			DestructiveHint: a.DestructiveHint,
-			OpenWorldHint:   a.OpenWorldHint,
-		}
-	}
-	return mt
+	return server.MCPTool(spec.Tool{
+		Name: t.Name, Title: t.Title, Description: t.Description,
+		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
+		Annotations: t.Annotations, Meta: t.Meta,
+	})
 }
 
 // view is the subset of the table that one endpoint serves.

@@ -130,7 +130,7 @@ func (b *mcpBridge) add(t spec.Tool) (err error) {
 			err = fmt.Errorf("%v", p)
 		}
 	}()
-	b.server.AddTool(mcpTool(t), b.call)
+	b.server.AddTool(MCPTool(t), b.call)
 	return nil
 }
 
@@ -175,9 +175,11 @@ func (b *mcpBridge) close() {
 	}
 }
 
-// mcpTool is t as the SDK serves it. The schemas stay raw JSON, so that
-// tools/list carries them byte for byte as the spec document does.
-func mcpTool(t spec.Tool) *mcp.Tool {
+// MCPTool is t as MCP's tools/list serves it, through the official Go SDK.
+// The schemas stay raw JSON, so that tools/list carries them byte for byte
+// as the spec document does. A gateway that serves tools it did not
+// declare uses it to list them exactly as toolkit would.
+func MCPTool(t spec.Tool) *mcp.Tool {
 	mt := &mcp.Tool{
 		Name:        t.Name,
 		Title:       t.Title,
