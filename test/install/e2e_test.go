@@ -226,9 +226,8 @@ func runChartManager(ctx context.Context, m manifests) *harness.Manager {
 	args = slices.DeleteFunc(slices.Clone(args), func(a string) bool {
 		return strings.HasPrefix(a, "--metrics-bind-address=") || strings.HasPrefix(a, "--health-probe-bind-address=")
 	})
-	tableNamespace, _ := strings.CutPrefix(args[slices.IndexFunc(args, func(a string) bool {
-		return strings.HasPrefix(a, "--table-namespace=")
-	})], "--table-namespace=")
+	tableNamespace := flagValue(args, "--table-namespace")
+	Expect(tableNamespace).NotTo(BeEmpty(), "the manager runs with no --table-namespace")
 	manager := &harness.Manager{
 		Bin:            buildCommand(ctx, "manager"),
 		Kubeconfig:     kubeconfigPath,
@@ -236,12 +235,7 @@ func runChartManager(ctx context.Context, m manifests) *harness.Manager {
 		Args:           args,
 		LogPath:        filepath.Join(GinkgoT().TempDir(), "manager.log"),
 	}
-	DeferCleanup(func() {
-		if CurrentSpecReport().Failed() {
-			log, _ := os.ReadFile(manager.LogPath)
-			fmt.Fprintf(GinkgoWriter, "manager log:\n%s", log)
-		}
-	})
+	printLogOnFailure("manager", manager.LogPath)
 	// Start returns once /readyz answers.
 	Expect(manager.Start(ctx)).To(Succeed())
 	DeferCleanup(func() {
@@ -249,4 +243,25 @@ func runChartManager(ctx context.Context, m manifests) *harness.Manager {
 		Expect(manager.Stop(time.Duration(*md.Spec.Template.Spec.TerminationGracePeriodSeconds) * time.Second)).To(Succeed())
 	})
 	return manager
+}
+
+// flagValue is the value of the first --name=value in args, or "".
+func flagValue(args []string, name string) string {
+	for _, a := range args {
+		if v, ok := strings.CutPrefix(a, name+"="); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// printLogOnFailure prints the log of a process the spec ran, if the spec
+// fails.
+func printLogOnFailure(what, path string) {
+	DeferCleanup(func() {
+		if CurrentSpecReport().Failed() {
+			log, _ := os.ReadFile(path)
+			fmt.Fprintf(GinkgoWriter, "%s log:\n%s", what, log)
+		}
+	})
 }

@@ -197,9 +197,8 @@ func runChartGateway(ctx context.Context, m manifests) *harness.Gateway {
 		return strings.HasPrefix(a, "--addr=") || strings.HasPrefix(a, "--metrics-bind-address=") ||
 			strings.HasPrefix(a, "--health-probe-bind-address=") || strings.HasPrefix(a, "--table-namespace=")
 	})
-	tableNamespace, _ := strings.CutPrefix(c.Args[slices.IndexFunc(c.Args, func(a string) bool {
-		return strings.HasPrefix(a, "--table-namespace=")
-	})], "--table-namespace=")
+	tableNamespace := flagValue(c.Args, "--table-namespace")
+	Expect(tableNamespace).NotTo(BeEmpty(), "the gateway runs with no --table-namespace")
 	gw := &harness.Gateway{
 		Bin:            buildCommand(ctx, "gateway"),
 		Kubeconfig:     kubeconfigPath,
@@ -207,12 +206,7 @@ func runChartGateway(ctx context.Context, m manifests) *harness.Gateway {
 		Args:           args,
 		LogPath:        filepath.Join(GinkgoT().TempDir(), "gateway.log"),
 	}
-	DeferCleanup(func() {
-		if CurrentSpecReport().Failed() {
-			log, _ := os.ReadFile(gw.LogPath)
-			fmt.Fprintf(GinkgoWriter, "gateway log:\n%s", log)
-		}
-	})
+	printLogOnFailure("gateway", gw.LogPath)
 	// Start returns once /readyz answers: once it holds the table.
 	Expect(gw.Start(ctx)).To(Succeed())
 	DeferCleanup(func() {
