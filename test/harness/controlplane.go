@@ -100,21 +100,17 @@ func (cp *ControlPlane) CreateNamespace(ctx context.Context, name string) error 
 // writeVerbs are the verbs of apiserver_request_total that change state.
 var writeVerbs = map[string]bool{"POST": true, "PUT": true, "PATCH": true, "APPLY": true, "DELETE": true, "DELETECOLLECTION": true}
 
+// bodyVerbs are the verbs of apiserver_request_body_size_bytes that change
+// state; that metric names them as the API server's handlers do.
+var bodyVerbs = map[string]bool{"create": true, "update": true, "patch": true, "apply": true, "delete": true, "deletecollection": true}
+
 // Writes returns the API server's count of writes so far, by resource
 // ("toolsets", "configmaps", "events", ...), read from its own
 // apiserver_request_total. Subtract two readings to count the writes of a
 // window. Leases are left out: a leader renews its lease every few seconds
 // whatever else it does.
 func (cp *ControlPlane) Writes(ctx context.Context) (map[string]float64, error) {
-	cs, err := kubernetes.NewForConfig(cp.Config)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
-	}
-	fams, err := ParseMetrics(string(raw))
+	fams, err := cp.Metrics(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -131,6 +127,44 @@ func (cp *ControlPlane) Writes(ctx context.Context) (map[string]float64, error) 
 		out[l["resource"]] += m.GetCounter().GetValue()
 	}
 	return out, nil
+}
+
+// WriteBytes returns the API server's count of request body bytes of writes
+// so far, by resource, read from its own apiserver_request_body_size_bytes:
+// what clients sent, in their encoding (JSON or protobuf, whole objects for
+// creates and updates, the patch for a patch). Leases are left out, as in
+// [ControlPlane.Writes].
+func (cp *ControlPlane) WriteBytes(ctx context.Context) (map[string]float64, error) {
+	fams, err := cp.Metrics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	fam := fams["apiserver_request_body_size_bytes"]
+	if fam == nil {
+		return nil, errors.New("the API server exposes no apiserver_request_body_size_bytes")
+	}
+	out := map[string]float64{}
+	for _, m := range fam.GetMetric() {
+		l := labels(m)
+		if !bodyVerbs[l["verb"]] || l["resource"] == "leases" {
+			continue
+		}
+		out[l["resource"]] += m.GetHistogram().GetSampleSum()
+	}
+	return out, nil
+}
+
+// Metrics reads the API server's own metrics.
+func (cp *ControlPlane) Metrics(ctx context.Context) (map[string]*dto.MetricFamily, error) {
+	cs, err := kubernetes.NewForConfig(cp.Config)
+	if err != nil {
+		return nil, err
+	}
+	raw, err := cs.RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("reading the API server's metrics: %w", err)
+	}
+	return ParseMetrics(string(raw))
 }
 
 // ParseMetrics parses the Prometheus text exposition format.

@@ -41,6 +41,10 @@ func TestControlPlaneCountsWritesAndTableRoundTrips(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bytesBefore, err := cp.WriteBytes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
 
 	table := &spec.Table{Tools: []spec.TableTool{{Name: "a", SourceName: "a", InputSchema: []byte(`{"type":"object"}`), ToolSet: spec.ObjectReference{Namespace: "n", Name: "s"}}}}
 	parts, err := spec.EncodeTable(table, "tools")
@@ -64,6 +68,18 @@ func TestControlPlaneCountsWritesAndTableRoundTrips(t *testing.T) {
 	}
 	if got, want := after["configmaps"]-before["configmaps"], float64(len(parts)+1); got != want {
 		t.Errorf("configmap writes counted %v, want %v", got, want)
+	}
+	bytesAfter, err := cp.WriteBytes(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The request bodies are whole ConfigMaps: their payload and metadata.
+	payload := 0
+	for _, p := range parts {
+		payload += p.StoredSize()
+	}
+	if got := bytesAfter["configmaps"] - bytesBefore["configmaps"]; got < float64(payload) || got > float64(payload+4096) {
+		t.Errorf("configmap write bytes counted %v, want the %d bytes of payload plus metadata", got, payload)
 	}
 	got, st, err := harness.ReadTable(ctx, cp.Client, "tables", "tools")
 	if err != nil {

@@ -58,6 +58,13 @@ func (w *Workload) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	_, _ = rw.Write(body)
 }
 
+// ETag returns the ETag the workload answers with now: its revision.
+func (w *Workload) ETag() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.etag
+}
+
 // Scrapes returns how many times the workload was scraped.
 func (w *Workload) Scrapes() int {
 	w.mu.Lock()

@@ -1,5 +1,6 @@
-// Command scale measures the operator at scale: 1,000 ToolSets of 10 tools
-// each, against the physical limit of the same API server in the same run.
+// Command scale measures the operator at scale: 1,000 or 5,000 ToolSets of
+// 10 tools each, against the physical limit of the same API server in the
+// same run.
 //
 // It starts the envtest control plane, a few loopback workloads that serve
 // every tool set, and the real manager binary in a process of its own. It
@@ -13,9 +14,16 @@
 //   - steady state over three scrape intervals: API writes (the API
 //     server's own apiserver_request_total, leases left out), the
 //     manager's CPU time (/proc/<pid>/stat) and scrapes answered;
+//   - churn over a few intervals: one in ten workloads changes a tool in
+//     each, spread over the interval; how long each change takes to show in
+//     the table, and the bytes written to the table's ConfigMaps per change
+//     (every write as the watch delivers it, until one grace period after
+//     the last change, so that the removal of old chunks counts);
 //   - the manager's peak RSS (VmHWM) and the table's ConfigMaps.
 //
-// The last line it prints is the figure line. Run it with `make bench-scale`.
+// The last line it prints, on stdout, is the figure line; everything else
+// goes to stderr. Run it with `make bench-scale` (BENCH_SIZE=5000 for the
+// larger size).
 package main
 
 import (
@@ -31,6 +39,8 @@ import (
 
 	"github.com/go-logr/logr"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/toolplane/toolplane/controllers"
 )
 
 type config struct {
@@ -44,6 +54,10 @@ type config struct {
 	timeout     time.Duration
 	workDir     string
 	pprof       bool
+
+	churnIntervals int
+	churnTimeout   time.Duration
+	partGrace      time.Duration
 }
 
 func main() {
@@ -52,13 +66,23 @@ func main() {
 	flag.IntVar(&c.toolSets, "toolsets", 1000, "How many ToolSets, each with one Pod and its own tool set.")
 	flag.IntVar(&c.tools, "tools", 10, "How many tools each tool set serves.")
 	flag.IntVar(&c.servers, "servers", 4, "How many loopback servers share the tool sets.")
-	flag.IntVar(&c.namespaces, "namespaces", 20, "How many namespaces the ToolSets are spread over.")
+	flag.IntVar(&c.namespaces, "namespaces", 0, "How many namespaces the ToolSets are spread over; 0 means one per 50 ToolSets.")
 	flag.DurationVar(&c.interval, "interval", 30*time.Second, "spec.interval of every ToolSet; steady state lasts three of them.")
 	flag.IntVar(&c.concurrency, "concurrency", 0, "The baseline loop's concurrency; 0 reads the manager's ToolSet reconcile workers, which make its status writes, from its metrics.")
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "How long convergence may take before the run fails.")
 	flag.StringVar(&c.workDir, "work-dir", "", "Where the kubeconfig, the manager's log and profiles go (default: a temporary directory).")
 	flag.BoolVar(&c.pprof, "pprof", false, "Run the manager with --pprof-bind-address and save CPU (steady state) and heap profiles into the work directory.")
+	flag.IntVar(&c.churnIntervals, "churn-intervals", 3, "How many intervals the churn phase lasts; in each, one in ten workloads changes a tool. 0 skips the phase.")
+	flag.DurationVar(&c.churnTimeout, "churn-timeout", 2*time.Minute, "How long after the last change of the churn phase the table may take to show every change.")
+	flag.DurationVar(&c.partGrace, "table-part-grace-period", controllers.DefaultTablePartGracePeriod, "The manager's --table-part-grace-period; the churn phase counts the writes until one grace period after its last change.")
 	flag.Parse()
+	if c.namespaces <= 0 {
+		c.namespaces = max(1, c.toolSets/50)
+	}
+	if c.toolSets <= 0 || c.tools <= 0 || c.servers <= 0 || c.interval <= 0 || c.churnIntervals < 0 {
+		fmt.Fprintln(os.Stderr, "bench-scale: --toolsets, --tools, --servers and --interval must be positive, --churn-intervals not negative")
+		os.Exit(2)
+	}
 	// The watcher's client-go machinery logs through controller-runtime;
 	// its chatter would bury the figures.
 	ctrllog.SetLogger(logr.Discard())

@@ -12,16 +12,14 @@ import (
 	"time"
 
 	"golang.org/x/sync/errgroup"
-	corev1 "k8s.io/api/core/v1"
-	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/controllers"
 	"github.com/toolplane/toolplane/test/harness"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -35,6 +33,7 @@ const (
 )
 
 type result struct {
+	toolSets, tools       int
 	convergence, baseline time.Duration
 	writesSteady          float64
 	writesByResource      map[string]float64
@@ -42,15 +41,28 @@ type result struct {
 	scrapesSteady         int
 	rssMB                 float64
 	table                 harness.TableStats
+	churn                 *churnResult
 }
 
+// figureLine describes the run in one line: its size first, then the
+// figures. The churn figures are left out when the run had no churn phase,
+// and churn_unseen is there only when some change never showed.
 func (r result) figureLine() string {
-	return fmt.Sprintf("convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f writes_steady=%d cpu_steady_pct=%.2f rss_mb=%.0f table_parts=%d table_max_part_kib=%.0f",
-		r.convergence.Seconds()/r.baseline.Seconds(), r.convergence.Seconds(), r.baseline.Seconds(),
-		int64(r.writesSteady), r.cpuSteadyPct, r.rssMB, r.table.Parts, float64(r.table.MaxPart)/1024)
+	line := fmt.Sprintf("toolsets=%d tools=%d convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f writes_steady=%d cpu_steady_pct=%.2f cpu_steady_pct_per_1k=%.2f rss_mb=%.0f table_parts=%d table_max_part_kib=%.0f table_bytes=%d",
+		r.toolSets, r.tools, r.convergence.Seconds()/r.baseline.Seconds(), r.convergence.Seconds(), r.baseline.Seconds(),
+		int64(r.writesSteady), r.cpuSteadyPct, r.cpuSteadyPct*1000/float64(r.toolSets), r.rssMB, r.table.Parts, float64(r.table.MaxPart)/1024, r.table.Bytes)
+	if ch := r.churn; ch != nil {
+		line += fmt.Sprintf(" churn_changes=%d churn_p99_s=%.1f table_bytes_written_per_change=%d",
+			ch.changes, ch.p99.Seconds(), ch.tableBytes/int64(max(ch.changes, 1)))
+		if ch.unseen > 0 {
+			line += fmt.Sprintf(" churn_unseen=%d", ch.unseen)
+		}
+	}
+	return line
 }
 
 func run(ctx context.Context, c config) (res result, retErr error) {
+	res.toolSets, res.tools = c.toolSets, c.toolSets*c.tools
 	cleanup, err := prepareWorkDir(&c)
 	if err != nil {
 		return res, err
@@ -81,6 +93,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		}
 	}
 
+	step("Spreading %d ToolSets over %d namespaces", c.toolSets, c.namespaces)
 	step("Starting %d loopback workloads serving %d tool sets of %d tools", c.servers, c.toolSets, c.tools)
 	wl := startWorkloads(c.toolSets, c.tools, c.servers)
 	defer wl.close()
@@ -97,6 +110,9 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	// Production settings: the flags' defaults, with a leader elected as a
 	// Deployment of the chart runs it.
 	args := []string{"--leader-elect"}
+	if c.partGrace != controllers.DefaultTablePartGracePeriod {
+		args = append(args, "--table-part-grace-period", c.partGrace.String())
+	}
 	var pprofAddr string
 	if c.pprof {
 		if pprofAddr, err = harness.FreeAddr(); err != nil {
@@ -164,14 +180,28 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		delta(wBefore, wAfter), (wAfter["toolsets"]-wBefore["toolsets"])/float64(c.toolSets))
 
 	// Let the last events and status writes of convergence land before the
-	// window opens.
+	// window opens, and the old chunks of the table that convergence left go
+	// after their grace period: those writes are convergence's, not steady
+	// state's.
 	settle := 5 * time.Second
-	step("Steady state: %s settling, then 3 intervals of %s", settle, c.interval)
+	step("Steady state: settling (%s without a table write, the old chunks of the table removed), then 3 intervals of %s", settle, c.interval)
 	if err := sleep(ctx, settle); err != nil {
+		return res, err
+	}
+	if err := w.waitAtRest(ctx, settle, c.partGrace+2*time.Minute, mgr); err != nil {
 		return res, err
 	}
 	if err := steady(ctx, c, cp, mgr, wl, pprofAddr, &res); err != nil {
 		return res, err
+	}
+	fmt.Fprintf(os.Stderr, "steady: scrapes=%d (want about %d) writes_by_resource=%v cpu_pct=%.2f\n", res.scrapesSteady, 3*c.toolSets, res.writesByResource, res.cpuSteadyPct)
+
+	if c.churnIntervals > 0 {
+		ch, err := churn(ctx, c, cp, mgr, wl, w)
+		if err != nil {
+			return res, fmt.Errorf("churn: %w", err)
+		}
+		res.churn = &ch
 	}
 
 	ps, err := harness.ReadProcStats(mgr.Pid())
@@ -190,7 +220,6 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	}
 	res.table = st
 	fmt.Fprintf(os.Stderr, "table: tools=%d bytes=%d parts=%d max_part_bytes=%d\n", len(t.Tools), st.Bytes, st.Parts, st.MaxPart)
-	fmt.Fprintf(os.Stderr, "steady: scrapes=%d (want about %d) writes_by_resource=%v\n", res.scrapesSteady, 3*c.toolSets, res.writesByResource)
 	return res, nil
 }
 
@@ -319,96 +348,6 @@ func readyStatusPatch(i, tools int) ([]byte, error) {
 		st.Tools = append(st.Tools, v1alpha1.ToolStatus{Name: toolName(i, j), SourceName: toolName(i, j), State: v1alpha1.ToolPublished})
 	}
 	return json.Marshal(map[string]any{"status": st})
-}
-
-// watcher follows the ToolSets and the table through an informer cache, so
-// that waiting for convergence adds no load to the API server.
-type watcher struct {
-	cache cache.Cache
-}
-
-func newWatcher(ctx context.Context, cp *harness.ControlPlane) (*watcher, error) {
-	ca, err := cache.New(cp.Config, cache.Options{
-		Scheme: cp.Scheme,
-		ByObject: map[client.Object]cache.ByObject{
-			&corev1.ConfigMap{}: {Namespaces: map[string]cache.Config{tableNamespace: {}}},
-		},
-	})
-	if err != nil {
-		return nil, err
-	}
-	// Start the informers before anything is created, so that waiting
-	// needs no initial list of a thousand objects.
-	if _, err := ca.GetInformer(ctx, &v1alpha1.ToolSet{}); err != nil {
-		return nil, err
-	}
-	if _, err := ca.GetInformer(ctx, &corev1.ConfigMap{}); err != nil {
-		return nil, err
-	}
-	go func() { _ = ca.Start(ctx) }()
-	if !ca.WaitForCacheSync(ctx) {
-		return nil, errors.New("the watcher's cache did not sync")
-	}
-	return &watcher{cache: ca}, nil
-}
-
-func (w *watcher) waitConverged(ctx context.Context, c config, since time.Time, mgr *harness.Manager) (time.Time, error) {
-	ctx, cancel := context.WithTimeout(ctx, c.timeout)
-	defer cancel()
-	want := c.toolSets * c.tools
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	lastReport := time.Now()
-	var lastRV string
-	var tableOK bool
-	var tools int
-	for {
-		select {
-		case <-ctx.Done():
-			return time.Time{}, fmt.Errorf("%w within %s: table has %d of %d tools: %w", errNotConverged, c.timeout, tools, want, ctx.Err())
-		case <-tick.C:
-		}
-		now := time.Now()
-		if exited, err := mgr.Exited(); exited {
-			return time.Time{}, fmt.Errorf("the manager exited: %w (log: %s)", err, mgr.LogPath)
-		}
-		var cms corev1.ConfigMapList
-		if err := w.cache.List(ctx, &cms, client.InNamespace(tableNamespace)); err != nil {
-			return time.Time{}, err
-		}
-		// Decode only when some ConfigMap changed: a 10,000-tool table is
-		// megabytes of JSON.
-		rv := ""
-		for _, cm := range cms.Items {
-			rv += cm.Name + "@" + cm.ResourceVersion + ";"
-		}
-		if rv != lastRV {
-			lastRV = rv
-			tableOK, tools = false, 0
-			if t, _, err := harness.DecodeConfigMaps(cms.Items, tableName); err == nil {
-				tools = len(t.Tools)
-				tableOK = hasAllTools(t, c)
-			}
-		}
-		var list v1alpha1.ToolSetList
-		if err := w.cache.List(ctx, &list); err != nil {
-			return time.Time{}, err
-		}
-		ready := 0
-		for i := range list.Items {
-			ts := &list.Items[i]
-			if ts.Status.ObservedGeneration == ts.Generation && apimeta.IsStatusConditionTrue(ts.Status.Conditions, v1alpha1.ConditionReady) {
-				ready++
-			}
-		}
-		if tableOK && ready == c.toolSets {
-			return now, nil
-		}
-		if time.Since(lastReport) >= 5*time.Second {
-			lastReport = time.Now()
-			step("%s since the last create: %d/%d ToolSets Ready, %d/%d tools in the table", time.Since(since).Round(time.Second), ready, c.toolSets, tools, want)
-		}
-	}
 }
 
 // hasAllTools reports whether t holds exactly the run's tools, each

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 
 	"github.com/toolplane/toolplane/test/harness"
@@ -17,6 +18,10 @@ import (
 type workloads struct {
 	servers []*httptest.Server
 	sets    []*harness.Workload
+	// tools are the tools each set serves now, and base their descriptions
+	// before any change.
+	tools [][]spec.Tool
+	base  [][]spec.Tool
 }
 
 // scrapes counts the spec requests answered, 304s included.
@@ -35,14 +40,29 @@ func startWorkloads(sets, tools, servers int) *workloads {
 		muxes[s] = http.NewServeMux()
 	}
 	for i := range sets {
-		wl := harness.NewWorkload(fmt.Sprintf("bench-%04d", i), harness.Tools(toolPrefix(i), tools))
+		ts := harness.Tools(toolPrefix(i), tools)
+		wl := harness.NewWorkload(fmt.Sprintf("bench-%04d", i), ts)
 		w.sets = append(w.sets, wl)
+		w.tools = append(w.tools, ts)
+		w.base = append(w.base, slices.Clone(ts))
 		muxes[i%servers].Handle(setPath(i), wl)
 	}
 	for _, mux := range muxes {
 		w.servers = append(w.servers, httptest.NewServer(mux))
 	}
 	return w
+}
+
+// changeTool gives tool j of set i the description of change seq, and with
+// it a new revision, so that the manager's conditional scrape gets the new
+// document instead of a 304.
+func (w *workloads) changeTool(i, j, seq int) {
+	before := w.sets[i].ETag()
+	w.tools[i][j].Description = churnDescription(w.base[i][j].Description, seq)
+	w.sets[i].SetTools(w.tools[i])
+	if w.sets[i].ETag() == before {
+		panic(fmt.Sprintf("changing tool %s left the ETag of set %d at %s", toolName(i, j), i, before))
+	}
 }
 
 // target returns the port and spec path of set i.
