@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
@@ -210,6 +212,9 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.MaxConcurrentReconciles = defaultMaxConcurrentReconciles
 	}
 	r.init()
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ToolSet{}, podSelectorIndex, selectorIndexValues); err != nil {
+		return fmt.Errorf("indexing ToolSets by Pod selector: %w", err)
+	}
 	// Scrapes in the background end when the manager stops.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -299,7 +304,8 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	mem.interval, mem.clamped = interval, eff.clamped
 	var results []podResult
 	if credErr == nil {
-		target := scrapeTarget{namespace: ts.Namespace, spec: &ts.Spec, timeout: eff.timeout, creds: creds}
+		target := scrapeTarget{toolSet: req.NamespacedName, namespace: ts.Namespace, spec: &ts.Spec,
+			timeout: eff.timeout, interval: interval, creds: creds}
 		last := mem.pods
 		// The scrapes run off this worker: a ToolSet whose Pods hang holds
 		// it for ScrapeWait at most, and the round enqueues it when it ends.
@@ -377,7 +383,18 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	recordTools(req.NamespacedName, ts.Status.Tools)
-	return ctrl.Result{RequeueAfter: requeue}, nil
+	return ctrl.Result{RequeueAfter: jitter(requeue)}, nil
+}
+
+// intervalJitter is the largest share of an interval by which a requeue
+// comes early.
+const intervalJitter = 0.1
+
+// jitter shortens d by up to a tenth, at random, so that ToolSets created
+// together do not scrape in lockstep for ever. It never lengthens d: a
+// change on a Pod is seen within one interval.
+func jitter(d time.Duration) time.Duration {
+	return d - time.Duration(rand.Float64()*intervalJitter*float64(d))
 }
 
 // publishedLister is a Publisher that can tell which tools of a ToolSet
@@ -425,6 +442,7 @@ func (r *ToolSetReconciler) withdraw(ctx context.Context, key types.NamespacedNa
 	delete(r.memory, key)
 	r.mu.Unlock()
 	r.runs.forget(key)
+	r.scraper.forget(key)
 	forgetTools(key)
 	ctrl.LoggerFrom(ctx).V(1).Info("Withdrew tools of deleted ToolSet")
 	return nil
@@ -486,22 +504,74 @@ func podReady(p *corev1.Pod) bool {
 	return false
 }
 
-// toolSetsForPod maps a Pod to the ToolSets of its namespace whose selector
-// matches it.
-func (r *ToolSetReconciler) toolSetsForPod(ctx context.Context, obj client.Object) []reconcile.Request {
-	var list v1alpha1.ToolSetList
-	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-		ctrl.LoggerFrom(ctx).Error(err, "Failed to list ToolSets for a Pod", "pod", client.ObjectKeyFromObject(obj))
+// podSelectorIndex indexes each ToolSet by the labels a Pod must carry to
+// match its selector (see selectorIndexValues), so that a Pod event looks at
+// the few ToolSets that could select it instead of copying every ToolSet of
+// its namespace.
+const podSelectorIndex = "toolplane.io/pod-selector"
+
+// anyPodLabel indexes a ToolSet whose selector names no label a Pod must
+// carry with a given value: every Pod of its namespace is a candidate.
+const anyPodLabel = "*"
+
+// selectorIndexValues returns the index values of a ToolSet: "key=value" for
+// the first of its matchLabels, else one for each value of its first In
+// expression, else anyPodLabel. Any Pod the selector matches carries a label
+// among them.
+func selectorIndexValues(obj client.Object) []string {
+	ts, ok := obj.(*v1alpha1.ToolSet)
+	if !ok {
 		return nil
 	}
-	var reqs []reconcile.Request
-	for i := range list.Items {
-		ts := &list.Items[i]
-		sel, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
-		if err != nil || !sel.Matches(labels.Set(obj.GetLabels())) {
-			continue
+	sel := ts.Spec.Selector
+	if len(sel.MatchLabels) > 0 {
+		k := slices.Min(slices.Collect(maps.Keys(sel.MatchLabels)))
+		return []string{k + "=" + sel.MatchLabels[k]}
+	}
+	for _, e := range sel.MatchExpressions {
+		if e.Operator == metav1.LabelSelectorOpIn && len(e.Values) > 0 {
+			values := make([]string, 0, len(e.Values))
+			for _, v := range e.Values {
+				values = append(values, e.Key+"="+v)
+			}
+			return values
 		}
-		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ts)})
+	}
+	return []string{anyPodLabel}
+}
+
+// toolSetsForPod maps a Pod to the ToolSets of its namespace whose selector
+// matches it. It reads the cache through podSelectorIndex without copying:
+// nothing here may change what it lists.
+func (r *ToolSetReconciler) toolSetsForPod(ctx context.Context, obj client.Object) []reconcile.Request {
+	podLabels := obj.GetLabels()
+	keys := make([]string, 0, len(podLabels)+1)
+	for k, v := range podLabels {
+		keys = append(keys, k+"="+v)
+	}
+	keys = append(keys, anyPodLabel)
+	seen := map[types.NamespacedName]bool{}
+	var reqs []reconcile.Request
+	for _, key := range keys {
+		var list v1alpha1.ToolSetList
+		if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+			client.MatchingFields{podSelectorIndex: key}, client.UnsafeDisableDeepCopy); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Failed to list ToolSets for a Pod", "pod", client.ObjectKeyFromObject(obj))
+			return nil
+		}
+		for i := range list.Items {
+			ts := &list.Items[i]
+			name := client.ObjectKeyFromObject(ts)
+			if seen[name] {
+				continue
+			}
+			seen[name] = true
+			sel, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
+			if err != nil || !sel.Matches(labels.Set(podLabels)) {
+				continue
+			}
+			reqs = append(reqs, reconcile.Request{NamespacedName: name})
+		}
 	}
 	return reqs
 }

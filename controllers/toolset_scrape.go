@@ -3,8 +3,10 @@ package controllers
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -122,6 +124,10 @@ func ParseDocument(body []byte) (*spec.Document, error) {
 // and within each namespace. A scrape takes its namespace's slot before a
 // manager-wide one, so that a namespace at its bound waits without holding
 // slots that other namespaces could use.
+//
+// Each ToolSet scrapes through a keep-alive client of its own (see
+// clientFor), as Prometheus keeps a connection per target: a steady round
+// costs one request per Pod, not a connection and a TLS handshake.
 type scraper struct {
 	sem      *semaphore.Weighted
 	maxBytes int64
@@ -129,6 +135,14 @@ type scraper struct {
 	perNamespace int64
 	mu           sync.Mutex
 	namespaces   map[string]*nsSlots
+	clients      map[types.NamespacedName]*pooledClient
+}
+
+// pooledClient is the keep-alive client of one ToolSet, and the settings it
+// was built from.
+type pooledClient struct {
+	settings string
+	client   *http.Client
 }
 
 // nsSlots are the scrape slots of one namespace, dropped when unused.
@@ -147,6 +161,7 @@ func newScraper(maxConcurrent int, maxBytes int64) *scraper {
 	return &scraper{
 		sem: semaphore.NewWeighted(int64(maxConcurrent)), maxBytes: maxBytes,
 		perNamespace: DefaultMaxConcurrentScrapesPerNamespace, namespaces: map[string]*nsSlots{},
+		clients: map[types.NamespacedName]*pooledClient{},
 	}
 }
 
@@ -186,10 +201,15 @@ func (s *scraper) acquire(ctx context.Context, ns string) (func(), error) {
 
 // scrapeTarget is what one round of scrapes of a ToolSet needs.
 type scrapeTarget struct {
+	// toolSet keys the ToolSet's keep-alive client.
+	toolSet   types.NamespacedName
 	namespace string
 	spec      *v1alpha1.ToolSetSpec
 	timeout   time.Duration
-	creds     *credentials
+	// interval is the ToolSet's effective interval: idle connections are
+	// kept across it.
+	interval time.Duration
+	creds    *credentials
 }
 
 // podResult is how one Pod's scrape went.
@@ -204,9 +224,7 @@ type podResult struct {
 // time and within the manager-wide bound. last holds each Pod's previous
 // document, by UID, for conditional GETs; it is only read.
 func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.Pod, last map[types.UID]podDoc) []podResult {
-	client := t.httpClient()
-	defer client.CloseIdleConnections()
-
+	client := s.clientFor(t)
 	results := make([]podResult, len(pods))
 	var g errgroup.Group
 	g.SetLimit(scrapesPerToolSet)
@@ -218,6 +236,36 @@ func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.
 	}
 	_ = g.Wait()
 	return results
+}
+
+// clientFor returns the ToolSet's keep-alive client, building it on first
+// use and again whenever what it is built from changes: the timeout, the
+// interval, or the TLS settings (server name, verification, CA bundle). The
+// client it replaces closes its idle connections; a connection made under
+// the old TLS settings is never used again.
+func (s *scraper) clientFor(t scrapeTarget) *http.Client {
+	settings := t.clientSettings()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pc := s.clients[t.toolSet]; pc != nil {
+		if pc.settings == settings {
+			return pc.client
+		}
+		pc.client.CloseIdleConnections()
+	}
+	c := t.httpClient()
+	s.clients[t.toolSet] = &pooledClient{settings: settings, client: c}
+	return c
+}
+
+// forget closes the idle connections of a ToolSet that is gone.
+func (s *scraper) forget(toolSet types.NamespacedName) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if pc := s.clients[toolSet]; pc != nil {
+		pc.client.CloseIdleConnections()
+		delete(s.clients, toolSet)
+	}
 }
 
 func (s *scraper) scrapePod(ctx context.Context, c *http.Client, t scrapeTarget, pod *corev1.Pod, prev podDoc) podResult {
@@ -356,16 +404,39 @@ func resolvePort(pod *corev1.Pod, port intstr.IntOrString) (int32, error) {
 	return 0, fmt.Errorf("pod %s declares no TCP container port named %q", pod.Name, port.StrVal)
 }
 
-// httpClient builds the client of one round of scrapes. It never goes
-// through a proxy (Pod IPs are reached directly), keeps no connection
-// between rounds, and refuses redirects to another host.
+// clientSettings identifies what httpClient builds a client from. It holds
+// no secret: the CA bundle enters as its digest, and the token is a header of
+// each request, not a setting of the client.
+func (t scrapeTarget) clientSettings() string {
+	tlsKey := ""
+	if t.creds != nil {
+		tlsKey = t.creds.tlsKey
+	}
+	return t.timeout.String() + ";" + t.interval.String() + ";" + tlsKey
+}
+
+// Connection bounds of a ToolSet's keep-alive client.
+const (
+	// maxIdlePerToolSet bounds the idle connections one ToolSet keeps: one
+	// per Pod, up to this many Pods.
+	maxIdlePerToolSet = 16
+	// minIdleConnTimeout is the shortest time an idle connection is kept.
+	minIdleConnTimeout = 30 * time.Second
+)
+
+// httpClient builds the keep-alive client of one ToolSet's scrapes. It never
+// goes through a proxy (Pod IPs are reached directly), keeps at most one
+// idle connection per Pod for two intervals, so that the next round reuses
+// it, and refuses redirects to another host.
 func (t scrapeTarget) httpClient() *http.Client {
 	tr := &http.Transport{
 		DialContext:            (&net.Dialer{Timeout: t.timeout}).DialContext,
 		TLSHandshakeTimeout:    t.timeout,
 		ResponseHeaderTimeout:  t.timeout,
 		MaxResponseHeaderBytes: 64 << 10,
-		DisableKeepAlives:      true,
+		MaxIdleConns:           maxIdlePerToolSet,
+		MaxIdleConnsPerHost:    1,
+		IdleConnTimeout:        max(2*t.interval, minIdleConnTimeout),
 		ForceAttemptHTTP2:      false,
 	}
 	if t.creds != nil {
@@ -390,6 +461,9 @@ func (t scrapeTarget) httpClient() *http.Client {
 type credentials struct {
 	token string
 	tls   *tls.Config
+	// tlsKey identifies the TLS settings, the CA bundle by its digest, so
+	// that a ToolSet's client is rebuilt when they change.
+	tlsKey string
 }
 
 // errInvalidCredentials marks a credential the user must fix: a missing
@@ -417,23 +491,27 @@ func loadCredentials(ctx context.Context, reader client.Reader, ts *v1alpha1.Too
 	}
 	if ts.Spec.Scheme == "https" {
 		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
+		key := sha256.New()
 		if t := ts.Spec.TLS; t != nil {
 			cfg.ServerName = t.ServerName
 			cfg.InsecureSkipVerify = t.InsecureSkipVerify //nolint:gosec // the user asked for it, for testing
+			fmt.Fprintf(key, "%q;%t;", t.ServerName, t.InsecureSkipVerify)
 			if ca := t.CA; ca != nil {
-				pool, err := loadCA(ctx, reader, ts.Namespace, ca)
+				pool, pem, err := loadCA(ctx, reader, ts.Namespace, ca)
 				if err != nil {
 					return nil, fmt.Errorf("reading spec.tls.ca: %w", err)
 				}
 				cfg.RootCAs = pool
+				key.Write(pem)
 			}
 		}
-		creds.tls = cfg
+		creds.tls, creds.tlsKey = cfg, "https:"+hex.EncodeToString(key.Sum(nil))
 	}
 	return creds, nil
 }
 
-func loadCA(ctx context.Context, reader client.Reader, ns string, ca *v1alpha1.CASource) (*x509.CertPool, error) {
+// loadCA returns the CA bundle as a pool, and as read.
+func loadCA(ctx context.Context, reader client.Reader, ns string, ca *v1alpha1.CASource) (*x509.CertPool, []byte, error) {
 	var (
 		raw []byte
 		err error
@@ -447,13 +525,13 @@ func loadCA(ctx context.Context, reader client.Reader, ns string, ca *v1alpha1.C
 		raw, err = readKey(ctx, reader, &corev1.ConfigMap{}, ns, ref)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(raw) {
-		return nil, fmt.Errorf("%w: key %q of %s holds no PEM certificate", errInvalidCredentials, ref.Key, ref.Name)
+		return nil, nil, fmt.Errorf("%w: key %q of %s holds no PEM certificate", errInvalidCredentials, ref.Key, ref.Name)
 	}
-	return pool, nil
+	return pool, raw, nil
 }
 
 // readKey reads one key of a Secret or ConfigMap. Its errors name the object

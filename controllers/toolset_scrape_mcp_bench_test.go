@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/toolkit"
@@ -51,13 +52,15 @@ func BenchmarkScrapeOnePod(b *testing.B) {
 
 	run := func(b *testing.B, protocol v1alpha1.Protocol, url string) {
 		tgt := scrapeTarget{
+			toolSet: types.NamespacedName{Namespace: "ns", Name: "bench"},
 			spec:    &v1alpha1.ToolSetSpec{Protocol: protocol, Scheme: "http", Limits: v1alpha1.Limits{MaxTools: 256}},
-			timeout: 10 * time.Second,
+			timeout: 10 * time.Second, interval: 30 * time.Second,
 		}
 		s := newScraper(1, 0)
+		// The ToolSet's keep-alive client, as every round uses it.
+		c := s.clientFor(tgt)
 		var prev *spec.Document
 		for b.Loop() {
-			c := tgt.httpClient()
 			var (
 				doc *spec.Document
 				err error

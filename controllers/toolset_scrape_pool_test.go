@@ -1,0 +1,268 @@
+package controllers
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// countingServers start n servers of body, one per Pod, and count the
+// connections clients open to them.
+func countingServers(t testing.TB, n int, tlsOn bool, body []byte) (srvs []*httptest.Server, conns *atomic.Int64) {
+	t.Helper()
+	conns = new(atomic.Int64)
+	for range n {
+		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			_, _ = w.Write(body)
+		}))
+		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+			if s == http.StateNew {
+				conns.Add(1)
+			}
+		}
+		if tlsOn {
+			srv.StartTLS()
+		} else {
+			srv.Start()
+		}
+		t.Cleanup(srv.Close)
+		srvs = append(srvs, srv)
+	}
+	return srvs, conns
+}
+
+// loopbackPods returns a Pod for each server, on loopback, with the
+// server's port as its container port named "http": each Pod is a host of
+// its own, as Pods are.
+func loopbackPods(t testing.TB, srvs ...*httptest.Server) []*corev1.Pod {
+	t.Helper()
+	var pods []*corev1.Pod
+	for i, srv := range srvs {
+		_, p, _ := net.SplitHostPort(srv.Listener.Addr().String())
+		port, _ := strconv.Atoi(p)
+		pods = append(pods, &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "p-" + strconv.Itoa(i), UID: types.UID("uid-" + strconv.Itoa(i))},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{
+				Name: "tools", Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: int32(port)}},
+			}}},
+			Status: corev1.PodStatus{PodIP: "127.0.0.1"},
+		})
+	}
+	return pods
+}
+
+func scrapeRound(t testing.TB, s *scraper, tgt scrapeTarget, pods []*corev1.Pod) {
+	t.Helper()
+	for _, res := range s.scrapeAll(context.Background(), tgt, pods, nil) {
+		if res.err != nil {
+			t.Fatalf("pod %s: %v", res.pod.Name, res.err)
+		}
+	}
+}
+
+// TestScrapesKeepTheirConnection scrapes one Pod round after round: every
+// round after the first reuses the connection of the one before, and a
+// ToolSet that goes closes it.
+func TestScrapesKeepTheirConnection(t *testing.T) {
+	srvs, conns := countingServers(t, 1, false, encodeDoc(t, tool("a")))
+	pods := loopbackPods(t, srvs...)
+	s := newScraper(4, 0)
+	tgt := scrapeTarget{
+		toolSet: types.NamespacedName{Namespace: "ns", Name: "ts"}, namespace: "ns",
+		spec:    &v1alpha1.ToolSetSpec{Port: intstr.FromString("http"), Path: spec.DefaultPath, Scheme: "http"},
+		timeout: 10 * time.Second, interval: 30 * time.Second,
+	}
+	for range 5 {
+		scrapeRound(t, s, tgt, pods)
+	}
+	if got := conns.Load(); got != 1 {
+		t.Errorf("5 rounds opened %d connections, want 1", got)
+	}
+
+	// Another ToolSet scraping the same Pod has a client of its own.
+	other := tgt
+	other.toolSet.Name = "other"
+	scrapeRound(t, s, other, pods)
+	if got := conns.Load(); got != 2 {
+		t.Errorf("a second ToolSet opened %d connections in all, want 2", got)
+	}
+
+	// A longer timeout builds a new client, whose first round connects anew.
+	tgt.timeout = 20 * time.Second
+	scrapeRound(t, s, tgt, pods)
+	scrapeRound(t, s, tgt, pods)
+	if got := conns.Load(); got != 3 {
+		t.Errorf("after the timeout changed: %d connections, want 3", got)
+	}
+
+	s.forget(tgt.toolSet)
+	s.forget(other.toolSet)
+	if len(s.clients) != 0 {
+		t.Errorf("%d clients kept after every ToolSet went", len(s.clients))
+	}
+}
+
+// TestScrapeClientIsRebuiltWhenTLSChanges keeps a ToolSet's TLS connection
+// while its TLS settings stay, and drops it when the CA bundle changes: a
+// connection verified under one bundle is never used under another.
+func TestScrapeClientIsRebuiltWhenTLSChanges(t *testing.T) {
+	srvs, conns := countingServers(t, 2, true, encodeDoc(t, tool("a")))
+	pods := loopbackPods(t, srvs...)
+	pool := x509.NewCertPool()
+	pool.AddCert(srvs[0].Certificate())
+	creds := func(bundle string) *credentials {
+		return &credentials{tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, tlsKey: "https:" + bundle}
+	}
+	s := newScraper(4, 0)
+	tgt := scrapeTarget{
+		toolSet: types.NamespacedName{Namespace: "ns", Name: "ts"}, namespace: "ns",
+		spec:    &v1alpha1.ToolSetSpec{Port: intstr.FromString("http"), Path: spec.DefaultPath, Scheme: "https"},
+		timeout: 10 * time.Second, interval: 30 * time.Second, creds: creds("one"),
+	}
+	scrapeRound(t, s, tgt, pods)
+	first := s.clientFor(tgt)
+	scrapeRound(t, s, tgt, pods)
+	if got := conns.Load(); got != 2 {
+		t.Errorf("2 rounds of 2 Pods opened %d connections, want 2", got)
+	}
+
+	// Settings are read anew each round: equal ones keep the client.
+	tgt.creds = creds("one")
+	if s.clientFor(tgt) != first {
+		t.Error("equal TLS settings built a new client")
+	}
+	tgt.creds = creds("two")
+	if s.clientFor(tgt) == first {
+		t.Fatal("a new CA bundle kept the client")
+	}
+	scrapeRound(t, s, tgt, pods)
+	if got := conns.Load(); got != 4 {
+		t.Errorf("after the CA bundle changed: %d connections, want 4", got)
+	}
+}
+
+// TestLoadCredentialsKeysTLSSettings derives the client's TLS key from what
+// it is built from, and from no secret.
+func TestLoadCredentialsKeysTLSSettings(t *testing.T) {
+	ts := &v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{Scheme: "https", TLS: &v1alpha1.TLSConfig{ServerName: "a.example"}}}
+	a, err := loadCredentials(context.Background(), nil, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts.Spec.TLS.ServerName = "b.example"
+	b, err := loadCredentials(context.Background(), nil, ts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.tlsKey == "" || a.tlsKey == b.tlsKey {
+		t.Errorf("TLS keys %q and %q: want distinct and set", a.tlsKey, b.tlsKey)
+	}
+	plain, err := loadCredentials(context.Background(), nil, &v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{Scheme: "http"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if plain.tlsKey != "" {
+		t.Errorf("plain http has TLS key %q", plain.tlsKey)
+	}
+}
+
+func TestSelectorIndexValues(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		sel  metav1.LabelSelector
+		want []string
+	}{
+		{"the first matchLabel", metav1.LabelSelector{MatchLabels: map[string]string{"b": "2", "a": "1"}}, []string{"a=1"}},
+		{"each value of an In expression", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "tier", Operator: metav1.LabelSelectorOpExists},
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"x", "y"}},
+		}}, []string{"app=x", "app=y"}},
+		{"any Pod otherwise", metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"x"}},
+		}}, []string{anyPodLabel}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := selectorIndexValues(&v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{Selector: tc.sel}})
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkScrapeRound measures one steady round of a ToolSet of 4 Pods, each
+// answering its conditional GET with 304: what every ToolSet costs the
+// manager every interval.
+//
+//	go test ./controllers -run '^$' -bench BenchmarkScrapeRound -benchmem -count 6
+func BenchmarkScrapeRound(b *testing.B) {
+	body := encodeDoc(b, tool("a"), tool("b"))
+	prev, err := ParseDocument(body)
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, scheme := range []string{"http", "https"} {
+		b.Run(scheme, func(b *testing.B) {
+			var srvs []*httptest.Server
+			var creds *credentials
+			pool := x509.NewCertPool()
+			for range 4 {
+				srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.Header.Get("If-None-Match") == spec.ETag(prev.Revision) {
+						w.WriteHeader(http.StatusNotModified)
+						return
+					}
+					_, _ = w.Write(body)
+				}))
+				if scheme == "https" {
+					srv.StartTLS()
+					pool.AddCert(srv.Certificate())
+					creds = &credentials{tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, tlsKey: "https:bench"}
+				} else {
+					srv.Start()
+				}
+				defer srv.Close()
+				srvs = append(srvs, srv)
+			}
+			pods := loopbackPods(b, srvs...)
+			last := map[types.UID]podDoc{}
+			for i, p := range pods {
+				last[p.UID] = podDoc{url: scheme + "://" + srvs[i].Listener.Addr().String() + spec.DefaultPath, doc: prev}
+			}
+			s := newScraper(32, 0)
+			tgt := scrapeTarget{
+				toolSet: types.NamespacedName{Namespace: "ns", Name: "ts"}, namespace: "ns",
+				spec:    &v1alpha1.ToolSetSpec{Port: intstr.FromString("http"), Path: spec.DefaultPath, Scheme: scheme},
+				timeout: 10 * time.Second, interval: 30 * time.Second, creds: creds,
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				for _, res := range s.scrapeAll(context.Background(), tgt, pods, last) {
+					if res.err != nil || res.doc != prev {
+						b.Fatalf("pod %s: %v", res.pod.Name, res.err)
+					}
+				}
+			}
+		})
+	}
+}
