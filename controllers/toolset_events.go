@@ -13,7 +13,7 @@ import (
 
 // emitTransitions emits one event per transition between two statuses that
 // were both written, so that a restart or a repeated reconcile never repeats
-// an event.
+// an event. A ToolSet's first publish emits none: its status says it.
 func (r *ToolSetReconciler) emitTransitions(before, after *v1alpha1.ToolSet) {
 	emit := func(typ, reason, action, note string) {
 		r.Recorder.Eventf(after, nil, typ, reason, action, "%s", truncate(note, 1024))
@@ -45,8 +45,11 @@ func (r *ToolSetReconciler) emitTransitions(before, after *v1alpha1.ToolSet) {
 		emit(corev1.EventTypeWarning, eventToolsDropped, "Publish", aStale.Message)
 	}
 
+	// The first status a ToolSet gets says what it published; an event would
+	// repeat it at the cost of a second API write for every new ToolSet.
+	// Later changes are announced.
 	bTools, aTools := inTable(before), inTable(after)
-	if before.Status.Revision != after.Status.Revision || !slices.Equal(bTools, aTools) {
+	if bReady.Type != "" && (before.Status.Revision != after.Status.Revision || !slices.Equal(bTools, aTools)) {
 		emit(corev1.EventTypeNormal, eventToolsChanged, "Publish",
 			fmt.Sprintf("%s in the tool table, revision %q", plural(len(aTools), "tool"), after.Status.Revision))
 	}

@@ -1,0 +1,104 @@
+package controllers
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+)
+
+// statusWrites counts the status writes the manager logged for a ToolSet:
+// patchStatus logs one line for each write that succeeded.
+func statusWrites(ts *v1alpha1.ToolSet) int {
+	n := 0
+	for _, line := range strings.Split(managerLog.String(), "\n") {
+		if strings.Contains(line, "Updated status") && strings.Contains(line, `"namespace": "`+ts.Namespace+`"`) &&
+			strings.Contains(line, `"name": "`+ts.Name+`"`) {
+			n++
+		}
+	}
+	return n
+}
+
+var _ = Describe("The ToolSet reconciler's API writes", func() {
+	var ns string
+	BeforeEach(func(ctx context.Context) { ns = newNamespace(ctx) })
+
+	It("publishes a new ToolSet with one status write and no event, and announces a later change once", func(ctx context.Context) {
+		// Until the manager knows the policies, new names are Pending, and
+		// a ToolSet's first status says so: wait, as a running manager has.
+		Eventually(func() bool {
+			publisher.mu.Lock()
+			defer publisher.mu.Unlock()
+			return publisher.policiesSet && !publisher.restoring
+		}).Should(BeTrue())
+		w := newWorkload(tool("once_a"))
+		createReadyPod(ctx, ns, "once-0", map[string]string{"app": "once"}, w.port())
+		ts := toolSet(ns, "once")
+		createToolSet(ctx, ts)
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(1))
+		}).Should(Succeed())
+		eventuallyInTable(ctx, ts, HaveLen(1))
+		// Rounds go on after the publish, and the table's write comes back
+		// to the ToolSet as a Changed event: none of it writes again.
+		hits := w.hits.Load()
+		Eventually(w.hits.Load).Should(BeNumerically(">=", hits+1))
+		Expect(statusWrites(ts)).To(Equal(1), "the first publish costs one status write")
+
+		w.setTools(tool("once_a"), tool("once_b"))
+		Eventually(func(g Gomega) {
+			g.Expect(eventReasons(ctx, g, ts)).To(ContainElement(eventToolsChanged))
+		}).Should(Succeed())
+		hits = w.hits.Load()
+		Eventually(w.hits.Load).Should(BeNumerically(">=", hits+2))
+		// Events are recorded in order: had the first publish emitted one,
+		// it would be listed by now, before the change's.
+		Expect(eventReasons(ctx, Default, ts)).To(Equal([]string{eventToolsChanged}), "one event, for the change")
+		for _, e := range eventsFor(ctx, Default, ts) {
+			Expect(e.Series).To(BeNil(), "the change was announced once, not repeated as a series")
+		}
+		Expect(statusWrites(ts)).To(Equal(2), "the change costs one status write")
+	})
+
+	It("finds the ToolSets of a new Pod through any selector", func(ctx context.Context) {
+		byValues := toolSet(ns, "values")
+		byValues.Spec.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"values-a", "values-b"}},
+		}}
+		byExpression := toolSet(ns, "expression")
+		byExpression.Spec.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+			{Key: "tier", Operator: metav1.LabelSelectorOpExists},
+			{Key: "tier", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"cache"}},
+		}}
+		byLabels := toolSet(ns, "labels")
+		byLabels.Spec.Selector = metav1.LabelSelector{MatchLabels: map[string]string{"app": "labels", "team": "a"}}
+		for _, ts := range []*v1alpha1.ToolSet{byValues, byExpression, byLabels} {
+			// Long enough that only a Pod's event, not the interval, can
+			// bring the ToolSet back within the test's timeout.
+			ts.Spec.Interval = &metav1.Duration{Duration: 10 * time.Minute}
+			createToolSet(ctx, ts)
+			Eventually(func(g Gomega) {
+				g.Expect(readyCondition(getToolSet(ctx, g, ts)).Reason).To(Equal(v1alpha1.ReasonNoPods))
+			}).Should(Succeed())
+		}
+		createReadyPod(ctx, ns, "values-0", map[string]string{"app": "values-b"}, newWorkload(tool("index_values")).port())
+		createReadyPod(ctx, ns, "expression-0", map[string]string{"app": "other", "tier": "db"}, newWorkload(tool("index_expression")).port())
+		createReadyPod(ctx, ns, "labels-0", map[string]string{"app": "labels", "team": "a"}, newWorkload(tool("index_labels")).port())
+		createReadyPod(ctx, ns, "cache-0", map[string]string{"app": "values-c", "tier": "cache", "team": "a"}, newWorkload(tool("index_never")).port())
+		for ts, want := range map[*v1alpha1.ToolSet]string{byValues: "index_values", byExpression: "index_expression", byLabels: "index_labels"} {
+			Eventually(func(g Gomega) {
+				got := getToolSet(ctx, g, ts)
+				g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
+				g.Expect(got.Status.Tools).To(ConsistOf(toolNamed(want, v1alpha1.ToolPublished)))
+			}).WithTimeout(time.Minute).Should(Succeed())
+		}
+	})
+})
