@@ -5,13 +5,17 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // ConfigMap keys of the tool table. A table is published in one of two
@@ -20,10 +24,25 @@ import (
 //   - Plain: the table's JSON, under [TableKey] in ConfigMap <name>. Used
 //     whenever it fits in [MaxTablePartBytes].
 //   - Indexed: ConfigMap <name> holds the [TableIndex] under [TableIndexKey]
-//     and the first chunk of the gzipped JSON. Further chunks, if any, live in
-//     ConfigMaps <name>-1, <name>-2, …, chunk i in <name>-i. Every chunk's
-//     key is named by its digest, [TableChunkKey], so a chunk once written
-//     never changes.
+//     and chunk 0 of the gzipped JSON. Further chunks, if any, live in
+//     ConfigMaps <name>-1, <name>-2, …, one chunk of the index in each; the
+//     index names the ConfigMap of every chunk. Every chunk's key is named by
+//     its digest, [TableChunkKey], so a chunk once written never changes.
+//
+// The chunks of the indexed form concatenate to one gzip stream of the
+// table's JSON, which is all a reader relies on. The writer lays it out so
+// that a change to one tool rewrites one chunk: the JSON is cut into
+// segments at tool boundaries, chosen by the tools' names (a cut follows a
+// tool whose name hashes low, once a segment holds 512 KiB; about 730 KiB
+// on average, at most 1 MiB), and each chunk is one gzip member of one
+// segment (RFC 1952: members concatenate to one stream). Chunk 0 holds the
+// head, with the revision, alone, unless the whole table fits next to the
+// index: then chunk 0 is every member, in one ConfigMap. A segment whose
+// member passes a chunk's 188 KiB is cut again at a tool, or within a tool
+// that alone passes it. A new chunk goes where a chunk the index no longer
+// names was, so a change to one tool writes the index and one part
+// ConfigMap (two, rarely, when the cut after it moves); see
+// [TableEncoder.Encode]. Part ConfigMaps may thus be numbered with holes.
 //
 // Every key is distinct across all the ConfigMaps of a table, so an agent can
 // mount them all into one directory with a projected volume; the parts that a
@@ -38,14 +57,16 @@ import (
 //	    - configMap: {name: toolplane-tools-2, optional: true}
 //	    - configMap: {name: toolplane-tools-3, optional: true}
 //
-// The first ConfigMap holds up to 360 KiB of gzipped JSON, about 2.3 MiB of
-// table; each further listed part adds 188 KiB, about 1.2 MiB of table
-// (10,000 tools with realistic schemas, 24 MB of JSON, take 19 ConfigMaps;
-// before chunks were content-addressed they took 10). List more parts
-// than the table needs today: a part the index names but the volume lacks is
-// reported as [ErrTablePartMissing], naming the ConfigMap to add. Mount the
-// volume as a directory, never with subPath: kubelet does not update subPath
-// mounts. [DecodeTable] reads the files of that directory.
+// The first ConfigMap alone holds up to 360 KiB of gzipped JSON, about
+// 2.3 MiB of table; a larger table takes one further part per segment,
+// each about 730 KiB of table (10,000 tools with realistic schemas, 24 MB
+// of JSON, take 34 ConfigMaps; 32 MiB of them take 46 of the 64 an index may
+// name). List more parts than the table needs today, and as many as it ever
+// needed: a chunk stays in its ConfigMap while the table shrinks. A part
+// the index names but the volume lacks is reported as
+// [ErrTablePartMissing], naming the ConfigMap to add. Mount the volume as a
+// directory, never with subPath: kubelet does not update subPath mounts.
+// [DecodeTable] reads the files of that directory.
 //
 // Writes are atomic for readers. A publisher adds the chunks of a new
 // revision next to those of the current one (a part ConfigMap has room for
@@ -63,7 +84,9 @@ import (
 //
 // Tables written before chunks were content-addressed keyed chunk i as
 // [TablePartKey](i), with the revision next to it under
-// [TablePartRevisionKey](i); DecodeTable still reads them.
+// [TablePartRevisionKey](i); DecodeTable still reads them. Tables written
+// before segments cut the gzip stream at fixed offsets instead, chunk i in
+// <name>-i; the format is the same and readers need no change.
 const (
 	// TableKey holds the whole table in the plain form.
 	TableKey = "tools.json"
@@ -189,73 +212,126 @@ func (p TablePart) StoredSize() int {
 	return n
 }
 
-// EncodeTable returns the ConfigMap payloads of t, published under baseName.
-// The first part is the ConfigMap baseName itself; the others, if any, are
-// baseName-1, baseName-2, … in order. Each further part holds one chunk
-// under its [TableChunkKey]: a publisher adds it to what the ConfigMap holds
-// (see [TableKey] for the order of writes); the first part replaces the
-// ConfigMap baseName whole.
-//
-// t's tools are sorted by name (on a copy) and its SchemaVersion and Revision
-// are set from them, so identical tools always give byte-identical parts.
-// A table whose JSON fits in [MaxTablePartBytes] is published plain, under
-// [TableKey]; a larger one is gzipped and, if need be, split into chunks.
-// It fails with [ErrDuplicateTool] if two tools share a name and with
-// [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts].
+// EncodeTable returns the ConfigMap payloads of t, published under baseName,
+// as a first publisher lays them out: [EncodeTableAfter] with no previous
+// index. The first part is the ConfigMap baseName itself; the others, if
+// any, are baseName-1, baseName-2, … in order.
 func EncodeTable(t *Table, baseName string) ([]TablePart, error) {
-	return encodeTable(t, baseName, tableLimits{plain: MaxTablePartBytes, first: tableFirstChunkBytes, chunk: tableChunkBytes})
+	return new(TableEncoder).Encode(t, baseName, nil)
 }
 
-// tableLimits lets tests exercise the split form with small tables.
-type tableLimits struct{ plain, first, chunk int }
+// EncodeTableAfter returns the ConfigMap payloads of t, published under
+// baseName, placing its chunks where prev, the index stored now (nil if
+// none, or if the table is stored plain), keeps them: see
+// [TableEncoder.Encode].
+func EncodeTableAfter(t *Table, baseName string, prev *TableIndex) ([]TablePart, error) {
+	return new(TableEncoder).Encode(t, baseName, prev)
+}
 
-func encodeTable(t *Table, baseName string, lim tableLimits) ([]TablePart, error) {
+// TableEncoder encodes successive revisions of a table. It remembers the
+// compressed segments of its last encoding, so that the next one gzips only
+// the segments that changed. The zero value is ready to use, and it is safe
+// for concurrent use.
+type TableEncoder struct {
+	mu sync.Mutex
+	// lim is the zero value for the production limits; tests set smaller
+	// ones.
+	lim tableLimits
+	// members maps the SHA-256 of a segment's JSON to its gzip member, for
+	// the segments of the last encoding.
+	members map[[sha256.Size]byte][]byte
+}
+
+// Encode returns the ConfigMap payloads of t, published under baseName.
+// The first part is the ConfigMap baseName itself and replaces it whole;
+// every further part holds one chunk under its [TableChunkKey], which a
+// publisher adds to what that ConfigMap holds (see [TableKey] for the order
+// of writes).
+//
+// t's tools are sorted by name (on a copy) and its SchemaVersion and Revision
+// are set from them, so identical tools and an identical prev always give
+// byte-identical parts. A table whose JSON fits in [MaxTablePartBytes] is
+// published plain, under [TableKey]; a larger one is gzipped in segments
+// (see [TableKey]), in one chunk if they fit next to the index, else in one
+// chunk per segment.
+//
+// prev is the index stored now, or nil. A chunk that prev already names
+// stays in its ConfigMap; a new chunk goes into a ConfigMap whose chunk the
+// new index no longer names, else into the lowest-numbered part ConfigMap
+// that holds no chunk of the new index. So a change that replaces one
+// segment writes one part ConfigMap, which holds the old chunk and the new
+// one until the old one's grace has passed. Encode only reads prev.
+//
+// It fails with [ErrDuplicateTool] if two tools share a name and with
+// [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts].
+func (e *TableEncoder) Encode(t *Table, baseName string, prev *TableIndex) ([]TablePart, error) {
 	if baseName == "" {
 		return nil, fmt.Errorf("%w: empty ConfigMap name", ErrTableMalformed)
 	}
-	raw, revision, err := marshalTable(t)
+	lim := e.lim
+	if lim == (tableLimits{}) {
+		lim = defaultTableLimits
+	}
+	j, err := marshalTableJSON(t)
 	if err != nil {
 		return nil, err
 	}
-	if len(TableKey)+len(raw) <= lim.plain {
-		return []TablePart{{Name: baseName, Data: map[string]string{TableKey: string(raw)}}}, nil
+	if len(TableKey)+j.size <= lim.plain {
+		return []TablePart{{Name: baseName, Data: map[string]string{TableKey: string(j.bytes())}}}, nil
 	}
 
-	var zbuf bytes.Buffer
-	// gzip's header is fixed (no name, no time), so equal input gives equal
-	// bytes within one Go release; readers rely on digests, not on this.
-	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.DefaultCompression)
-	if _, err := zw.Write(raw); err != nil {
-		return nil, fmt.Errorf("compressing tool table: %w", err)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ends := j.segments(lim)
+	if len(ends) >= MaxTableParts {
+		return nil, fmt.Errorf("%w: %d segments of JSON, at most %d", ErrTableTooLarge, len(ends), MaxTableParts-1)
 	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("compressing tool table: %w", err)
+	seg := segmenter{j: j, lim: lim, cache: e.members, used: map[[sha256.Size]byte][]byte{}}
+	head, err := seg.member(j.head)
+	if err != nil {
+		return nil, err
 	}
-	z := zbuf.Bytes()
-	n := 1
-	if len(z) > lim.first {
-		n += (len(z) - lim.first + lim.chunk - 1) / lim.chunk
-	}
-	if n > MaxTableParts {
-		return nil, fmt.Errorf("%w: %d parts of gzipped JSON, at most %d", ErrTableTooLarge, n, MaxTableParts)
-	}
-
-	idx := TableIndex{SchemaVersion: SchemaVersion, Revision: revision, Encoding: TableEncodingGzip, Size: int64(len(raw))}
-	parts := make([]TablePart, n)
-	for i := range n {
-		from, to := 0, min(lim.first, len(z))
-		if i > 0 {
-			from = lim.first + (i-1)*lim.chunk
-			to = min(from+lim.chunk, len(z))
+	chunks := [][]byte{head}
+	total := len(head)
+	from := 0
+	for _, to := range ends {
+		if err := seg.pack(from, to, &chunks); err != nil {
+			return nil, err
 		}
-		chunk := z[from:to]
-		sum := sha256.Sum256(chunk)
-		digest := hex.EncodeToString(sum[:])
-		key := TableChunkKey(digest)
-		idx.Parts = append(idx.Parts, TableIndexPart{
-			ConfigMap: TablePartName(baseName, i), Key: key, Size: len(chunk), SHA256: digest,
-		})
-		parts[i] = TablePart{Name: TablePartName(baseName, i), BinaryData: map[string][]byte{key: chunk}}
+		from = to
+	}
+	e.members = seg.used
+	for _, c := range chunks[1:] {
+		total += len(c)
+	}
+	if total <= lim.first {
+		// The members concatenate to one gzip stream: one chunk, next to
+		// the index.
+		chunks = [][]byte{bytes.Join(chunks, nil)}
+	}
+
+	idx := TableIndex{SchemaVersion: SchemaVersion, Revision: j.revision, Encoding: TableEncodingGzip, Size: int64(j.size)}
+	digests := make([]string, len(chunks))
+	for i, c := range chunks {
+		sum := sha256.Sum256(c)
+		digests[i] = hex.EncodeToString(sum[:])
+	}
+	names := placeChunks(baseName, digests, prev)
+	parts := []TablePart{{Name: baseName}}
+	at := map[string]int{baseName: 0} // ConfigMap name → index in parts
+	for i, c := range chunks {
+		key := TableChunkKey(digests[i])
+		idx.Parts = append(idx.Parts, TableIndexPart{ConfigMap: names[i], Key: key, Size: len(c), SHA256: digests[i]})
+		k, ok := at[names[i]]
+		if !ok {
+			k = len(parts)
+			at[names[i]] = k
+			parts = append(parts, TablePart{Name: names[i]})
+		}
+		if parts[k].BinaryData == nil {
+			parts[k].BinaryData = map[string][]byte{}
+		}
+		parts[k].BinaryData[key] = c
 	}
 	ib, err := json.Marshal(idx)
 	if err != nil {
@@ -277,43 +353,345 @@ func encodeTable(t *Table, baseName string, lim tableLimits) ([]TablePart, error
 	return parts, nil
 }
 
-// marshalTable returns the canonical JSON of t and its revision. The tools
-// are encoded once: their bytes both give the revision and go into the table.
-func marshalTable(t *Table) ([]byte, string, error) {
+// placeChunks returns the ConfigMap of each chunk: chunk 0 in baseName, the
+// others where prev keeps them, in ConfigMaps prev's index no longer needs,
+// or in the lowest-numbered free part ConfigMaps (see
+// [TableEncoder.Encode]).
+func placeChunks(baseName string, digests []string, prev *TableIndex) []string {
+	names := make([]string, len(digests))
+	names[0] = baseName
+	if len(digests) == 1 {
+		return names
+	}
+	// Where prev keeps each content-addressed chunk, and the part
+	// ConfigMaps it uses, in order.
+	kept := map[string]string{}
+	var prevCMs []string
+	if prev != nil {
+		seen := map[string]bool{}
+		for _, p := range prev.Parts {
+			if p.ConfigMap == baseName || !isPartName(baseName, p.ConfigMap) {
+				continue
+			}
+			if !seen[p.ConfigMap] {
+				seen[p.ConfigMap] = true
+				prevCMs = append(prevCMs, p.ConfigMap)
+			}
+			if p.Key == TableChunkKey(p.SHA256) {
+				if _, ok := kept[p.SHA256]; !ok {
+					kept[p.SHA256] = p.ConfigMap
+				}
+			}
+		}
+	}
+	taken := map[string]bool{baseName: true}
+	placed := map[string]string{} // digest → ConfigMap, in this index
+	for i := 1; i < len(digests); i++ {
+		if cm, ok := kept[digests[i]]; ok {
+			names[i] = cm
+			taken[cm] = true
+			placed[digests[i]] = cm
+		}
+	}
+	freed := slices.DeleteFunc(prevCMs, func(cm string) bool { return taken[cm] })
+	next := 1
+	for i := 1; i < len(digests); i++ {
+		if names[i] != "" {
+			continue
+		}
+		if cm, ok := placed[digests[i]]; ok {
+			// The same chunk twice: one key, in one ConfigMap.
+			names[i] = cm
+			continue
+		}
+		var cm string
+		if len(freed) > 0 {
+			cm, freed = freed[0], freed[1:]
+		} else {
+			for taken[TablePartName(baseName, next)] {
+				next++
+			}
+			cm = TablePartName(baseName, next)
+		}
+		names[i] = cm
+		taken[cm] = true
+		placed[digests[i]] = cm
+	}
+	return names
+}
+
+// isPartName reports whether name is TablePartName(baseName, i) for some
+// i ≥ 1.
+func isPartName(baseName, name string) bool {
+	suffix, ok := strings.CutPrefix(name, baseName+"-")
+	if !ok {
+		return false
+	}
+	i, err := strconv.Atoi(suffix)
+	return err == nil && i >= 1 && strconv.Itoa(i) == suffix
+}
+
+// tableLimits are the sizes the encoding works with; tests use smaller ones
+// to reach the split form with small tables.
+type tableLimits struct {
+	// plain bounds the plain form; first the chunk next to the index when
+	// the table fits in one chunk; chunk every further chunk.
+	plain, first, chunk int
+	// segMin, segSpread and segMax shape the segments of JSON that the
+	// chunks compress (see [tableJSON.segments]).
+	segMin, segSpread, segMax int
+}
+
+var defaultTableLimits = tableLimits{
+	plain: MaxTablePartBytes, first: tableFirstChunkBytes, chunk: tableChunkBytes,
+	segMin: tableSegmentMin, segSpread: tableSegmentSpread, segMax: tableSegmentMax,
+}
+
+// Segments of the indexed form: raw JSON sizes. A realistic table gzips
+// about 6.5:1, so a segment of tableSegmentMax gzips to about 160 KiB,
+// within tableChunkBytes; a segment averages about 730 KiB, so a table of
+// MaxTableBytes/2 takes about 45 chunks of MaxTableParts.
+const (
+	tableSegmentMin    = 512 << 10
+	tableSegmentSpread = 256 << 10
+	tableSegmentMax    = 1 << 20
+)
+
+// tableJSON is the canonical JSON of a table, in pieces: head, then the
+// tools separated by commas, then tableTail.
+type tableJSON struct {
+	// head is `{"schemaVersion":…,"revision":…,"tools":[`.
+	head     []byte
+	tools    [][]byte
+	names    []string
+	revision string
+	// size is the length of the whole JSON.
+	size int
+}
+
+const tableTail = "]}"
+
+// marshalTableJSON returns the canonical JSON of t: the bytes json.Marshal
+// gives for the Table with its tools sorted and its revision set. Each tool
+// is encoded once: its bytes both give the revision and go into the table.
+func marshalTableJSON(t *Table) (*tableJSON, error) {
 	var tools []TableTool
 	if t != nil {
 		tools = append(tools, t.Tools...)
 	}
 	SortTableTools(tools)
-	for i := 1; i < len(tools); i++ {
-		if tools[i].Name == tools[i-1].Name {
-			return nil, "", fmt.Errorf("%w: %q", ErrDuplicateTool, tools[i].Name)
+	j := &tableJSON{tools: make([][]byte, len(tools)), names: make([]string, len(tools))}
+	// The revision hashes the JSON of the tools array, "[" + tools joined
+	// by "," + "]": the bytes json.Marshal gives for the slice.
+	h := sha256.New()
+	h.Write([]byte{'['})
+	n := 0
+	for i := range tools {
+		if i > 0 && tools[i].Name == tools[i-1].Name {
+			return nil, fmt.Errorf("%w: %q", ErrDuplicateTool, tools[i].Name)
 		}
+		b, err := json.Marshal(&tools[i])
+		if err != nil {
+			return nil, fmt.Errorf("encoding tool table: %w", err)
+		}
+		if i > 0 {
+			h.Write([]byte{','})
+			n++
+		}
+		h.Write(b)
+		n += len(b)
+		if n > MaxTableBytes {
+			return nil, fmt.Errorf("%w: more than %d bytes of JSON", ErrTableTooLarge, MaxTableBytes)
+		}
+		j.tools[i], j.names[i] = b, tools[i].Name
 	}
-	if tools == nil {
-		tools = []TableTool{}
-	}
-	tb, err := json.Marshal(tools)
-	if err != nil {
-		return nil, "", fmt.Errorf("encoding tool table: %w", err)
-	}
-	sum := sha256.Sum256(tb)
-	revision := "sha256:" + hex.EncodeToString(sum[:])
+	h.Write([]byte{']'})
+	j.revision = "sha256:" + hex.EncodeToString(h.Sum(nil))
 	head, _ := json.Marshal(struct {
 		SchemaVersion string `json:"schemaVersion"`
 		Revision      string `json:"revision"`
-	}{SchemaVersion, revision})
-	// Splice the tools into the head object: the same bytes json.Marshal
-	// gives for the whole Table, without encoding the tools twice.
-	raw := make([]byte, 0, len(head)+len(`,"tools":`)+len(tb))
-	raw = append(raw, head[:len(head)-1]...)
-	raw = append(raw, `,"tools":`...)
-	raw = append(raw, tb...)
-	raw = append(raw, '}')
-	if len(raw) > MaxTableBytes {
-		return nil, "", fmt.Errorf("%w: %d bytes of JSON, at most %d", ErrTableTooLarge, len(raw), MaxTableBytes)
+	}{SchemaVersion, j.revision})
+	j.head = append(head[:len(head)-1], `,"tools":[`...)
+	j.size = len(j.head) + n + len(tableTail)
+	if j.size > MaxTableBytes {
+		return nil, fmt.Errorf("%w: %d bytes of JSON, at most %d", ErrTableTooLarge, j.size, MaxTableBytes)
 	}
-	return raw, revision, nil
+	return j, nil
+}
+
+// bytes returns the whole JSON.
+func (j *tableJSON) bytes() []byte {
+	raw := make([]byte, 0, j.size)
+	raw = append(raw, j.head...)
+	raw = append(raw, j.segment(0, len(j.tools))...)
+	return raw
+}
+
+// segment returns the JSON of tools [from, to): with the comma before it
+// unless it is the first, and with tableTail if it is the last.
+func (j *tableJSON) segment(from, to int) []byte {
+	n := 0
+	for _, b := range j.tools[from:to] {
+		n += len(b) + 1
+	}
+	out := make([]byte, 0, n+len(tableTail))
+	for i := from; i < to; i++ {
+		if i > 0 {
+			out = append(out, ',')
+		}
+		out = append(out, j.tools[i]...)
+	}
+	if to == len(j.tools) {
+		out = append(out, tableTail...)
+	}
+	return out
+}
+
+// segments cuts the tools into segments by their names, so that a change to
+// one tool changes its segment alone, and returns the end (exclusive) of
+// each. A segment ends after the first tool, once it holds lim.segMin bytes,
+// whose name hashes below a threshold in proportion to its size (so
+// lim.segSpread bytes pass on average before one does), or before the tool
+// that would take it past lim.segMax. A cut depends on the tools since the
+// last cut alone, so segments after a changed one come out as they were
+// once a cut falls on a tool where it fell before: almost always the next.
+func (j *tableJSON) segments(lim tableLimits) []int {
+	var ends []int
+	acc := 0
+	per := math.MaxUint64 / uint64(max(lim.segSpread, 1))
+	for i, b := range j.tools {
+		s := len(b) + 1
+		if acc > 0 && acc+s > lim.segMax {
+			ends = append(ends, i)
+			acc = 0
+		}
+		acc += s
+		if acc >= lim.segMin && (s >= lim.segSpread || nameHash(j.names[i]) < uint64(s)*per) {
+			ends = append(ends, i+1)
+			acc = 0
+		}
+	}
+	if len(ends) == 0 || ends[len(ends)-1] != len(j.tools) {
+		ends = append(ends, len(j.tools))
+	}
+	return ends
+}
+
+// nameHash is the first 8 bytes of a tool name's SHA-256.
+func nameHash(name string) uint64 {
+	sum := sha256.Sum256([]byte(name))
+	return binary.BigEndian.Uint64(sum[:8])
+}
+
+// segmenter compresses segments into chunks of at most lim.chunk bytes.
+type segmenter struct {
+	j     *tableJSON
+	lim   tableLimits
+	cache map[[sha256.Size]byte][]byte
+	used  map[[sha256.Size]byte][]byte
+}
+
+// pack appends the chunks of tools [from, to) to chunks: one gzip member of
+// their segment, or, if it passes lim.chunk, the chunks of two halves cut at
+// the tool of lowest name hash in its middle half, so that the cut, too,
+// stays where it is when another tool changes. A single tool too large for a
+// chunk is cut in bytes.
+func (s *segmenter) pack(from, to int, chunks *[][]byte) error {
+	raw := s.j.segment(from, to)
+	z, err := s.member(raw)
+	if err != nil {
+		return err
+	}
+	if len(z) <= s.lim.chunk {
+		return s.add(chunks, z)
+	}
+	if to-from == 1 {
+		return s.packBytes(raw, chunks)
+	}
+	cut := s.cut(from, to)
+	if err := s.pack(from, cut, chunks); err != nil {
+		return err
+	}
+	return s.pack(cut, to, chunks)
+}
+
+// cut returns where to split tools [from, to), to-from ≥ 2: after the tool of
+// lowest name hash among those that end within the middle half of the
+// segment's bytes, or in the middle if none does.
+func (s *segmenter) cut(from, to int) int {
+	total := 0
+	for _, b := range s.j.tools[from:to] {
+		total += len(b) + 1
+	}
+	best, bestHash := -1, uint64(math.MaxUint64)
+	acc := 0
+	for i := from; i < to-1; i++ {
+		acc += len(s.j.tools[i]) + 1
+		if acc < total/4 || acc > total-total/4 {
+			continue
+		}
+		if h := nameHash(s.j.names[i]); best < 0 || h < bestHash {
+			best, bestHash = i+1, h
+		}
+	}
+	if best < 0 {
+		return from + (to-from)/2
+	}
+	return best
+}
+
+// packBytes appends the chunks of raw, one tool's JSON too large for one
+// chunk: halves, recursively. The members' contents still concatenate to
+// the table's JSON.
+func (s *segmenter) packBytes(raw []byte, chunks *[][]byte) error {
+	z, err := s.member(raw)
+	if err != nil {
+		return err
+	}
+	if len(z) <= s.lim.chunk || len(raw) <= 1 {
+		return s.add(chunks, z)
+	}
+	if err := s.packBytes(raw[:len(raw)/2], chunks); err != nil {
+		return err
+	}
+	return s.packBytes(raw[len(raw)/2:], chunks)
+}
+
+func (s *segmenter) add(chunks *[][]byte, z []byte) error {
+	if len(z) > s.lim.chunk {
+		return fmt.Errorf("%w: a chunk of %d bytes, at most %d", ErrTableTooLarge, len(z), s.lim.chunk)
+	}
+	if len(*chunks) >= MaxTableParts {
+		return fmt.Errorf("%w: more than %d parts of gzipped JSON", ErrTableTooLarge, MaxTableParts)
+	}
+	*chunks = append(*chunks, z)
+	return nil
+}
+
+// member returns raw as one gzip member, from the cache if an earlier
+// encoding compressed the same bytes.
+func (s *segmenter) member(raw []byte) ([]byte, error) {
+	key := sha256.Sum256(raw)
+	if z, ok := s.used[key]; ok {
+		return z, nil
+	}
+	if z, ok := s.cache[key]; ok {
+		s.used[key] = z
+		return z, nil
+	}
+	var zbuf bytes.Buffer
+	// gzip's header is fixed (no name, no time), so equal input gives equal
+	// bytes within one Go release; readers rely on digests, not on this.
+	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.DefaultCompression)
+	if _, err := zw.Write(raw); err != nil {
+		return nil, fmt.Errorf("compressing tool table: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return nil, fmt.Errorf("compressing tool table: %w", err)
+	}
+	z := zbuf.Bytes()
+	s.used[key] = z
+	return z, nil
 }
 
 // DecodeTable reads a table from the files of its ConfigMaps, keyed by

@@ -123,6 +123,21 @@ func FuzzDecodeTableIndexed(f *testing.F) {
 	f.Add(raw, false, int64(len(raw)), rev, uint8(2))
 	f.Add(z.Bytes(), true, int64(len(raw)-1), rev, uint8(1))
 	f.Add(z.Bytes(), true, int64(spec.MaxTableBytes), rev, uint8(1))
+	// The split form's chunks: independent gzip members, cut between tools.
+	cut := bytes.Index(raw, []byte(`,{"name":"weather"`))
+	members := append(gzipped(f, raw[:cut]), gzipped(f, raw[cut:])...)
+	f.Add(members, true, int64(len(raw)), rev, uint8(2))
+	f.Add(members, true, int64(len(raw)), rev, uint8(3))
+	// And the same members in one chunk next to a split table's own.
+	parts, err := spec.EncodeTableChunked(&spec.Table{Tools: fuzzTable().Tools}, "t", 64, 200)
+	if err != nil {
+		f.Fatal(err)
+	}
+	var all []byte
+	for _, p := range index(f, parts).Parts {
+		all = append(all, files(f, parts)[p.Key]...)
+	}
+	f.Add(all, true, int64(len(raw)), rev, uint8(3))
 
 	f.Fuzz(func(t *testing.T, payload []byte, gz bool, size int64, revision string, nparts uint8) {
 		n := int(nparts)%4 + 1
