@@ -37,19 +37,24 @@ type tableStore interface {
 	write(ctx context.Context, t *spec.Table) (wait time.Duration, err error)
 }
 
-// configMapTable stores the table in ConfigMaps, as [spec.EncodeTable] lays
-// it out, so that a writer stopped between any two of its writes leaves a
-// table that reads back whole, old or new:
+// configMapTable stores the table in ConfigMaps, as [spec.TableEncoder] lays
+// it out given the index stored now, so that a change to one tool writes
+// one part ConfigMap and the base, and a writer stopped between any two of
+// its writes leaves a table that reads back whole, old or new:
 //
-//  1. each further part's chunk is added, under its content-addressed key,
-//     to what its ConfigMap holds: the index does not name it yet;
+//  1. each new chunk is added, under its content-addressed key, to what its
+//     ConfigMap holds: the index does not name it yet; a chunk the stored
+//     index names is not written again;
 //  2. the base ConfigMap, the index with chunk 0, is replaced in one write;
 //  3. chunks the index no longer names are removed once grace has passed
 //     since the store first saw them unnamed, and a part ConfigMap left
 //     empty is deleted.
 //
-// A part ConfigMap has room for two chunks. When a third is due before the
-// grace of an old one has passed, the write waits. Only the leader writes,
+// A part ConfigMap has room for two chunks: the encoder puts a new chunk in
+// a ConfigMap that holds no chunk in its grace when one of the
+// spec.MaxTableParts-1 part names is free, and when a third is due in one
+// before the grace of an old one has passed, the write waits. Part
+// ConfigMaps left empty are deleted, so the numbering may have holes. Only the leader writes,
 // and every update carries the resourceVersion it was computed from.
 type configMapTable struct {
 	client    client.Client
@@ -58,6 +63,10 @@ type configMapTable struct {
 	name      string
 	grace     time.Duration
 	now       func() time.Time
+
+	// encoder keeps the compressed segments of the last table written, so
+	// that the next write compresses only what changed.
+	encoder spec.TableEncoder
 
 	// unnamed records when each chunk ("ConfigMap/key") was first seen
 	// that no stored index named. A new store starts its grace afresh,
@@ -94,10 +103,6 @@ func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
 }
 
 func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duration, error) {
-	parts, err := spec.EncodeTable(t, s.name)
-	if err != nil {
-		return 0, fmt.Errorf("encoding the tool table: %w", err)
-	}
 	list, err := s.list(ctx)
 	if err != nil {
 		return 0, err
@@ -107,8 +112,18 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 		stored[list[i].Name] = &list[i]
 	}
 	now := s.clock()
-	named := namedKeys(stored[s.name])
+	prev := storedIndex(stored[s.name])
+	named := namedKeysOf(prev)
 	s.age(stored, named, now)
+	// The chunks the stored index names stay where they are, and new ones
+	// go where old ones leave, or to a part with room: see
+	// spec.TableEncoder.Encode.
+	parts, err := s.encoder.Encode(t, s.name, spec.TableStored{Index: prev, Busy: func(name string) bool {
+		return s.busy(stored[name], named, now)
+	}})
+	if err != nil {
+		return 0, fmt.Errorf("encoding the tool table: %w", err)
+	}
 
 	wrote := 0
 	if base := stored[s.name]; base == nil || !holds(base, parts[0]) {
@@ -152,6 +167,21 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 			"tools", len(t.Tools), "parts", len(parts), "bytes", size, "writes", wrote)
 	}
 	return wait, err
+}
+
+// busy reports whether cm holds a chunk that no index names and whose grace
+// has not passed: one that stage would have to keep.
+func (s *configMapTable) busy(cm *corev1.ConfigMap, named map[string]bool, now time.Time) bool {
+	if cm == nil {
+		return false
+	}
+	for k := range keysOf(cm.Data, cm.BinaryData) {
+		ref := cm.Name + "/" + k
+		if !named[ref] && now.Sub(s.unnamed[ref]) < s.grace {
+			return true
+		}
+	}
+	return false
 }
 
 // stage adds part's chunk to the ConfigMap cur, making room by dropping
@@ -360,19 +390,33 @@ func (s *configMapTable) partIndex(cm *corev1.ConfigMap) (int, bool) {
 	return i, true
 }
 
-// namedKeys returns the chunks, as "ConfigMap/key", that the index in base
-// names; none for the plain form or an unreadable index.
-func namedKeys(base *corev1.ConfigMap) map[string]bool {
-	named := map[string]bool{}
+// storedIndex returns the index in base; nil for the plain form or an
+// unreadable index.
+func storedIndex(base *corev1.ConfigMap) *spec.TableIndex {
 	if base == nil {
-		return named
+		return nil
 	}
 	raw, ok := base.Data[spec.TableIndexKey]
 	if !ok {
-		return named
+		return nil
 	}
 	idx, err := spec.ParseTableIndex([]byte(raw))
 	if err != nil {
+		return nil
+	}
+	return idx
+}
+
+// namedKeys returns the chunks, as "ConfigMap/key", that the index in base
+// names; none for the plain form or an unreadable index.
+func namedKeys(base *corev1.ConfigMap) map[string]bool {
+	return namedKeysOf(storedIndex(base))
+}
+
+// namedKeysOf returns the chunks, as "ConfigMap/key", that idx names.
+func namedKeysOf(idx *spec.TableIndex) map[string]bool {
+	named := map[string]bool{}
+	if idx == nil {
 		return named
 	}
 	for i, p := range idx.Parts {

@@ -319,7 +319,7 @@ var _ = Describe("The tool table store", func() {
 })
 
 var _ = Describe("The tool table store's grace period", func() {
-	It("keeps the chunks of the previous index readable until grace has passed, and a third revision waits for room", func(ctx context.Context) {
+	It("keeps the chunks of the previous index readable until grace has passed, and a third revision waits for room when every part is busy", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		ts := types.NamespacedName{Namespace: ns, Name: "big"}
 		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -351,6 +351,21 @@ var _ = Describe("The tool table store's grace period", func() {
 			if cm.Name == "tools" {
 				index1 = cm
 			}
+		}
+
+		// Every other part name holds a chunk in its grace, as after a
+		// burst of changes: a new chunk has nowhere to go but next to the
+		// ones it replaces.
+		for i := spec.MaxTableParts - 1; i >= 1; i-- {
+			name := spec.TablePartName("tools", i)
+			if slices.ContainsFunc(cms, func(cm corev1.ConfigMap) bool { return cm.Name == name }) {
+				break
+			}
+			junk := sha512.Sum512_256([]byte(name))
+			Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{TableManagedByLabel: tableManagedBy}},
+				BinaryData: map[string][]byte{spec.TableChunkKey(hex.EncodeToString(junk[:])): junk[:]},
+			})).To(Succeed())
 		}
 
 		Expect(write(t2)).To(Equal(time.Minute), "the old chunks wait out their grace")

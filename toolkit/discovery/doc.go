@@ -2,8 +2,9 @@
 // tool table, offers its tools to a model, and calls them.
 //
 // The operator publishes the table as ConfigMap toolplane-tools (split over
-// toolplane-tools-1, -2, … when large; see spec.TableKey). An agent mounts it
-// as a directory, with a projected volume that lists the optional parts:
+// toolplane-tools-1, -2, … up to -63 when large, possibly with holes in the
+// numbering; see spec.TableKey). An agent mounts it as a directory, with a
+// projected volume that lists the optional parts:
 //
 //	volumes:
 //	- name: tools

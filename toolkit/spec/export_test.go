@@ -4,7 +4,7 @@ package spec
 // gzip and split forms with small tables: chunks of at most chunk bytes, and
 // segments of JSON scaled down from the production ones in proportion.
 func EncodeTableChunked(t *Table, baseName string, plain, chunk int) ([]TablePart, error) {
-	return NewTableEncoderChunked(plain, chunk).Encode(t, baseName, nil)
+	return NewTableEncoderChunked(plain, chunk).Encode(t, baseName, TableStored{})
 }
 
 // NewTableEncoderChunked returns a TableEncoder with the limits of

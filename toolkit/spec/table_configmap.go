@@ -61,9 +61,11 @@ import (
 // 2.3 MiB of table; a larger table takes one further part per segment,
 // each about 730 KiB of table (10,000 tools with realistic schemas, 24 MB
 // of JSON, take 34 ConfigMaps; 32 MiB of them take 46 of the 64 an index may
-// name). List more parts than the table needs today, and as many as it ever
-// needed: a chunk stays in its ConfigMap while the table shrinks. A part
-// the index names but the volume lacks is reported as
+// name). A chunk stays in its ConfigMap while the table shrinks, and a new
+// one may go to a free part while the one it replaces is in its grace
+// period, but no part is numbered past <name>-63 (MaxTableParts-1): list
+// more parts than the table needs today, or all 63. A part the index names
+// but the volume lacks is reported as
 // [ErrTablePartMissing], naming the ConfigMap to add. Mount the volume as a
 // directory, never with subPath: kubelet does not update subPath mounts.
 // [DecodeTable] reads the files of that directory.
@@ -213,11 +215,11 @@ func (p TablePart) StoredSize() int {
 }
 
 // EncodeTable returns the ConfigMap payloads of t, published under baseName,
-// as a first publisher lays them out: [EncodeTableAfter] with no previous
-// index. The first part is the ConfigMap baseName itself; the others, if
+// as a first publisher lays them out: [TableEncoder.Encode] with nothing
+// stored. The first part is the ConfigMap baseName itself; the others, if
 // any, are baseName-1, baseName-2, … in order.
 func EncodeTable(t *Table, baseName string) ([]TablePart, error) {
-	return new(TableEncoder).Encode(t, baseName, nil)
+	return new(TableEncoder).Encode(t, baseName, TableStored{})
 }
 
 // EncodeTableAfter returns the ConfigMap payloads of t, published under
@@ -225,7 +227,21 @@ func EncodeTable(t *Table, baseName string) ([]TablePart, error) {
 // none, or if the table is stored plain), keeps them: see
 // [TableEncoder.Encode].
 func EncodeTableAfter(t *Table, baseName string, prev *TableIndex) ([]TablePart, error) {
-	return new(TableEncoder).Encode(t, baseName, prev)
+	return new(TableEncoder).Encode(t, baseName, TableStored{Index: prev})
+}
+
+// TableStored is what [TableEncoder.Encode] needs to know of the table
+// stored now to place the chunks of the next revision. The zero value means
+// nothing is stored.
+type TableStored struct {
+	// Index is the index stored now; nil if none, or if the table is stored
+	// plain.
+	Index *TableIndex
+	// Busy, if not nil, reports whether the part ConfigMap named holds a
+	// chunk that no index names and that must stay until its grace period
+	// has passed. A new chunk goes to a ConfigMap that is not busy when one
+	// of the MaxTableParts-1 part names is free.
+	Busy func(configMap string) bool
 }
 
 // TableEncoder encodes successive revisions of a table. It remembers the
@@ -249,22 +265,29 @@ type TableEncoder struct {
 // of writes).
 //
 // t's tools are sorted by name (on a copy) and its SchemaVersion and Revision
-// are set from them, so identical tools and an identical prev always give
-// byte-identical parts. A table whose JSON fits in [MaxTablePartBytes] is
-// published plain, under [TableKey]; a larger one is gzipped in segments
+// are set from them, so identical tools and an identical stored table always
+// give byte-identical parts. A table whose JSON fits in [MaxTablePartBytes]
+// is published plain, under [TableKey]; a larger one is gzipped in segments
 // (see [TableKey]), in one chunk if they fit next to the index, else in one
 // chunk per segment.
 //
-// prev is the index stored now, or nil. A chunk that prev already names
-// stays in its ConfigMap; a new chunk goes into a ConfigMap whose chunk the
-// new index no longer names, else into the lowest-numbered part ConfigMap
-// that holds no chunk of the new index. So a change that replaces one
-// segment writes one part ConfigMap, which holds the old chunk and the new
-// one until the old one's grace has passed. Encode only reads prev.
+// Chunk 0 goes into baseName; every other chunk into a part ConfigMap
+// baseName-i, 1 ≤ i < [MaxTableParts], one chunk of the index in each:
+//
+//  1. a chunk that stored.Index names stays in its ConfigMap;
+//  2. a new chunk goes into a ConfigMap whose chunk the new index no longer
+//     names, in the stored index's order, so that a change that replaces
+//     one segment writes one part ConfigMap, which holds the old chunk and
+//     the new one until the old one's grace has passed;
+//  3. else into the lowest-numbered part ConfigMap that holds no chunk of
+//     the new index.
+//
+// In 2 and 3, ConfigMaps that stored.Busy reports come last: a publisher
+// would have to wait for room in them.
 //
 // It fails with [ErrDuplicateTool] if two tools share a name and with
 // [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts].
-func (e *TableEncoder) Encode(t *Table, baseName string, prev *TableIndex) ([]TablePart, error) {
+func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]TablePart, error) {
 	if baseName == "" {
 		return nil, fmt.Errorf("%w: empty ConfigMap name", ErrTableMalformed)
 	}
@@ -316,7 +339,7 @@ func (e *TableEncoder) Encode(t *Table, baseName string, prev *TableIndex) ([]Ta
 		sum := sha256.Sum256(c)
 		digests[i] = hex.EncodeToString(sum[:])
 	}
-	names := placeChunks(baseName, digests, prev)
+	names := placeChunks(baseName, digests, stored)
 	parts := []TablePart{{Name: baseName}}
 	at := map[string]int{baseName: 0} // ConfigMap name → index in parts
 	for i, c := range chunks {
@@ -353,39 +376,36 @@ func (e *TableEncoder) Encode(t *Table, baseName string, prev *TableIndex) ([]Ta
 	return parts, nil
 }
 
-// placeChunks returns the ConfigMap of each chunk: chunk 0 in baseName, the
-// others where prev keeps them, in ConfigMaps prev's index no longer needs,
-// or in the lowest-numbered free part ConfigMaps (see
-// [TableEncoder.Encode]).
-func placeChunks(baseName string, digests []string, prev *TableIndex) []string {
+// placeChunks returns the ConfigMap of each chunk: see
+// [TableEncoder.Encode].
+func placeChunks(baseName string, digests []string, stored TableStored) []string {
 	names := make([]string, len(digests))
 	names[0] = baseName
 	if len(digests) == 1 {
 		return names
 	}
-	// Where prev keeps each content-addressed chunk, and the part
-	// ConfigMaps it uses, in order.
+	busy := func(cm string) bool { return stored.Busy != nil && stored.Busy(cm) }
+	// Where the stored index keeps each content-addressed chunk, and the
+	// part ConfigMaps it uses, in order.
 	kept := map[string]string{}
 	var prevCMs []string
-	if prev != nil {
+	if stored.Index != nil {
 		seen := map[string]bool{}
-		for _, p := range prev.Parts {
-			if p.ConfigMap == baseName || !isPartName(baseName, p.ConfigMap) {
+		for _, p := range stored.Index.Parts {
+			if !isPartName(baseName, p.ConfigMap) {
 				continue
 			}
 			if !seen[p.ConfigMap] {
 				seen[p.ConfigMap] = true
 				prevCMs = append(prevCMs, p.ConfigMap)
 			}
-			if p.Key == TableChunkKey(p.SHA256) {
-				if _, ok := kept[p.SHA256]; !ok {
-					kept[p.SHA256] = p.ConfigMap
-				}
+			if _, ok := kept[p.SHA256]; !ok && p.Key == TableChunkKey(p.SHA256) {
+				kept[p.SHA256] = p.ConfigMap
 			}
 		}
 	}
-	taken := map[string]bool{baseName: true}
-	placed := map[string]string{} // digest → ConfigMap, in this index
+	taken := map[string]bool{}
+	placed := map[string]string{} // digest → ConfigMap, in the new index
 	for i := 1; i < len(digests); i++ {
 		if cm, ok := kept[digests[i]]; ok {
 			names[i] = cm
@@ -393,8 +413,26 @@ func placeChunks(baseName string, digests []string, prev *TableIndex) []string {
 			placed[digests[i]] = cm
 		}
 	}
+	// The ConfigMaps a new chunk may go to, best first. There are
+	// MaxTableParts-1 part names and at most as many chunks besides chunk
+	// 0, so there are enough.
 	freed := slices.DeleteFunc(prevCMs, func(cm string) bool { return taken[cm] })
-	next := 1
+	var free []string
+	for n := 1; n < MaxTableParts; n++ {
+		if cm := TablePartName(baseName, n); !taken[cm] && !slices.Contains(freed, cm) {
+			free = append(free, cm)
+		}
+	}
+	var order []string
+	for _, wantBusy := range []bool{false, true} {
+		for _, cms := range [][]string{freed, free} {
+			for _, cm := range cms {
+				if busy(cm) == wantBusy {
+					order = append(order, cm)
+				}
+			}
+		}
+	}
 	for i := 1; i < len(digests); i++ {
 		if names[i] != "" {
 			continue
@@ -404,31 +442,21 @@ func placeChunks(baseName string, digests []string, prev *TableIndex) []string {
 			names[i] = cm
 			continue
 		}
-		var cm string
-		if len(freed) > 0 {
-			cm, freed = freed[0], freed[1:]
-		} else {
-			for taken[TablePartName(baseName, next)] {
-				next++
-			}
-			cm = TablePartName(baseName, next)
-		}
-		names[i] = cm
-		taken[cm] = true
-		placed[digests[i]] = cm
+		names[i], order = order[0], order[1:]
+		placed[digests[i]] = names[i]
 	}
 	return names
 }
 
 // isPartName reports whether name is TablePartName(baseName, i) for some
-// i ≥ 1.
+// 1 ≤ i < MaxTableParts.
 func isPartName(baseName, name string) bool {
 	suffix, ok := strings.CutPrefix(name, baseName+"-")
 	if !ok {
 		return false
 	}
 	i, err := strconv.Atoi(suffix)
-	return err == nil && i >= 1 && strconv.Itoa(i) == suffix
+	return err == nil && i >= 1 && i < MaxTableParts && strconv.Itoa(i) == suffix
 }
 
 // tableLimits are the sizes the encoding works with; tests use smaller ones

@@ -558,3 +558,53 @@ func BenchmarkDecodeTableDeclaredSize(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkTableChange encodes one-tool changes to the 10,000-tool table as
+// a publisher does: after the stored index, with the encoder of the
+// previous write. changed-B/op is what the change adds to the API server:
+// the base ConfigMap and the new chunks, as stored (a part ConfigMap also
+// carries the old chunk until its grace has passed).
+func BenchmarkTableChange(b *testing.B) {
+	tools := tabletest.Tools(10_000)
+	other := slices.Clone(tools)
+	other[len(other)/2].Description += " Also archived ones."
+	enc := new(spec.TableEncoder)
+	tables := []*spec.Table{{Tools: tools}, {Tools: other}}
+	var stored [2][]spec.TablePart
+	for i, t := range tables {
+		parts, err := enc.Encode(t, "toolplane-tools", spec.TableStored{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		stored[i] = parts
+	}
+	b.Run("OneTool", func(b *testing.B) {
+		changed := 0
+		n := 0
+		for i := 0; b.Loop(); i++ {
+			prev := stored[i%2]
+			parts, err := enc.Encode(tables[(i+1)%2], "toolplane-tools", spec.TableStored{Index: index(b, prev)})
+			if err != nil {
+				b.Fatal(err)
+			}
+			changed += changedBytes(b, prev, parts)
+			n++
+		}
+		b.ReportMetric(float64(changed)/float64(n), "changed-B/op")
+	})
+}
+
+// changedBytes returns the stored size of the base of after and of its
+// chunks that before does not have.
+func changedBytes(b *testing.B, before, after []spec.TablePart) int {
+	old := files(b, before)
+	n := after[0].StoredSize()
+	for _, p := range after[1:] {
+		for k, v := range p.BinaryData {
+			if _, ok := old[k]; !ok {
+				n += spec.TablePart{BinaryData: map[string][]byte{k: v}}.StoredSize()
+			}
+		}
+	}
+	return n
+}

@@ -172,7 +172,7 @@ func TestEncodeTableChangeIsLocal(t *testing.T) {
 	}
 	tools := tabletest.Tools(4200)
 	enc := new(spec.TableEncoder)
-	base, err := enc.Encode(&spec.Table{Tools: tools}, "toolplane-tools", nil)
+	base, err := enc.Encode(&spec.Table{Tools: tools}, "toolplane-tools", spec.TableStored{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -202,7 +202,7 @@ func TestEncodeTableChangeIsLocal(t *testing.T) {
 	}
 	hist := map[int]int{}
 	for _, c := range changes {
-		after, err := enc.Encode(&spec.Table{Tools: c.tools}, "toolplane-tools", idx)
+		after, err := enc.Encode(&spec.Table{Tools: c.tools}, "toolplane-tools", spec.TableStored{Index: idx})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -236,21 +236,21 @@ func TestEncodeTableChangeIsLocal(t *testing.T) {
 func TestTableEncoderCache(t *testing.T) {
 	tools := tabletest.Tools(600)
 	enc := spec.NewTableEncoderChunked(4<<10, 16<<10)
-	first, err := enc.Encode(&spec.Table{Tools: tools}, "t", nil)
+	first, err := enc.Encode(&spec.Table{Tools: tools}, "t", spec.TableStored{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	prev := index(t, first)
 	other := slices.Clone(tools)
 	other[100].Description = "Changed."
-	if _, err := enc.Encode(&spec.Table{Tools: other}, "t", prev); err != nil {
+	if _, err := enc.Encode(&spec.Table{Tools: other}, "t", spec.TableStored{Index: prev}); err != nil {
 		t.Fatal(err)
 	}
-	again, err := enc.Encode(&spec.Table{Tools: tools}, "t", prev)
+	again, err := enc.Encode(&spec.Table{Tools: tools}, "t", spec.TableStored{Index: prev})
 	if err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := spec.NewTableEncoderChunked(4<<10, 16<<10).Encode(&spec.Table{Tools: slices.Clone(tools)}, "t", prev)
+	fresh, err := spec.NewTableEncoderChunked(4<<10, 16<<10).Encode(&spec.Table{Tools: slices.Clone(tools)}, "t", spec.TableStored{Index: prev})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -266,7 +266,7 @@ func TestTableEncoderCache(t *testing.T) {
 func TestEncodeTablePlacement(t *testing.T) {
 	enc := func(tools []spec.TableTool, prev *spec.TableIndex) []spec.TablePart {
 		t.Helper()
-		parts, err := spec.NewTableEncoderChunked(4<<10, 16<<10).Encode(&spec.Table{Tools: tools}, "t", prev)
+		parts, err := spec.NewTableEncoderChunked(4<<10, 16<<10).Encode(&spec.Table{Tools: tools}, "t", spec.TableStored{Index: prev})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -321,6 +321,27 @@ func TestEncodeTablePlacement(t *testing.T) {
 	chunks, cms := changed(t, v1, v2)
 	if chunks != 1 || cms[0] != mid.ConfigMap {
 		t.Fatalf("changing the tools of chunk %d (in %s) wrote %d chunks to %v, want one to %s", n/2, mid.ConfigMap, chunks, cms, mid.ConfigMap)
+	}
+	// A busy ConfigMap, one that holds a chunk in its grace, comes last:
+	// the new chunk goes to the lowest free part instead, unless every
+	// one is busy.
+	for _, tc := range []struct {
+		name string
+		busy func(string) bool
+		want string
+	}{
+		{"its ConfigMap busy", func(cm string) bool { return cm == mid.ConfigMap }, spec.TablePartName("t", n)},
+		{"its ConfigMap and the next free busy", func(cm string) bool { return cm == mid.ConfigMap || cm == spec.TablePartName("t", n) }, spec.TablePartName("t", n+1)},
+		{"every ConfigMap busy", func(string) bool { return true }, mid.ConfigMap},
+	} {
+		parts, err := spec.NewTableEncoderChunked(4<<10, 16<<10).Encode(&spec.Table{Tools: v2tools}, "t", spec.TableStored{Index: idx1, Busy: tc.busy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkParts(t, parts, v2tools)
+		if _, cms := changed(t, v1, parts); len(cms) != 1 || cms[0] != tc.want {
+			t.Errorf("%s: the new chunk went to %v, want %s", tc.name, cms, tc.want)
+		}
 	}
 
 	// Remove the tools of that chunk and the next: one ConfigMap is left
@@ -382,8 +403,9 @@ func TestEncodeTablePlacement(t *testing.T) {
 	hostile.Parts = slices.Clone(idx1.Parts)
 	hostile.Parts[1].ConfigMap = "kube-root-ca.crt"
 	hostile.Parts[2].ConfigMap = "t-01"
+	hostile.Parts[3].ConfigMap = spec.TablePartName("t", spec.MaxTableParts)
 	for _, p := range index(t, enc(tools, &hostile)).Parts[1:] {
-		if !strings.HasPrefix(p.ConfigMap, "t-") || p.ConfigMap == "t-01" {
+		if !strings.HasPrefix(p.ConfigMap, "t-") || p.ConfigMap == "t-01" || p.ConfigMap == spec.TablePartName("t", spec.MaxTableParts) {
 			t.Errorf("chunk placed in %s", p.ConfigMap)
 		}
 	}
