@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"slices"
@@ -276,6 +277,11 @@ func churn(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harness
 	fmt.Fprintf(os.Stderr, "churn: over %s: writes_by_resource=%v\n", elapsed.Round(time.Second), delta(a0, a1))
 	fmt.Fprintf(os.Stderr, "churn: table ConfigMaps as the watch saw them: %d writes of %d bytes (%d per change), %d deletes; the API server's request bodies for configmaps: %.0f bytes\n",
 		tw1.writes-tw0.writes, res.tableBytes, res.tableBytes/int64(max(res.changes, 1)), tw1.deletes-tw0.deletes, b1["configmaps"]-b0["configmaps"])
+	for _, name := range slices.Sorted(maps.Keys(tw1.byName)) {
+		if d := tw1.byName[name].writes - tw0.byName[name].writes; d > 0 {
+			fmt.Fprintf(os.Stderr, "churn: table ConfigMap %s: %d writes of %d bytes\n", name, d, tw1.byName[name].bytes-tw0.byName[name].bytes)
+		}
+	}
 	fmt.Fprintf(os.Stderr, "churn: manager cpu_pct=%.2f; this process (workloads and watcher) cpu_pct=%.2f, of which decoding the table %d times (%d torn) took %s\n",
 		100*(p1.CPU-p0.CPU).Seconds()/elapsed.Seconds(), 100*(selfCPU()-self0).Seconds()/elapsed.Seconds(), dec.decodes, dec.failed, dec.took.Round(time.Millisecond))
 	return res, nil

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"sync"
 	"time"
@@ -51,12 +52,20 @@ type watcher struct {
 	baseAt map[string]time.Time
 }
 
+// partWrites counts the writes of one ConfigMap.
+type partWrites struct {
+	writes int
+	bytes  int64
+}
+
 // tableWrites counts the writes of the table's ConfigMaps seen so far.
 type tableWrites struct {
 	// writes are the creates and updates; bytes their stored payload, keys
 	// plus values, binaryData counted in base64.
 	writes int
 	bytes  int64
+	// byName are the writes and bytes of each ConfigMap.
+	byName map[string]partWrites
 	// deletes are the part ConfigMaps deleted.
 	deletes int
 	// last is when the last write or delete arrived.
@@ -74,6 +83,7 @@ func newWatcher(ctx context.Context, cp *harness.ControlPlane) (*watcher, error)
 		return nil, err
 	}
 	w := &watcher{cache: ca, changed: make(chan struct{}, 1), baseAt: map[string]time.Time{}}
+	w.writes.byName = map[string]partWrites{}
 	// Start the informers before anything is created, so that waiting
 	// needs no initial list of a thousand objects.
 	if _, err := ca.GetInformer(ctx, &v1alpha1.ToolSet{}); err != nil {
@@ -128,6 +138,10 @@ func (w *watcher) wrote(cm *corev1.ConfigMap) {
 	w.mu.Lock()
 	w.writes.writes++
 	w.writes.bytes += int64(size)
+	pw := w.writes.byName[cm.Name]
+	pw.writes++
+	pw.bytes += int64(size)
+	w.writes.byName[cm.Name] = pw
 	w.writes.last = now
 	if cm.Name == tableName {
 		w.baseAt[cm.ResourceVersion] = now
@@ -147,7 +161,9 @@ func (w *watcher) poke() {
 func (w *watcher) tableWrites() tableWrites {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.writes
+	out := w.writes
+	out.byName = maps.Clone(w.writes.byName)
+	return out
 }
 
 // arrived returns when the base ConfigMap's version rv arrived, and forgets
