@@ -46,6 +46,9 @@ type Manager struct {
 	TableNamespace string
 	// Args are further flags.
 	Args []string
+	// Env are further variables of its environment, NAME=value, such as
+	// the GOMEMLIMIT that the chart sets.
+	Env []string
 	// LogPath receives the manager's output, appended across restarts.
 	LogPath string
 
@@ -68,7 +71,7 @@ func (m *Manager) Start(ctx context.Context) error {
 	if m.ProbeAddr, err = FreeAddr(); err != nil {
 		return err
 	}
-	m.proc.Name, m.proc.Bin, m.proc.LogPath = "the manager", m.Bin, m.LogPath
+	m.proc.Name, m.proc.Bin, m.proc.LogPath, m.proc.Env = "the manager", m.Bin, m.LogPath, m.Env
 	m.proc.Args = append([]string{
 		"--kubeconfig", m.Kubeconfig,
 		"--metrics-bind-address", m.MetricsAddr,

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,9 @@ type Process struct {
 	Bin string
 	// Args are its arguments.
 	Args []string
+	// Env are further variables of its environment, NAME=value, besides
+	// this process's own.
+	Env []string
 	// LogPath receives its output, appended across restarts.
 	LogPath string
 
@@ -44,6 +48,9 @@ func (p *Process) Start(ctx context.Context, readyURL string) error {
 		return fmt.Errorf("%s is running already", p.Name)
 	}
 	cmd := exec.Command(p.Bin, p.Args...)
+	if len(p.Env) > 0 {
+		cmd.Env = append(os.Environ(), p.Env...)
+	}
 	ownProcessGroup(cmd)
 	logFile, err := os.OpenFile(p.LogPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -51,7 +58,7 @@ func (p *Process) Start(ctx context.Context, readyURL string) error {
 		return err
 	}
 	p.starts++
-	fmt.Fprintf(logFile, "==> start %d: %s %s\n", p.starts, p.Bin, strings.Join(p.Args, " "))
+	fmt.Fprintf(logFile, "==> start %d: %s\n", p.starts, strings.Join(append(append(slices.Clone(p.Env), p.Bin), p.Args...), " "))
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()

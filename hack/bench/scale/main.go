@@ -34,11 +34,14 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/apimachinery/pkg/api/resource"
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
 
 	"github.com/toolplane/toolplane/controllers"
 )
@@ -58,6 +61,7 @@ type config struct {
 	churnIntervals int
 	churnTimeout   time.Duration
 	partGrace      time.Duration
+	goMemLimit     string
 }
 
 func main() {
@@ -75,6 +79,7 @@ func main() {
 	flag.IntVar(&c.churnIntervals, "churn-intervals", 3, "How many intervals the churn phase lasts; in each, one in ten workloads changes a tool. 0 skips the phase.")
 	flag.DurationVar(&c.churnTimeout, "churn-timeout", 2*time.Minute, "How long after the last change of the churn phase the table may take to show every change.")
 	flag.DurationVar(&c.partGrace, "table-part-grace-period", controllers.DefaultTablePartGracePeriod, "The manager's --table-part-grace-period; the churn phase counts the writes until one grace period after its last change.")
+	flag.StringVar(&c.goMemLimit, "gomemlimit", "chart", `The manager's GOMEMLIMIT: "chart" computes it as the chart does with its defaults (goMemLimitPercent of resources.limits.memory in charts/toolplane/values.yaml); "" or 0 leaves it unset; anything else is passed as it is.`)
 	flag.Parse()
 	if c.namespaces <= 0 {
 		c.namespaces = max(1, c.toolSets/50)
@@ -114,6 +119,44 @@ func prepareWorkDir(c *config) (cleanup func(), err error) {
 		return nil, err
 	}
 	return func() { _ = os.RemoveAll(c.workDir) }, nil
+}
+
+// chartValues is where the chart's defaults are.
+const chartValues = "charts/toolplane/values.yaml"
+
+// resolveGoMemLimit returns the GOMEMLIMIT that flag asks for, "" for none.
+func resolveGoMemLimit(flag string) (string, error) {
+	switch flag {
+	case "", "0":
+		return "", nil
+	case "chart":
+	default:
+		return flag, nil
+	}
+	raw, err := os.ReadFile(chartValues)
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		Resources struct {
+			Limits struct {
+				Memory string `json:"memory"`
+			} `json:"limits"`
+		} `json:"resources"`
+		GoMemLimitPercent int64 `json:"goMemLimitPercent"`
+	}
+	if err := yaml.Unmarshal(raw, &v); err != nil {
+		return "", fmt.Errorf("%s: %w", chartValues, err)
+	}
+	if v.Resources.Limits.Memory == "" || v.GoMemLimitPercent <= 0 {
+		return "", nil
+	}
+	q, err := resource.ParseQuantity(v.Resources.Limits.Memory)
+	if err != nil {
+		return "", fmt.Errorf("%s: resources.limits.memory: %w", chartValues, err)
+	}
+	// As the chart's toolplane.goMemLimitOf computes it, rounded down.
+	return strconv.FormatInt(q.Value()*v.GoMemLimitPercent/100, 10), nil
 }
 
 var errNotConverged = errors.New("did not converge")

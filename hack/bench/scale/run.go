@@ -120,9 +120,18 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		}
 		args = append(args, "--pprof-bind-address", pprofAddr)
 	}
+	memLimit, err := resolveGoMemLimit(c.goMemLimit)
+	if err != nil {
+		return res, err
+	}
+	var env []string
+	if memLimit != "" {
+		env = append(env, "GOMEMLIMIT="+memLimit)
+	}
+	step("The manager runs with %v %v", env, args)
 	mgr := &harness.Manager{
 		Bin: c.manager, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace,
-		Args: args, LogPath: filepath.Join(c.workDir, "manager.log"),
+		Args: args, Env: env, LogPath: filepath.Join(c.workDir, "manager.log"),
 	}
 	if c.concurrency == 0 {
 		if c.concurrency, err = reconcileWorkers(ctx, mgr); err != nil {
@@ -155,6 +164,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		return res, err
 	}
 	step("Creating %d ToolSets", c.toolSets)
+	firstCreate := time.Now()
 	if err := parallel(ctx, createConcurrency, c.toolSets, func(ctx context.Context, i int) error {
 		_, path := wl.target(i)
 		return cp.Client.Create(ctx, harness.NewToolSet(benchNamespace(i%c.namespaces), fmt.Sprintf("set-%04d", i), app(i), path, c.interval))
@@ -162,6 +172,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		return res, err
 	}
 	lastCreated := time.Now()
+	step("Created %d ToolSets in %s, %d at a time; convergence counts from the last create", c.toolSets, lastCreated.Sub(firstCreate).Round(time.Millisecond), createConcurrency)
 
 	step("Waiting for %d tools in the table and %d ToolSets Ready", c.toolSets*c.tools, c.toolSets)
 	converged, err := w.waitConverged(ctx, c, lastCreated, mgr)
