@@ -50,11 +50,13 @@ type tableStore interface {
 //     since the store first saw them unnamed, and a part ConfigMap left
 //     empty is deleted.
 //
-// A part ConfigMap has room for two chunks: the encoder puts a new chunk in
-// a ConfigMap that holds no chunk in its grace when one of the
-// spec.MaxTableParts-1 part names is free, and when a third is due in one
-// before the grace of an old one has passed, the write waits. Part
-// ConfigMaps left empty are deleted, so the numbering may have holes. Only the leader writes,
+// A part ConfigMap holds at most spec.MaxTablePartBytes. The encoder puts a
+// new chunk in the emptiest of the spec.MaxTableParts-1 part ConfigMaps that
+// has room for it, counting the chunks in their grace, so a change writes
+// the new chunk alone while a part is empty, and a burst of changes spreads
+// over all of them; only when none has room does the write wait for a
+// grace to pass. Part ConfigMaps left empty are deleted, so the numbering
+// may have holes. Only the leader writes,
 // and every update carries the resourceVersion it was computed from.
 type configMapTable struct {
 	client    client.Client
@@ -116,10 +118,10 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 	named := namedKeysOf(prev)
 	s.age(stored, named, now)
 	// The chunks the stored index names stay where they are, and new ones
-	// go where old ones leave, or to a part with room: see
-	// spec.TableEncoder.Encode.
-	parts, err := s.encoder.Encode(t, s.name, spec.TableStored{Index: prev, Busy: func(name string) bool {
-		return s.busy(stored[name], named, now)
+	// go to the emptiest part with room, counting the chunks in their
+	// grace: see spec.TableEncoder.Encode.
+	parts, err := s.encoder.Encode(t, s.name, spec.TableStored{Index: prev, Grace: func(name string) int {
+		return s.inGrace(stored[name], named, now)
 	}})
 	if err != nil {
 		return 0, fmt.Errorf("encoding the tool table: %w", err)
@@ -169,19 +171,28 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 	return wait, err
 }
 
-// busy reports whether cm holds a chunk that no index names and whose grace
-// has not passed: one that stage would have to keep.
-func (s *configMapTable) busy(cm *corev1.ConfigMap, named map[string]bool, now time.Time) bool {
+// inGrace returns the bytes, as stored, of what cm holds that no index names
+// and whose grace has not passed: what stage would have to keep.
+func (s *configMapTable) inGrace(cm *corev1.ConfigMap, named map[string]bool, now time.Time) int {
 	if cm == nil {
-		return false
+		return 0
 	}
-	for k := range keysOf(cm.Data, cm.BinaryData) {
+	keep := spec.TablePart{Data: map[string]string{}, BinaryData: map[string][]byte{}}
+	waiting := func(k string) bool {
 		ref := cm.Name + "/" + k
-		if !named[ref] && now.Sub(s.unnamed[ref]) < s.grace {
-			return true
+		return !named[ref] && now.Sub(s.unnamed[ref]) < s.grace
+	}
+	for k, v := range cm.Data {
+		if waiting(k) {
+			keep.Data[k] = v
 		}
 	}
-	return false
+	for k, v := range cm.BinaryData {
+		if waiting(k) {
+			keep.BinaryData[k] = v
+		}
+	}
+	return keep.StoredSize()
 }
 
 // stage adds part's chunk to the ConfigMap cur, making room by dropping

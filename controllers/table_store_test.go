@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha512"
 	"encoding/hex"
@@ -17,6 +18,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -319,7 +321,7 @@ var _ = Describe("The tool table store", func() {
 })
 
 var _ = Describe("The tool table store's grace period", func() {
-	It("keeps the chunks of the previous index readable until grace has passed, and a third revision waits for room when every part is busy", func(ctx context.Context) {
+	It("keeps the chunks of the previous index readable until grace has passed, and a third revision waits for room when every part is full", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		ts := types.NamespacedName{Namespace: ns, Name: "big"}
 		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -353,21 +355,6 @@ var _ = Describe("The tool table store's grace period", func() {
 			}
 		}
 
-		// Every other part name holds a chunk in its grace, as after a
-		// burst of changes: a new chunk has nowhere to go but next to the
-		// ones it replaces.
-		for i := spec.MaxTableParts - 1; i >= 1; i-- {
-			name := spec.TablePartName("tools", i)
-			if slices.ContainsFunc(cms, func(cm corev1.ConfigMap) bool { return cm.Name == name }) {
-				break
-			}
-			junk := sha512.Sum512_256([]byte(name))
-			Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{TableManagedByLabel: tableManagedBy}},
-				BinaryData: map[string][]byte{spec.TableChunkKey(hex.EncodeToString(junk[:])): junk[:]},
-			})).To(Succeed())
-		}
-
 		Expect(write(t2)).To(Equal(time.Minute), "the old chunks wait out their grace")
 		rev2 := revision()
 		Expect(rev2).NotTo(Equal(rev1))
@@ -389,12 +376,18 @@ var _ = Describe("The tool table store's grace period", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(old.Revision).To(Equal(rev1))
 
-		// A third revision within the grace: no part has room for it.
+		// A third revision within the grace, when every part is full, as
+		// after a burst of changes: it waits for the grace of old chunks.
 		now = now.Add(30 * time.Second)
+		fillParts(ctx, ns)
 		Expect(write(t3)).To(Equal(30*time.Second), "the write waits for the old chunks' grace")
 		Expect(revision()).To(Equal(rev2), "the index did not move")
 		_, err = readOld()
 		Expect(err).NotTo(HaveOccurred(), "the previous index's chunks are still there")
+
+		now = now.Add(30 * time.Second)
+		Expect(write(t3)).To(Equal(30*time.Second), "the first index's chunks have passed their grace, but the parts are still full")
+		Expect(revision()).To(Equal(rev2), "the index did not move")
 
 		now = now.Add(30 * time.Second)
 		Expect(write(t3)).To(Equal(time.Minute))
@@ -466,6 +459,34 @@ var _ = Describe("The tool table store, upgrading", func() {
 		}
 	})
 })
+
+// fillParts adds to every part ConfigMap name of the table "tools" in ns,
+// creating it if need be, a key that no index names and that leaves less
+// room than any chunk takes, as a burst of changes would leave them.
+func fillParts(ctx context.Context, ns string) {
+	GinkgoHelper()
+	for i := 1; i < spec.MaxTableParts; i++ {
+		name := spec.TablePartName("tools", i)
+		sum := sha512.Sum512([]byte(name))
+		junk := bytes.Repeat(sum[:], (spec.MaxTablePartBytes-40<<10)*3/4/len(sum))
+		key := spec.TableChunkKey(hex.EncodeToString(sum[:32]))
+		var cm corev1.ConfigMap
+		err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cm)
+		if apierrors.IsNotFound(err) {
+			Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{TableManagedByLabel: tableManagedBy}},
+				BinaryData: map[string][]byte{key: junk},
+			})).To(Succeed())
+			continue
+		}
+		Expect(err).NotTo(HaveOccurred())
+		if cm.BinaryData == nil {
+			cm.BinaryData = map[string][]byte{}
+		}
+		cm.BinaryData[key] = junk
+		Expect(k8sClient.Update(ctx, &cm)).To(Succeed())
+	}
+}
 
 // noisyTools is manyTools whose descriptions compress even less, so that a
 // split table takes fewer tools.

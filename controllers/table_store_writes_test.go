@@ -155,7 +155,7 @@ var _ = Describe("The tool table store, writing a large table", func() {
 		}
 	})
 
-	It("puts a third revision within the grace into parts with room, so it does not wait, and leaves holes in the numbering that agents read past", func(ctx context.Context) {
+	It("puts a second and a third revision within the grace into empty parts, so they do not wait, and leaves holes in the numbering that agents read past", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		ts := types.NamespacedName{Namespace: ns, Name: "big"}
 		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -185,13 +185,16 @@ var _ = Describe("The tool table store, writing a large table", func() {
 		parts1 := partsOf()
 		Expect(len(parts1)).To(BeNumerically(">=", 2))
 		Expect(write(t2)).To(Equal(time.Minute))
-		Expect(partsOf()).To(Equal(parts1), "new chunks take the ConfigMaps of those they replace")
+		parts2 := partsOf()
+		for _, cm := range parts2 {
+			Expect(parts1).NotTo(ContainElement(cm), "new chunks go to empty parts")
+		}
 
 		now = now.Add(30 * time.Second)
 		Expect(write(t3)).To(Equal(30*time.Second), "only the clean-up waits")
 		Expect(storedRevision(ctx, ns)).To(Equal(spec.TableRevision(sorted(t3))), "the index moved")
 		for _, cm := range partsOf() {
-			Expect(parts1).NotTo(ContainElement(cm), "the third revision's chunks go to parts that hold none in their grace")
+			Expect(append(parts1, parts2...)).NotTo(ContainElement(cm), "the third revision's chunks go to parts that hold none in their grace")
 		}
 		// A reader of the first index still reads it whole.
 		cms, err := tableConfigMaps(ctx, ns)
@@ -219,6 +222,49 @@ var _ = Describe("The tool table store, writing a large table", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got.Tools).To(HaveLen(len(t3)))
 	})
+
+	DescribeTable("never waits for a grace while parts have room, in a burst of writes of a growing table",
+		func(ctx context.Context, name func(round, i int) string) {
+			ns := newNamespace(ctx)
+			ts := types.NamespacedName{Namespace: ns, Name: "big"}
+			now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			writes := &writeLog{}
+			store := &configMapTable{
+				client: countingClient(writes), reader: k8sClient, namespace: ns, name: "tools",
+				grace: time.Minute, now: func() time.Time { return now },
+			}
+			tools := noisyTools(ts, "t", 3000)
+			maxParts := 0
+			for round := range 15 {
+				// As during convergence: a write every 3 s, each with tools
+				// of more ToolSets, well within the grace of the last ones.
+				now = now.Add(3 * time.Second)
+				more := noisyTools(ts, fmt.Sprintf("r%d", round), 100)
+				for i := range more {
+					more[i].Name = name(round, i)
+				}
+				tools = append(tools, more...)
+				before := writes.count()
+				_, err := store.write(ctx, &spec.Table{Tools: tools})
+				Expect(err).NotTo(HaveOccurred())
+				Expect(storedRevision(ctx, ns)).To(Equal(spec.TableRevision(sorted(tools))), "write %d did not wait for room", round)
+				got, err := readAsAgent(ctx, ns, GinkgoT().TempDir())
+				Expect(err).NotTo(HaveOccurred())
+				Expect(got.Tools).To(HaveLen(len(tools)))
+				cms, err := tableConfigMaps(ctx, ns)
+				Expect(err).NotTo(HaveOccurred())
+				for _, cm := range cms {
+					Expect(spec.TablePart{Data: cm.Data, BinaryData: cm.BinaryData}.StoredSize()).To(BeNumerically("<=", spec.MaxTablePartBytes), cm.Name)
+				}
+				maxParts = max(maxParts, len(cms))
+				cost := costOf(writes.all()[before:])
+				GinkgoWriter.Printf("write %d: %d tools, %d part ConfigMaps written, %d bytes; %d ConfigMaps\n", round, len(tools), len(cost.parts), cost.bytes, len(cms))
+			}
+			Expect(maxParts).To(BeNumerically("<=", spec.MaxTableParts))
+		},
+		Entry("tools appended in name order", func(round, i int) string { return fmt.Sprintf("u%02d_%03d", round, i) }),
+		Entry("tools scattered over the names", func(round, i int) string { return fmt.Sprintf("t_%04d_%02d", i*30, round) }),
+	)
 
 	It("leaves a table that agents read whole, old or new, when a change to a middle segment stops after any write", func(ctx context.Context) {
 		ts := types.NamespacedName{Namespace: "tenant", Name: "big"}

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,9 +24,9 @@ import (
 //     whenever it fits in [MaxTablePartBytes].
 //   - Indexed: ConfigMap <name> holds the [TableIndex] under [TableIndexKey]
 //     and chunk 0 of the gzipped JSON. Further chunks, if any, live in
-//     ConfigMaps <name>-1, <name>-2, …, one chunk of the index in each; the
-//     index names the ConfigMap of every chunk. Every chunk's key is named by
-//     its digest, [TableChunkKey], so a chunk once written never changes.
+//     ConfigMaps <name>-1 to <name>-63; the index names the ConfigMap of
+//     every chunk. Every chunk's key is named by its digest,
+//     [TableChunkKey], so a chunk once written never changes.
 //
 // The chunks of the indexed form concatenate to one gzip stream of the
 // table's JSON, which is all a reader relies on. The writer lays it out so
@@ -39,10 +38,13 @@ import (
 // head, with the revision, alone, unless the whole table fits next to the
 // index: then chunk 0 is every member, in one ConfigMap. A segment whose
 // member passes a chunk's 188 KiB is cut again at a tool, or within a tool
-// that alone passes it. A new chunk goes where a chunk the index no longer
-// names was, so a change to one tool writes the index and one part
-// ConfigMap (two, rarely, when the cut after it moves); see
-// [TableEncoder.Encode]. Part ConfigMaps may thus be numbered with holes.
+// that alone passes it. A chunk stays in its ConfigMap while the index
+// names it, and a new one goes to the emptiest part ConfigMap with room,
+// counting chunks in their grace period (see [TableEncoder.Encode]): so a
+// change to one tool writes the index and one part ConfigMap (two, rarely,
+// when the cut after it moves), a burst of changes spreads over the free
+// parts before it waits for a grace period, and part ConfigMaps may be
+// numbered with holes.
 //
 // Every key is distinct across all the ConfigMaps of a table, so an agent can
 // mount them all into one directory with a projected volume; the parts that a
@@ -61,18 +63,16 @@ import (
 // 2.3 MiB of table; a larger table takes one further part per segment,
 // each about 730 KiB of table (10,000 tools with realistic schemas, 24 MB
 // of JSON, take 34 ConfigMaps; 32 MiB of them take 46 of the 64 an index may
-// name). A chunk stays in its ConfigMap while the table shrinks, and a new
-// one may go to a free part while the one it replaces is in its grace
-// period, but no part is numbered past <name>-63 (MaxTableParts-1): list
-// more parts than the table needs today, or all 63. A part the index names
-// but the volume lacks is reported as
+// name). A chunk stays in its ConfigMap while the table shrinks, and new
+// ones go to free parts, but no part is numbered past <name>-63
+// (MaxTableParts-1): list more parts than the table needs today, or all 63.
+// A part the index names but the volume lacks is reported as
 // [ErrTablePartMissing], naming the ConfigMap to add. Mount the volume as a
 // directory, never with subPath: kubelet does not update subPath mounts.
 // [DecodeTable] reads the files of that directory.
 //
 // Writes are atomic for readers. A publisher adds the chunks of a new
-// revision next to those of the current one (a part ConfigMap has room for
-// two), then rewrites ConfigMap <name>, the index with its first chunk, in
+// revision next to those of the current one, then rewrites ConfigMap <name>, the index with its first chunk, in
 // one write: the only change in place. Chunks the index no longer names are
 // removed only after a grace period, so that a reader that has the previous
 // index still finds its chunks. A writer stopped between any two of its
@@ -237,11 +237,11 @@ type TableStored struct {
 	// Index is the index stored now; nil if none, or if the table is stored
 	// plain.
 	Index *TableIndex
-	// Busy, if not nil, reports whether the part ConfigMap named holds a
-	// chunk that no index names and that must stay until its grace period
-	// has passed. A new chunk goes to a ConfigMap that is not busy when one
-	// of the MaxTableParts-1 part names is free.
-	Busy func(configMap string) bool
+	// Grace, if not nil, returns the bytes, as stored (see
+	// [TablePart.StoredSize]), of the chunks in the part ConfigMap named
+	// that no index names and that must stay until their grace period has
+	// passed.
+	Grace func(configMap string) int
 }
 
 // TableEncoder encodes successive revisions of a table. It remembers the
@@ -271,20 +271,27 @@ type TableEncoder struct {
 // (see [TableKey]), in one chunk if they fit next to the index, else in one
 // chunk per segment.
 //
-// Chunk 0 goes into baseName; every other chunk into a part ConfigMap
-// baseName-i, 1 ≤ i < [MaxTableParts], one chunk of the index in each:
+// Chunk 0 goes into baseName, every other chunk into a part ConfigMap
+// baseName-i, 1 ≤ i < [MaxTableParts], which may hold several:
 //
-//  1. a chunk that stored.Index names stays in its ConfigMap;
-//  2. a new chunk goes into a ConfigMap whose chunk the new index no longer
-//     names, in the stored index's order, so that a change that replaces
-//     one segment writes one part ConfigMap, which holds the old chunk and
-//     the new one until the old one's grace has passed;
-//  3. else into the lowest-numbered part ConfigMap that holds no chunk of
-//     the new index.
+//  1. a chunk that stored.Index names stays in its ConfigMap, and is not
+//     written again;
+//  2. a new chunk goes into the part ConfigMap that holds the fewest bytes
+//     and has room for it (at most [MaxTablePartBytes] as stored), counting
+//     the chunks the stored index names (they stay until the new index is
+//     written), those in their grace period (stored.Grace) and the new
+//     chunks placed before it; ties go to the lowest number. So a new chunk
+//     goes to an empty part when there is one, which costs one write of the
+//     chunk alone, and the part of the chunk it replaces is deleted once
+//     that chunk's grace has passed;
+//  3. if no part has room, into the part that holds the fewest bytes the
+//     indexes name: a publisher waits there for the grace of the chunks it
+//     holds.
 //
-// In 2 and 3, ConfigMaps that stored.Busy reports come last: a publisher
-// would have to wait for room in them.
-//
+// It fails with [ErrDuplicateTool] if two tools share a name and with
+// [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts], or if the
+// chunks of the stored index and of t together overflow the part
+// ConfigMaps.
 // It fails with [ErrDuplicateTool] if two tools share a name and with
 // [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts].
 func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]TablePart, error) {
@@ -339,7 +346,10 @@ func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]
 		sum := sha256.Sum256(c)
 		digests[i] = hex.EncodeToString(sum[:])
 	}
-	names := placeChunks(baseName, digests, stored)
+	names, err := placeChunks(baseName, chunks, digests, stored)
+	if err != nil {
+		return nil, err
+	}
 	parts := []TablePart{{Name: baseName}}
 	at := map[string]int{baseName: 0} // ConfigMap name → index in parts
 	for i, c := range chunks {
@@ -361,76 +371,54 @@ func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]
 		return nil, fmt.Errorf("encoding tool table index: %w", err)
 	}
 	parts[0].Data = map[string]string{TableIndexKey: string(ib)}
-	for i, p := range parts {
-		s := p.StoredSize()
-		if i > 0 {
-			// Room for the chunk of the next revision next to it.
-			s *= 2
-		}
-		if s > MaxTablePartBytes {
-			// The chunk sizes leave room for the index of MaxTableParts
-			// chunks with long names, so this is a bug, not an input error.
-			return nil, fmt.Errorf("%w: part %s is %d bytes, at most %d", ErrTableTooLarge, p.Name, s, MaxTablePartBytes)
-		}
+	if s := parts[0].StoredSize(); s > MaxTablePartBytes {
+		// The size of chunk 0 leaves room for the index of MaxTableParts
+		// chunks with long names, so this is a bug, not an input error.
+		return nil, fmt.Errorf("%w: part %s is %d bytes, at most %d", ErrTableTooLarge, baseName, s, MaxTablePartBytes)
 	}
 	return parts, nil
 }
 
 // placeChunks returns the ConfigMap of each chunk: see
 // [TableEncoder.Encode].
-func placeChunks(baseName string, digests []string, stored TableStored) []string {
+func placeChunks(baseName string, chunks [][]byte, digests []string, stored TableStored) ([]string, error) {
 	names := make([]string, len(digests))
 	names[0] = baseName
 	if len(digests) == 1 {
-		return names
+		return names, nil
 	}
-	busy := func(cm string) bool { return stored.Busy != nil && stored.Busy(cm) }
+	storedSize := func(digest string, size int) int {
+		return len(TableChunkKey(digest)) + base64.StdEncoding.EncodedLen(size)
+	}
 	// Where the stored index keeps each content-addressed chunk, and the
-	// part ConfigMaps it uses, in order.
+	// bytes of the chunks it names in each part ConfigMap.
 	kept := map[string]string{}
-	var prevCMs []string
+	named := map[string]int{}
 	if stored.Index != nil {
 		seen := map[string]bool{}
 		for _, p := range stored.Index.Parts {
-			if !isPartName(baseName, p.ConfigMap) {
+			if !isPartName(baseName, p.ConfigMap) || seen[p.ConfigMap+"/"+p.Key] {
 				continue
 			}
-			if !seen[p.ConfigMap] {
-				seen[p.ConfigMap] = true
-				prevCMs = append(prevCMs, p.ConfigMap)
-			}
+			seen[p.ConfigMap+"/"+p.Key] = true
+			named[p.ConfigMap] += len(p.Key) + base64.StdEncoding.EncodedLen(p.Size)
 			if _, ok := kept[p.SHA256]; !ok && p.Key == TableChunkKey(p.SHA256) {
 				kept[p.SHA256] = p.ConfigMap
 			}
 		}
 	}
-	taken := map[string]bool{}
+	grace := map[string]int{}
+	if stored.Grace != nil {
+		for n := 1; n < MaxTableParts; n++ {
+			cm := TablePartName(baseName, n)
+			grace[cm] = stored.Grace(cm)
+		}
+	}
 	placed := map[string]string{} // digest → ConfigMap, in the new index
 	for i := 1; i < len(digests); i++ {
 		if cm, ok := kept[digests[i]]; ok {
 			names[i] = cm
-			taken[cm] = true
 			placed[digests[i]] = cm
-		}
-	}
-	// The ConfigMaps a new chunk may go to, best first. There are
-	// MaxTableParts-1 part names and at most as many chunks besides chunk
-	// 0, so there are enough.
-	freed := slices.DeleteFunc(prevCMs, func(cm string) bool { return taken[cm] })
-	var free []string
-	for n := 1; n < MaxTableParts; n++ {
-		if cm := TablePartName(baseName, n); !taken[cm] && !slices.Contains(freed, cm) {
-			free = append(free, cm)
-		}
-	}
-	var order []string
-	for _, wantBusy := range []bool{false, true} {
-		for _, cms := range [][]string{freed, free} {
-			for _, cm := range cms {
-				if busy(cm) == wantBusy {
-					order = append(order, cm)
-				}
-			}
 		}
 	}
 	for i := 1; i < len(digests); i++ {
@@ -442,10 +430,31 @@ func placeChunks(baseName string, digests []string, stored TableStored) []string
 			names[i] = cm
 			continue
 		}
-		names[i], order = order[0], order[1:]
-		placed[digests[i]] = names[i]
+		size := storedSize(digests[i], len(chunks[i]))
+		best, bestLoad := "", 0
+		for _, withGrace := range []bool{true, false} {
+			for n := 1; n < MaxTableParts; n++ {
+				cm := TablePartName(baseName, n)
+				load := named[cm]
+				if withGrace {
+					load += grace[cm]
+				}
+				if load+size <= MaxTablePartBytes && (best == "" || load < bestLoad) {
+					best, bestLoad = cm, load
+				}
+			}
+			if best != "" {
+				break
+			}
+		}
+		if best == "" {
+			return nil, fmt.Errorf("%w: the chunks of the stored index and of the new one do not fit in %d ConfigMaps together", ErrTableTooLarge, MaxTableParts-1)
+		}
+		names[i] = best
+		named[best] += size
+		placed[digests[i]] = best
 	}
-	return names
+	return names, nil
 }
 
 // isPartName reports whether name is TablePartName(baseName, i) for some

@@ -47,22 +47,23 @@ func gunzipMembers(t testing.TB, parts []spec.TablePart) [][]byte {
 }
 
 // checkParts checks what every encoded table must satisfy: each ConfigMap
-// within MaxTablePartBytes, each further one with room for a second chunk,
-// at most MaxTableParts chunks, one ConfigMap per chunk, every chunk an
-// independent gzip member, and the members' contents concatenating to the
-// canonical JSON, which DecodeTable reads back.
+// within MaxTablePartBytes, each chunk small enough that two fit in one, at
+// most MaxTableParts chunks, every chunk an independent gzip member, and the
+// members' contents concatenating to the canonical JSON, which DecodeTable
+// reads back.
 func checkParts(t testing.TB, parts []spec.TablePart, tools []spec.TableTool) {
 	t.Helper()
 	for i, p := range parts {
-		s := p.StoredSize()
-		if i > 0 {
-			s *= 2
+		if s := p.StoredSize(); s > spec.MaxTablePartBytes {
+			t.Fatalf("part %s stores %d bytes, over %d", p.Name, s, spec.MaxTablePartBytes)
 		}
-		if s > spec.MaxTablePartBytes {
-			t.Fatalf("part %s stores %d bytes (twice for a further part), over %d", p.Name, s, spec.MaxTablePartBytes)
+		if i > 0 && (len(p.BinaryData) == 0 || len(p.Data) != 0) {
+			t.Fatalf("part %s holds %d chunks and %d data keys, want only chunks", p.Name, len(p.BinaryData), len(p.Data))
 		}
-		if i > 0 && (len(p.BinaryData) != 1 || len(p.Data) != 0) {
-			t.Fatalf("part %s holds %d chunks and %d data keys, want one chunk", p.Name, len(p.BinaryData), len(p.Data))
+		for k, v := range p.BinaryData {
+			if s := (spec.TablePart{BinaryData: map[string][]byte{k: v}}).StoredSize(); i > 0 && 2*s > spec.MaxTablePartBytes {
+				t.Fatalf("chunk %s of part %s stores %d bytes: two do not fit in one ConfigMap", k, p.Name, s)
+			}
 		}
 	}
 	sorted := slices.Clone(tools)
@@ -283,6 +284,10 @@ func TestEncodeTablePlacement(t *testing.T) {
 	tools := tabletest.Tools(1000)
 	v1 := enc(tools, nil)
 	idx1 := index(t, v1)
+	w1 := map[string]bool{}
+	for _, p := range idx1.Parts {
+		w1[p.ConfigMap] = true
+	}
 	n := len(idx1.Parts)
 	if n < 6 {
 		t.Fatalf("%d chunks; the test wants at least 6", n)
@@ -296,7 +301,8 @@ func TestEncodeTablePlacement(t *testing.T) {
 		t.Error("the same tools after their own index gave other parts")
 	}
 
-	// Replace the tools of a middle chunk: its ConfigMap takes the new one.
+	// Replace the tools of a middle chunk: the new one goes to the lowest
+	// empty part.
 	mid := idx1.Parts[n/2]
 	members := gunzipMembers(t, v1)
 	names := map[string]bool{}
@@ -318,29 +324,42 @@ func TestEncodeTablePlacement(t *testing.T) {
 		}
 	}
 	v2 := enc(v2tools, idx1)
-	chunks, cms := changed(t, v1, v2)
-	if chunks != 1 || cms[0] != mid.ConfigMap {
-		t.Fatalf("changing the tools of chunk %d (in %s) wrote %d chunks to %v, want one to %s", n/2, mid.ConfigMap, chunks, cms, mid.ConfigMap)
+	if chunks, cms := changed(t, v1, v2); chunks != 1 || cms[0] != spec.TablePartName("t", n) {
+		t.Fatalf("changing the tools of chunk %d (in %s) wrote %d chunks to %v, want one to %s", n/2, mid.ConfigMap, chunks, cms, spec.TablePartName("t", n))
 	}
-	// A busy ConfigMap, one that holds a chunk in its grace, comes last:
-	// the new chunk goes to the lowest free part instead, unless every
-	// one is busy.
+	// Chunks in their grace count: the new chunk goes to the part that
+	// holds the fewest bytes and has room for it, and if none has, to the
+	// one that holds the fewest bytes the index names, to wait there.
+	chunkSize := len(mid.Key) + base64.StdEncoding.EncodedLen(mid.Size)
 	for _, tc := range []struct {
-		name string
-		busy func(string) bool
-		want string
+		name  string
+		grace func(string) int
+		want  func(cm string) bool
 	}{
-		{"its ConfigMap busy", func(cm string) bool { return cm == mid.ConfigMap }, spec.TablePartName("t", n)},
-		{"its ConfigMap and the next free busy", func(cm string) bool { return cm == mid.ConfigMap || cm == spec.TablePartName("t", n) }, spec.TablePartName("t", n+1)},
-		{"every ConfigMap busy", func(string) bool { return true }, mid.ConfigMap},
+		{"the lowest empty part in its grace", func(cm string) int {
+			if cm == spec.TablePartName("t", n) {
+				return 100
+			}
+			return 0
+		}, func(cm string) bool { return cm == spec.TablePartName("t", n+1) }},
+		{"every empty part full", func(cm string) int {
+			if slices.ContainsFunc(idx1.Parts, func(p spec.TableIndexPart) bool { return p.ConfigMap == cm }) {
+				return 0
+			}
+			return spec.MaxTablePartBytes - 10
+		}, func(cm string) bool {
+			// A part of the stored index, next to its chunk.
+			return slices.ContainsFunc(idx1.Parts[1:], func(p spec.TableIndexPart) bool { return p.ConfigMap == cm })
+		}},
+		{"every part full", func(cm string) int { return spec.MaxTablePartBytes - chunkSize/2 }, func(cm string) bool { return cm == spec.TablePartName("t", n) }},
 	} {
-		parts, err := spec.NewTableEncoderChunked(4<<10, 16<<10).Encode(&spec.Table{Tools: v2tools}, "t", spec.TableStored{Index: idx1, Busy: tc.busy})
+		parts, err := spec.NewTableEncoderChunked(4<<10, 16<<10).Encode(&spec.Table{Tools: v2tools}, "t", spec.TableStored{Index: idx1, Grace: tc.grace})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkParts(t, parts, v2tools)
-		if _, cms := changed(t, v1, parts); len(cms) != 1 || cms[0] != tc.want {
-			t.Errorf("%s: the new chunk went to %v, want %s", tc.name, cms, tc.want)
+		if _, cms := changed(t, v1, parts); len(cms) != 1 || !tc.want(cms[0]) {
+			t.Errorf("%s: the new chunk went to %v", tc.name, cms)
 		}
 	}
 
@@ -388,15 +407,22 @@ func TestEncodeTablePlacement(t *testing.T) {
 		}
 	}
 
-	// A stored index of numbered chunks keeps none, and its ConfigMaps are
-	// reused in order.
+	// A stored index of numbered chunks keeps none: every chunk is new,
+	// and goes to an empty part.
 	legacy := *idx1
 	legacy.Parts = slices.Clone(idx1.Parts)
 	for i := range legacy.Parts {
 		legacy.Parts[i].Key = spec.TablePartKey(i)
 	}
-	if v5 := enc(tools, &legacy); !bytes.Equal(mustJSON(t, v5), mustJSON(t, v1)) {
-		t.Error("a table after its numbered-chunk index is not laid out as a first table")
+	w5 := where(enc(tools, &legacy))
+	used5 := map[string]bool{}
+	for _, cm := range w5 {
+		used5[cm] = true
+	}
+	for k := n; k < spec.MaxTableParts; k++ {
+		if !used5[spec.TablePartName("t", k)] {
+			t.Errorf("after an index of numbered chunks, %s was left empty: %v", spec.TablePartName("t", k), w5)
+		}
 	}
 	// Names that are not the table's parts are ignored.
 	hostile := *idx1
