@@ -22,7 +22,10 @@ type Offer struct {
 	Created metav1.Time
 	// Tools are the valid tools the ToolSet exposes now, under their
 	// published names and sorted by name. Tools held through a scrape outage
-	// (Stale) are included until their grace period ends.
+	// (Stale) are included until their grace period ends. A caller never
+	// changes a slice it offered: offering the very slice of the ToolSet's
+	// last offer again, with the same Created and Denied, says that nothing
+	// changed, and costs the publisher no comparison.
 	Tools []spec.TableTool
 	// Denied are names among Tools that the caller denies before the
 	// ownership rule runs, with what denies them: the hook for ceilings such

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -65,5 +66,62 @@ func BenchmarkOffer(b *testing.B) {
 				i++
 			}
 		})
+	}
+}
+
+// TestOfferRepeated re-offers the very same slice: the verdicts it gets
+// follow what others did in between, and a new slice is compared anew.
+func TestOfferRepeated(t *testing.T) {
+	p := &TablePublisher{}
+	p.init()
+	close(p.loaded)
+	ctx := context.Background()
+	first := Offer{ToolSet: types.NamespacedName{Namespace: "a", Name: "first"}, Created: metav1.Unix(1, 0),
+		Tools: []spec.TableTool{{Name: "shared", SourceName: "shared"}}}
+	second := Offer{ToolSet: types.NamespacedName{Namespace: "b", Name: "second"}, Created: metav1.Unix(2, 0),
+		Tools: []spec.TableTool{{Name: "shared", SourceName: "shared"}}}
+	offer := func(o Offer) ownership.State {
+		t.Helper()
+		v, err := p.Offer(ctx, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v["shared"].State
+	}
+	if got := offer(first); got != ownership.Owned {
+		t.Fatalf("first offer: %v, want Owned", got)
+	}
+	if got := offer(second); got != ownership.Conflicted {
+		t.Fatalf("second ToolSet: %v, want Conflicted", got)
+	}
+	if got := offer(second); got != ownership.Conflicted {
+		t.Fatalf("second ToolSet again: %v, want Conflicted", got)
+	}
+	if err := p.Withdraw(ctx, first.ToolSet); err != nil {
+		t.Fatal(err)
+	}
+	if got := offer(second); got != ownership.Owned {
+		t.Fatalf("the same slice after the owner went: %v, want Owned", got)
+	}
+
+	// A new slice with a changed entry is compared: the table changes.
+	p.mu.Lock()
+	before := p.claims[second.ToolSet].tools["shared"].Description
+	p.mu.Unlock()
+	changed := second
+	changed.Tools = []spec.TableTool{{Name: "shared", SourceName: "shared", Description: "changed"}}
+	offer(changed)
+	p.mu.Lock()
+	after := p.claims[second.ToolSet].tools["shared"].Description
+	p.mu.Unlock()
+	if before != "" || after != "changed" {
+		t.Errorf("description %q then %q, want \"\" then \"changed\"", before, after)
+	}
+
+	// The same slice under a denial is no repeat.
+	denied := changed
+	denied.Denied = map[string]ownership.Denial{"shared": {Policy: ownership.OverBudget, Reason: "too many"}}
+	if got := offer(denied); got != ownership.Denied {
+		t.Fatalf("the same slice, denied: %v, want Denied", got)
 	}
 }

@@ -475,10 +475,12 @@ func (m *toolSetMemory) remember(results []podResult) {
 }
 
 // readyPods lists the Running and Ready Pods with an IP that the selector
-// matches in the ToolSet's own namespace, sorted by name.
+// matches in the ToolSet's own namespace, sorted by name. They are read from
+// the cache without a deep copy: nothing may change them.
 func (r *ToolSetReconciler) readyPods(ctx context.Context, ns string, sel labels.Selector) ([]*corev1.Pod, error) {
 	var list corev1.PodList
-	if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel}); err != nil {
+	if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel},
+		client.UnsafeDisableDeepCopy); err != nil {
 		return nil, fmt.Errorf("listing pods: %w", err)
 	}
 	var pods []*corev1.Pod
