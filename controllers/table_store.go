@@ -171,8 +171,10 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 	return wait, err
 }
 
-// inGrace returns the bytes, as stored, of what cm holds that no index names
-// and whose grace has not passed: what stage would have to keep.
+// inGrace returns the bytes, as stored, that stage would keep in cm besides
+// the chunks the stored index names (which the encoder counts itself):
+// chunks that no index names and whose grace has not passed, and the
+// revision keys of a table written before chunks were content-addressed.
 func (s *configMapTable) inGrace(cm *corev1.ConfigMap, named map[string]bool, now time.Time) int {
 	if cm == nil {
 		return 0
@@ -183,7 +185,7 @@ func (s *configMapTable) inGrace(cm *corev1.ConfigMap, named map[string]bool, no
 		return !named[ref] && now.Sub(s.unnamed[ref]) < s.grace
 	}
 	for k, v := range cm.Data {
-		if waiting(k) {
+		if named[cm.Name+"/"+k] || waiting(k) {
 			keep.Data[k] = v
 		}
 	}

@@ -238,9 +238,10 @@ type TableStored struct {
 	// plain.
 	Index *TableIndex
 	// Grace, if not nil, returns the bytes, as stored (see
-	// [TablePart.StoredSize]), of the chunks in the part ConfigMap named
-	// that no index names and that must stay until their grace period has
-	// passed.
+	// [TablePart.StoredSize]), that the part ConfigMap named holds besides
+	// the chunks Index names: chunks that no index names and that must
+	// stay until their grace period has passed, and anything else a
+	// publisher keeps there.
 	Grace func(configMap string) int
 }
 

@@ -592,6 +592,15 @@ func BenchmarkTableChange(b *testing.B) {
 		}
 		b.ReportMetric(float64(changed)/float64(n), "changed-B/op")
 	})
+	// The same without the encoder's cache of compressed segments: what
+	// the cache saves.
+	b.Run("OneToolUncached", func(b *testing.B) {
+		for i := 0; b.Loop(); i++ {
+			if _, err := spec.EncodeTableAfter(tables[(i+1)%2], "toolplane-tools", index(b, stored[i%2])); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
 
 // changedBytes returns the stored size of the base of after and of its
