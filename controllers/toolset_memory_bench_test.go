@@ -1,0 +1,117 @@
+package controllers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// benchDocument is the spec document one workload of make bench-scale
+// serves: n tools with a small object schema each, named <prefix>00, ….
+func benchDocument(b *testing.B, prefix string, n int) []byte {
+	b.Helper()
+	doc := spec.Document{SchemaVersion: spec.SchemaVersion, Tools: make([]spec.Tool, n)}
+	for j := range doc.Tools {
+		doc.Tools[j] = spec.Tool{
+			Name:        fmt.Sprintf("%s%02d", prefix, j),
+			Description: fmt.Sprintf("Looks up records of kind %d; returns at most limit matches.", j),
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What to look for."},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10}},"required":["query"]}`),
+			Annotations: &spec.Annotations{ReadOnlyHint: ptrTo(true)},
+		}
+	}
+	body, err := json.Marshal(doc)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return body
+}
+
+// BenchmarkReconcilerMemory measures what the operator keeps per ToolSet
+// between rounds, outside the informers' caches: the reconciler's memory
+// (each Pod's last document, the last assembly, the held tools, the
+// contract baseline), the publisher's claim and the tool gauges. It runs
+// the steps of Reconcile after the scrapes, without an API server, for
+// 5,000 ToolSets of one Pod and 10 tools each (make bench-scale's shape):
+// a first round that parses, assembles and offers, then a round of 304s.
+// Run with
+// go test ./controllers -run '^$' -bench ReconcilerMemory -benchtime 1x -count 5
+func BenchmarkReconcilerMemory(b *testing.B) {
+	const toolSets, tools = 5000, 10
+	ctx := context.Background()
+	bodies := make([][]byte, toolSets)
+	for i := range bodies {
+		bodies[i] = benchDocument(b, fmt.Sprintf("ts%04d_", i), tools)
+	}
+	now := time.Now()
+	for b.Loop() {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+
+		p := &TablePublisher{}
+		p.init()
+		close(p.loaded)
+		r := &ToolSetReconciler{Publisher: p}
+		r.init()
+		for i := range toolSets {
+			ts := &v1alpha1.ToolSet{
+				ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%04d", i/100), Name: fmt.Sprintf("ts-%04d", i), Generation: 1,
+					CreationTimestamp: metav1.NewTime(now)},
+				Spec: v1alpha1.ToolSetSpec{
+					Port:    intstr.FromString("http"),
+					Service: &v1alpha1.ServiceReference{Name: fmt.Sprintf("svc-%04d", i), Port: 8080},
+				},
+			}
+			key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
+			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ts.Namespace, Name: ts.Name + "-pod", UID: types.UID(fmt.Sprintf("uid-%d", i))}}
+			mem := r.memoryOf(key)
+			var doc *spec.Document
+			for round := range 2 {
+				if round == 0 {
+					var err error
+					if doc, err = ParseDocument(bodies[i]); err != nil {
+						b.Fatal(err)
+					}
+				}
+				// A 304 answers with the last document.
+				results := []podResult{{pod: pod, url: "http://127.0.0.1:8080/.well-known/toolplane/spec.json", doc: doc}}
+				rd := newRound([]*corev1.Pod{pod}, results, nil, mem.pods)
+				mem.remember(results)
+				a := mem.assemble(ts, rd.docs, rd.blind)
+				mem.held, mem.heldRevision = a.tools, a.revision
+				verdicts, err := p.Offer(ctx, Offer{ToolSet: key, Created: ts.CreationTimestamp, Tools: a.tools})
+				if err != nil {
+					b.Fatal(err)
+				}
+				prev := ts.Status.Tools
+				r.setStatus(ts, rd, a, a.tools, verdicts, false, mem)
+				cr, err := r.checkContracts(ctx, ts, prev, a.tools, true, mem, now)
+				if err != nil {
+					b.Fatal(err)
+				}
+				r.commitContracts(ts, mem, cr)
+				recordTools(key, ts.Status.Tools)
+			}
+		}
+
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/toolSets, "B/toolset")
+		runtime.KeepAlive(p)
+		runtime.KeepAlive(r)
+		for key := range r.memory {
+			forgetTools(key)
+		}
+	}
+}
