@@ -142,7 +142,7 @@ type TablePublisher struct {
 	claims map[types.NamespacedName]*claim
 	// claimants index claims by name; owners holds the owner of every owned
 	// name. rule decides them (see table_publisher_claims.go).
-	claimants map[string]map[types.NamespacedName]ownership.Claimant
+	claimants map[string]ownership.Claimants
 	owners    map[string]types.NamespacedName
 	rule      *ownership.Rule
 	// policiesSet: SetPolicies was called at least once.
@@ -175,7 +175,7 @@ func (p *TablePublisher) init() {
 		p.notify = make(chan struct{}, 1)
 		p.changed = make(chan event.TypedGenericEvent[*v1alpha1.ToolSet])
 		p.claims = make(map[types.NamespacedName]*claim)
-		p.claimants = make(map[string]map[types.NamespacedName]ownership.Claimant)
+		p.claimants = make(map[string]ownership.Claimants)
 		p.owners = make(map[string]types.NamespacedName)
 		p.awaiting = make(map[types.NamespacedName]struct{})
 		p.pending = make(map[types.NamespacedName]struct{})
@@ -454,7 +454,9 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 	}
 	tools := make([]spec.TableTool, 0, len(p.owners))
 	for name, owner := range p.owners {
-		tools = append(tools, p.claims[owner].tools[name])
+		if t, ok := findTool(p.claims[owner].tools, name); ok {
+			tools = append(tools, *t)
+		}
 	}
 	spec.SortTableTools(tools)
 	return &spec.Table{Tools: p.budgeted(tools)}, true

@@ -106,13 +106,13 @@ func TestOfferRepeated(t *testing.T) {
 
 	// A new slice with a changed entry is compared: the table changes.
 	p.mu.Lock()
-	before := p.claims[second.ToolSet].tools["shared"].Description
+	before := claimedTool(p, second.ToolSet, "shared").Description
 	p.mu.Unlock()
 	changed := second
 	changed.Tools = []spec.TableTool{{Name: "shared", SourceName: "shared", Description: "changed"}}
 	offer(changed)
 	p.mu.Lock()
-	after := p.claims[second.ToolSet].tools["shared"].Description
+	after := claimedTool(p, second.ToolSet, "shared").Description
 	p.mu.Unlock()
 	if before != "" || after != "changed" {
 		t.Errorf("description %q then %q, want \"\" then \"changed\"", before, after)
@@ -124,4 +124,12 @@ func TestOfferRepeated(t *testing.T) {
 	if got := offer(denied); got != ownership.Denied {
 		t.Fatalf("the same slice, denied: %v, want Denied", got)
 	}
+}
+
+// claimedTool is the entry of name that toolSet claims; p.mu is held.
+func claimedTool(p *TablePublisher, toolSet types.NamespacedName, name string) spec.TableTool {
+	if t, ok := findTool(p.claims[toolSet].tools, name); ok {
+		return *t
+	}
+	return spec.TableTool{}
 }

@@ -85,7 +85,7 @@ func (p *TablePublisher) Governed(policy ownership.Policy) (governed, denied int
 		if !policy.Matches(name) {
 			continue
 		}
-		for ts := range claimants {
+		for ts := range claimants.All() {
 			governed++
 			if !policy.Permits(ts.Namespace) {
 				denied++

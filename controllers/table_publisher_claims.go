@@ -24,13 +24,16 @@ import (
 // claim is what one ToolSet offers.
 type claim struct {
 	created metav1.Time
-	tools   map[string]spec.TableTool
+	// tools are sorted by name, each name once. They are often the very
+	// slice the reconciler offered and holds too: never modify them.
+	tools []spec.TableTool
 	// denied are names among tools denied before the rule runs.
 	denied map[string]ownership.Denial
 	// restored: the tools were read back from the table, and the ToolSet
 	// has not offered since start.
 	restored bool
-	// offered is the slice of the offer the claim was made from.
+	// offered is the slice of the offer the claim was made from: mostly
+	// tools itself, or what tools were copied from.
 	offered []spec.TableTool
 }
 
@@ -62,40 +65,33 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 	}
 	p.mu.Unlock()
 
-	tools := make(map[string]spec.TableTool, len(o.Tools))
-	ref := spec.ObjectReference{Namespace: o.ToolSet.Namespace, Name: o.ToolSet.Name}
-	for _, t := range o.Tools {
-		if _, dup := tools[t.Name]; dup {
-			return nil, fmt.Errorf("%w: %s offers %q twice", ErrInvalidOffer, o.ToolSet, t.Name)
-		}
-		// The table names the ToolSet that owns each entry; it is not the
-		// offerer's to choose.
-		t.ToolSet = ref
-		tools[t.Name] = t
+	tools, err := claimedTools(o)
+	if err != nil {
+		return nil, err
 	}
 	for name := range o.Denied {
-		if _, ok := tools[name]; !ok {
+		if _, ok := findTool(tools, name); !ok {
 			return nil, fmt.Errorf("%w: %s denies %q, which it does not offer", ErrInvalidOffer, o.ToolSet, name)
 		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	var old map[string]spec.TableTool
+	var old []spec.TableTool
 	if c := p.claims[o.ToolSet]; c != nil {
 		old = c.tools
 	}
 	p.setClaim(o.ToolSet, &claim{created: o.Created, tools: tools, denied: maps.Clone(o.Denied), offered: o.Tools})
 	p.offered(o.ToolSet)
 	dirty := false
-	for name := range union(old, tools) {
+	mergeTools(old, tools, func(name string, was, is *spec.TableTool) {
 		if p.resolve(name, o.ToolSet) {
 			dirty = true
 		}
 		// A new entry, or a changed one, of a name this ToolSet owns.
-		if p.owners[name] == o.ToolSet && !reflect.DeepEqual(old[name], tools[name]) {
+		if p.owners[name] == o.ToolSet && (was == nil || is == nil || !reflect.DeepEqual(*was, *is)) {
 			dirty = true
 		}
-	}
+	})
 	if dirty {
 		p.kickLocked()
 	}
@@ -152,7 +148,7 @@ func (p *TablePublisher) SetPolicies(ctx context.Context, policies []ownership.P
 	p.rule, p.policiesSet = rule, true
 	changed := 0
 	for name, claimants := range p.claimants {
-		for ts := range claimants {
+		for ts := range claimants.All() {
 			_, before := old.Permits(ts.Namespace, name)
 			if _, after := rule.Permits(ts.Namespace, name); before != after {
 				p.pending[ts] = struct{}{}
@@ -184,12 +180,11 @@ func (p *TablePublisher) Published(ctx context.Context, toolSet types.Namespaced
 		return nil, nil
 	}
 	var out []spec.TableTool
-	for name, t := range c.tools {
-		if p.owners[name] == toolSet {
+	for _, t := range c.tools {
+		if p.owners[t.Name] == toolSet {
 			out = append(out, t)
 		}
 	}
-	spec.SortTableTools(out)
 	return out, nil
 }
 
@@ -211,11 +206,17 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 			}
 			c := restored[ts]
 			if c == nil {
-				c = &claim{created: created, tools: make(map[string]spec.TableTool), restored: true}
+				c = &claim{created: created, restored: true}
 				restored[ts] = c
 			}
-			c.tools[t.Name] = t
+			c.tools = append(c.tools, t)
 		}
+	}
+	for _, c := range restored {
+		// A name twice in a table read back: the last entry stands.
+		slices.Reverse(c.tools)
+		slices.SortStableFunc(c.tools, compareToolNames)
+		c.tools = slices.CompactFunc(c.tools, func(a, b spec.TableTool) bool { return a.Name == b.Name })
 	}
 	// Every ToolSet that exists may claim a name whose owner is gone, or
 	// that was claimed first while the old leader had not written it yet:
@@ -228,8 +229,8 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	p.holdWrites = unreadable && p.restoring
 	for ts, c := range restored {
 		p.setClaim(ts, c)
-		for name := range c.tools {
-			p.owners[name] = ts
+		for _, t := range c.tools {
+			p.owners[t.Name] = ts
 		}
 	}
 	// An owner that a policy forbids the name loses it now.
@@ -255,22 +256,31 @@ func (p *TablePublisher) release(toolSet, actor types.NamespacedName) {
 		return
 	}
 	p.setClaim(toolSet, nil)
-	for name := range c.tools {
-		p.resolve(name, actor)
+	for _, t := range c.tools {
+		p.resolve(t.Name, actor)
 	}
 	p.kickLocked()
 }
 
 // setClaim replaces the claim of toolSet (nil removes it) and keeps the
-// claimants index and the conflict count in step.
+// claimants index and the conflict count in step. A name claimed before and
+// after keeps its place in the index.
 func (p *TablePublisher) setClaim(toolSet types.NamespacedName, c *claim) {
 	if old := p.claims[toolSet]; old != nil {
-		for name := range old.tools {
-			p.conflicts -= max(len(p.claimants[name])-1, 0)
-			delete(p.claimants[name], toolSet)
-			p.conflicts += max(len(p.claimants[name])-1, 0)
-			if len(p.claimants[name]) == 0 {
-				delete(p.claimants, name)
+		for _, t := range old.tools {
+			if c != nil {
+				if _, still := findTool(c.tools, t.Name); still {
+					continue
+				}
+			}
+			set := p.claimants[t.Name]
+			p.conflicts -= max(set.Len()-1, 0)
+			set.Delete(toolSet)
+			p.conflicts += max(set.Len()-1, 0)
+			if set.Len() == 0 {
+				delete(p.claimants, t.Name)
+			} else {
+				p.claimants[t.Name] = set
 			}
 		}
 		delete(p.claims, toolSet)
@@ -279,20 +289,17 @@ func (p *TablePublisher) setClaim(toolSet types.NamespacedName, c *claim) {
 		return
 	}
 	p.claims[toolSet] = c
-	for name := range c.tools {
-		set := p.claimants[name]
-		if set == nil {
-			set = make(map[types.NamespacedName]ownership.Claimant)
-			p.claimants[name] = set
-		}
+	for _, t := range c.tools {
+		set := p.claimants[t.Name]
 		cl := ownership.Claimant{Created: c.created.Time}
-		if d, ok := c.denied[name]; ok {
+		if d, ok := c.denied[t.Name]; ok {
 			// Through a call, so that only a denial costs an allocation.
 			cl.Denied = ptrTo(d)
 		}
-		p.conflicts -= max(len(set)-1, 0)
-		set[toolSet] = cl
-		p.conflicts += max(len(set)-1, 0)
+		p.conflicts -= max(set.Len()-1, 0)
+		set.Set(toolSet, cl)
+		p.conflicts += max(set.Len()-1, 0)
+		p.claimants[t.Name] = set
 	}
 }
 
@@ -325,7 +332,7 @@ func (p *TablePublisher) resolve(name string, actor types.NamespacedName) bool {
 	} else {
 		delete(p.owners, name)
 	}
-	for ts := range p.claimants[name] {
+	for ts := range p.claimants[name].All() {
 		if ts != actor {
 			p.pending[ts] = struct{}{}
 		}
@@ -356,7 +363,8 @@ func (p *TablePublisher) verdicts(toolSet types.NamespacedName) map[string]owner
 		return map[string]ownership.Verdict{}
 	}
 	out := make(map[string]ownership.Verdict, len(c.tools))
-	for name := range c.tools {
+	for _, t := range c.tools {
+		name := t.Name
 		con := p.contest(name)
 		var o ownership.Outcome
 		if con.Owner != (types.NamespacedName{}) {
@@ -454,15 +462,65 @@ func compareNamespacedName(a, b types.NamespacedName) int {
 	return strings.Compare(a.Name, b.Name)
 }
 
-func union(a, b map[string]spec.TableTool) map[string]struct{} {
-	u := make(map[string]struct{}, len(a)+len(b))
-	for k := range a {
-		u[k] = struct{}{}
+// claimedTools returns the tools of an offer as a claim holds them: sorted
+// by name, each name once, each entry naming the offering ToolSet. An offer
+// that already is so (as the reconciler's are) is kept as it is, not
+// copied: the caller must not modify it afterwards.
+func claimedTools(o Offer) ([]spec.TableTool, error) {
+	ref := spec.ObjectReference{Namespace: o.ToolSet.Namespace, Name: o.ToolSet.Name}
+	asIs := true
+	for i, t := range o.Tools {
+		// The table names the ToolSet that owns each entry; it is not the
+		// offerer's to choose.
+		if t.ToolSet != ref || (i > 0 && o.Tools[i-1].Name >= t.Name) {
+			asIs = false
+			break
+		}
 	}
-	for k := range b {
-		u[k] = struct{}{}
+	if asIs {
+		return o.Tools, nil
 	}
-	return u
+	tools := slices.Clone(o.Tools)
+	for i := range tools {
+		tools[i].ToolSet = ref
+	}
+	slices.SortStableFunc(tools, compareToolNames)
+	for i := 1; i < len(tools); i++ {
+		if tools[i-1].Name == tools[i].Name {
+			return nil, fmt.Errorf("%w: %s offers %q twice", ErrInvalidOffer, o.ToolSet, tools[i].Name)
+		}
+	}
+	return tools, nil
+}
+
+func compareToolNames(a, b spec.TableTool) int { return strings.Compare(a.Name, b.Name) }
+
+// findTool finds name in tools, sorted by name.
+func findTool(tools []spec.TableTool, name string) (*spec.TableTool, bool) {
+	i, ok := slices.BinarySearchFunc(tools, name, func(t spec.TableTool, name string) int { return strings.Compare(t.Name, name) })
+	if !ok {
+		return nil, false
+	}
+	return &tools[i], true
+}
+
+// mergeTools calls fn with every name of a and b, both sorted by name, and
+// its entry in each (nil where it has none).
+func mergeTools(a, b []spec.TableTool, fn func(name string, was, is *spec.TableTool)) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i].Name < b[j].Name):
+			fn(a[i].Name, &a[i], nil)
+			i++
+		case i == len(a) || b[j].Name < a[i].Name:
+			fn(b[j].Name, nil, &b[j])
+			j++
+		default:
+			fn(a[i].Name, &a[i], &b[j])
+			i, j = i+1, j+1
+		}
+	}
 }
 
 func ptrTo[T any](v T) *T { return &v }

@@ -396,11 +396,8 @@ func liveClaims(ctx context.Context, c client.Client, table *spec.Table) (*claim
 // settle is what the operator's ownership rule makes of self's claim of
 // name, once self's document replaces what it claims now.
 func settle(rule *ownership.Rule, cl *claims, name string, self types.NamespacedName, created time.Time) ownership.Verdict {
-	contest := ownership.Contest{Name: name, Owner: cl.owners[name], Claimants: map[types.NamespacedName]ownership.Claimant{}}
-	for ts, c := range cl.claimants[name] {
-		contest.Claimants[ts] = c
-	}
-	contest.Claimants[self] = ownership.Claimant{Created: created}
+	contest := ownership.Contest{Name: name, Owner: cl.owners[name], Claimants: ownership.ClaimantsOf(cl.claimants[name])}
+	contest.Claimants.Set(self, ownership.Claimant{Created: created})
 	return rule.Verdict(contest, rule.Resolve(contest), self)
 }
 

@@ -85,7 +85,7 @@ type Contest struct {
 	// Owner holds the name now; the zero value for nobody.
 	Owner types.NamespacedName
 	// Claimants are the ToolSets that claim the name now.
-	Claimants map[types.NamespacedName]Claimant
+	Claimants Claimants
 	// Hold keeps a name whose owner is gone unowned: the caller has not yet
 	// heard from every ToolSet that may claim it, as after a restart.
 	Hold bool
@@ -191,7 +191,7 @@ func (r *Rule) eligible(name string, ts types.NamespacedName, c Claimant) bool {
 // lookup while the owner keeps the name, and one pass over the claimants
 // when it moves.
 func (r *Rule) Resolve(c Contest) Outcome {
-	if cl, ok := c.Claimants[c.Owner]; ok && r.eligible(c.Name, c.Owner, cl) {
+	if cl, ok := c.Claimants.Get(c.Owner); ok && r.eligible(c.Name, c.Owner, cl) {
 		return Outcome{Owner: c.Owner}
 	}
 	var (
@@ -199,7 +199,7 @@ func (r *Rule) Resolve(c Contest) Outcome {
 		nextC Claimant
 		found bool
 	)
-	for ts, cl := range c.Claimants {
+	for ts, cl := range c.Claimants.All() {
 		if !r.eligible(c.Name, ts, cl) {
 			continue
 		}
@@ -221,7 +221,7 @@ func (r *Rule) Resolve(c Contest) Outcome {
 // ts must be one of c's claimants.
 func (r *Rule) Verdict(c Contest, o Outcome, ts types.NamespacedName) Verdict {
 	v := Verdict{Owner: o.Owner}
-	cl := c.Claimants[ts]
+	cl, _ := c.Claimants.Get(ts)
 	if cl.Denied != nil {
 		v.State, v.Policy, v.Reason = Denied, cl.Denied.Policy, cl.Denied.Reason
 		return v
@@ -283,14 +283,14 @@ func (r *Rule) ResolveAll(owners map[string]types.NamespacedName, claims []Claim
 		for _, name := range cl.Names {
 			c := contests[name]
 			if c == nil {
-				c = &Contest{Name: name, Owner: owners[name], Claimants: map[types.NamespacedName]Claimant{}, Hold: hold}
+				c = &Contest{Name: name, Owner: owners[name], Hold: hold}
 				contests[name] = c
 			}
 			claimant := Claimant{Created: cl.Created}
 			if d, ok := cl.Denied[name]; ok {
 				claimant.Denied = &d
 			}
-			c.Claimants[cl.ToolSet] = claimant
+			c.Claimants.Set(cl.ToolSet, claimant)
 		}
 	}
 	res := Result{Owners: map[string]types.NamespacedName{}, Verdicts: map[types.NamespacedName]map[string]Verdict{}}
@@ -300,7 +300,7 @@ func (r *Rule) ResolveAll(owners map[string]types.NamespacedName, claims []Claim
 		if o.Owned() {
 			res.Owners[name] = o.Owner
 		}
-		for ts := range c.Claimants {
+		for ts := range c.Claimants.All() {
 			vs := res.Verdicts[ts]
 			if vs == nil {
 				vs = map[string]Verdict{}

@@ -45,16 +45,16 @@ func TestResolve(t *testing.T) {
 		verdicts map[types.NamespacedName]Verdict
 	}{{
 		name:    "the first claimant of a free name takes it",
-		contest: Contest{Name: "x", Claimants: map[types.NamespacedName]Claimant{late: {Created: at(20)}}},
+		contest: Contest{Name: "x", Claimants: ClaimantsOf(map[types.NamespacedName]Claimant{late: {Created: at(20)}})},
 		want:    Outcome{Owner: late},
 		verdicts: map[types.NamespacedName]Verdict{
 			late: {State: Owned, Owner: late},
 		},
 	}, {
 		name: "the owner keeps the name against an earlier-created claimant",
-		contest: Contest{Name: "x", Owner: owner, Claimants: map[types.NamespacedName]Claimant{
+		contest: Contest{Name: "x", Owner: owner, Claimants: ClaimantsOf(map[types.NamespacedName]Claimant{
 			owner: {Created: at(30)}, early: {Created: at(10)},
-		}},
+		})},
 		want: Outcome{Owner: owner},
 		verdicts: map[types.NamespacedName]Verdict{
 			owner: {State: Owned, Owner: owner},
@@ -62,9 +62,9 @@ func TestResolve(t *testing.T) {
 		},
 	}, {
 		name: "the earliest-created claimant takes the name the owner let go",
-		contest: Contest{Name: "x", Owner: owner, Claimants: map[types.NamespacedName]Claimant{
+		contest: Contest{Name: "x", Owner: owner, Claimants: ClaimantsOf(map[types.NamespacedName]Claimant{
 			late: {Created: at(20)}, early: {Created: at(10)},
-		}},
+		})},
 		want: Outcome{Owner: early},
 		verdicts: map[types.NamespacedName]Verdict{
 			late:  {State: Conflicted, Owner: early},
@@ -72,16 +72,16 @@ func TestResolve(t *testing.T) {
 		},
 	}, {
 		name: "a tie in creation time goes by namespace, then name",
-		contest: Contest{Name: "x", Claimants: map[types.NamespacedName]Claimant{
+		contest: Contest{Name: "x", Claimants: ClaimantsOf(map[types.NamespacedName]Claimant{
 			ts("z", "a"): {Created: at(5)}, ts("m", "z"): {Created: at(5)}, ts("m", "y"): {Created: at(5)},
-		}},
+		})},
 		want: Outcome{Owner: ts("m", "y")},
 	}, {
 		name:     "a reserved name goes to the permitted namespace, whatever the claim order",
 		policies: []Policy{reserve},
-		contest: Contest{Name: "refund", Owner: owner, Claimants: map[types.NamespacedName]Claimant{
+		contest: Contest{Name: "refund", Owner: owner, Claimants: ClaimantsOf(map[types.NamespacedName]Claimant{
 			owner: {Created: at(0)}, payments: {Created: at(50)},
-		}},
+		})},
 		want: Outcome{Owner: payments},
 		verdicts: map[types.NamespacedName]Verdict{
 			owner:    {State: Denied, Owner: payments, Policy: "payments", Reason: "the policy reserves the name for other namespaces"},
@@ -90,7 +90,7 @@ func TestResolve(t *testing.T) {
 	}, {
 		name:     "a reserved name that no permitted namespace claims is owned by nobody",
 		policies: []Policy{reserve},
-		contest:  Contest{Name: "payments_list", Claimants: map[types.NamespacedName]Claimant{owner: {Created: at(0)}}},
+		contest:  Contest{Name: "payments_list", Claimants: ClaimantsOf(map[types.NamespacedName]Claimant{owner: {Created: at(0)}})},
 		want:     Outcome{},
 		verdicts: map[types.NamespacedName]Verdict{
 			owner: {State: Denied, Policy: "payments", Reason: "the policy reserves the name for other namespaces"},
@@ -98,24 +98,24 @@ func TestResolve(t *testing.T) {
 	}, {
 		name:     "a name no policy matches follows the first-claim rule",
 		policies: []Policy{reserve},
-		contest: Contest{Name: "refunds", Owner: owner, Claimants: map[types.NamespacedName]Claimant{
+		contest: Contest{Name: "refunds", Owner: owner, Claimants: ClaimantsOf(map[types.NamespacedName]Claimant{
 			owner: {Created: at(30)}, payments: {Created: at(0)},
-		}},
+		})},
 		want: Outcome{Owner: owner},
 	}, {
 		name: "a claim denied before the rule loses the name it owned",
-		contest: Contest{Name: "x", Owner: owner, Claimants: map[types.NamespacedName]Claimant{
+		contest: Contest{Name: "x", Owner: owner, Claimants: ClaimantsOf(map[types.NamespacedName]Claimant{
 			owner: {Created: at(0), Denied: budget}, late: {Created: at(20)},
-		}},
+		})},
 		want: Outcome{Owner: late},
 		verdicts: map[types.NamespacedName]Verdict{
 			owner: {State: Denied, Owner: late, Policy: "OverBudget", Reason: budget.Reason},
 		},
 	}, {
 		name: "a held name whose owner let go stays unowned",
-		contest: Contest{Name: "x", Owner: owner, Hold: true, Claimants: map[types.NamespacedName]Claimant{
+		contest: Contest{Name: "x", Owner: owner, Hold: true, Claimants: ClaimantsOf(map[types.NamespacedName]Claimant{
 			late: {Created: at(20)}, early: {Created: at(10)},
-		}},
+		})},
 		want: Outcome{Pending: true},
 		verdicts: map[types.NamespacedName]Verdict{
 			late:  {State: Pending, Reason: pendingReason},
@@ -123,9 +123,9 @@ func TestResolve(t *testing.T) {
 		},
 	}, {
 		name: "a held name keeps the owner that still claims it",
-		contest: Contest{Name: "x", Owner: owner, Hold: true, Claimants: map[types.NamespacedName]Claimant{
+		contest: Contest{Name: "x", Owner: owner, Hold: true, Claimants: ClaimantsOf(map[types.NamespacedName]Claimant{
 			owner: {Created: at(30)}, early: {Created: at(10)},
-		}},
+		})},
 		want: Outcome{Owner: owner},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
