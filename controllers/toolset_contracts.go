@@ -29,8 +29,8 @@ const maxBreakingMessage = 512
 // comparison instead of losing or doubling the event.
 type contractRound struct {
 	// baseline is what the table holds of this ToolSet after the round,
-	// by published name; nil leaves the last baseline as it is.
-	baseline map[string]spec.TableTool
+	// sorted by published name; nil leaves the last baseline as it is.
+	baseline []spec.TableTool
 	// breaking lists each breaking change as "tool: path: what".
 	breaking []string
 }
@@ -61,34 +61,20 @@ func (r *ToolSetReconciler) checkContracts(ctx context.Context, ts *v1alpha1.Too
 		return nil, err
 	}
 
-	byName := make(map[string]spec.TableTool, len(offered))
-	for _, t := range offered {
-		byName[t.Name] = t
-	}
 	state := make(map[string]v1alpha1.ToolState, len(ts.Status.Tools))
 	for _, t := range ts.Status.Tools {
 		state[t.Name] = t.State
 	}
-	cr := &contractRound{baseline: map[string]spec.TableTool{}}
-	for name, t := range byName {
-		// Only what this ToolSet owns is in the table under its name;
-		// status.tools may have left a Published tool out, but ownership
-		// is what state would say.
-		if s, listed := state[name]; listed && s != v1alpha1.ToolPublished {
-			continue
-		}
-		cr.baseline[name] = t
+	cr := &contractRound{baseline: baselineOf(offered, state)}
+	if cr.baseline == nil {
+		// Not nil, which would keep the last baseline: nothing is published.
+		cr.baseline = []spec.TableTool{}
 	}
 
 	now = now.UTC().Truncate(time.Second)
-	names := make([]string, 0, len(mem.baseline))
-	for name := range mem.baseline {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
-		old := mem.baseline[name]
-		cur, still := cr.baseline[name]
+	for _, old := range mem.baseline {
+		name := old.Name
+		cur, still := findTool(cr.baseline, name)
 		if !still {
 			if s, listed := state[name]; listed {
 				cr.breaking = append(cr.breaking, fmt.Sprintf("%s: the tool is no longer published (%s)", name, s))
@@ -97,10 +83,10 @@ func (r *ToolSetReconciler) checkContracts(ctx context.Context, ts *v1alpha1.Too
 			}
 			continue
 		}
-		if digestOf(old) == digestOf(cur) {
+		if digestOf(old) == digestOf(*cur) {
 			continue
 		}
-		changes := contract.Breaking(contract.Compare(contract.FromTableTool(old), contract.FromTableTool(cur)))
+		changes := contract.Breaking(contract.Compare(contract.FromTableTool(old), contract.FromTableTool(*cur)))
 		if len(changes) == 0 {
 			continue
 		}
@@ -129,18 +115,49 @@ func (r *ToolSetReconciler) loadBaseline(ctx context.Context, ts *v1alpha1.ToolS
 	if mem.baselineLoaded {
 		return nil
 	}
-	mem.baseline = map[string]spec.TableTool{}
+	mem.baseline = nil
 	if pl, ok := r.Publisher.(publishedLister); ok {
 		tools, err := pl.Published(ctx, client.ObjectKeyFromObject(ts))
 		if err != nil {
 			return fmt.Errorf("reading the published tools: %w", err)
 		}
-		for _, t := range tools {
-			mem.baseline[t.Name] = t
-		}
+		mem.baseline = baselineOf(tools, nil)
 	}
 	mem.baselineLoaded = true
 	return nil
+}
+
+// baselineOf returns the tools, sorted by name and each name once, that
+// the table holds of a ToolSet that offers tools: those it owns, by its
+// tools' states (a tool without one counts as owned; status.tools may
+// have left a Published tool out). It is tools itself when that is all of
+// them in order, as it is in the steady state, so that the baseline shares
+// the offer's entries instead of copying them.
+func baselineOf(tools []spec.TableTool, state map[string]v1alpha1.ToolState) []spec.TableTool {
+	owned := func(t spec.TableTool) bool {
+		s, listed := state[t.Name]
+		return !listed || s == v1alpha1.ToolPublished
+	}
+	asIs := true
+	for i, t := range tools {
+		if !owned(t) || (i > 0 && tools[i-1].Name >= t.Name) {
+			asIs = false
+			break
+		}
+	}
+	if asIs {
+		return tools
+	}
+	out := make([]spec.TableTool, 0, len(tools))
+	for _, t := range tools {
+		if owned(t) {
+			out = append(out, t)
+		}
+	}
+	// The last of a name stands, as it did in a map by name.
+	slices.Reverse(out)
+	slices.SortStableFunc(out, compareToolNames)
+	return slices.CompactFunc(out, func(a, b spec.TableTool) bool { return a.Name == b.Name })
 }
 
 // commitContracts makes a round's baseline the last one, and emits one

@@ -125,9 +125,10 @@ type toolSetMemory struct {
 	// recalled is set once the held tools were looked up in the table.
 	recalled bool
 	// baseline is the last published version of each tool this ToolSet
-	// owns, by published name: what a change is classified against. It is
-	// read from the table once after a restart (baselineLoaded).
-	baseline       map[string]spec.TableTool
+	// owns, sorted by published name: what a change is classified against.
+	// It is read from the table once after a restart (baselineLoaded). It
+	// is mostly the very slice that was offered, shared: never modify it.
+	baseline       []spec.TableTool
 	baselineLoaded bool
 	// written is the last status this reconciler wrote.
 	written writtenStatus
