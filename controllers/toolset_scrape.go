@@ -109,6 +109,10 @@ func ParseDocument(body []byte) (*spec.Document, error) {
 	}
 	if doc.Tools == nil {
 		doc.Tools = []spec.Tool{}
+	} else if cap(doc.Tools) > len(doc.Tools) {
+		// The document is held until the Pod serves another; the decoder
+		// grew the slice by doubling.
+		doc.Tools = slices.Clone(doc.Tools)
 	}
 	// Stable, so that a document and its re-encoding parse alike even when
 	// a name is served twice.

@@ -125,6 +125,10 @@ func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int) assembly {
 		names = append(names, name)
 	}
 	slices.Sort(names)
+	// Room for every name at once: the assembly is held until the next
+	// change, and growing it by appends would hold up to twice the room.
+	a.tools = make([]spec.TableTool, 0, len(names))
+	ep := endpointsOf(ts)
 	for _, name := range names {
 		s := byName[name]
 		published := ts.Spec.Prefix + name
@@ -157,7 +161,11 @@ func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int) assembly {
 			reject(v1alpha1.ToolInvalid, err.Error())
 			continue
 		}
-		a.tools = append(a.tools, tableTool(ts, published, t))
+		a.tools = append(a.tools, tableTool(ts, ep, published, t))
+	}
+	if len(a.tools) == 0 {
+		// As before there was room: no valid tool, no slice.
+		a.tools = nil
 	}
 	slices.SortFunc(a.rejected, func(x, y v1alpha1.ToolStatus) int { return strings.Compare(x.Name, y.Name) })
 	return a
@@ -313,11 +321,34 @@ func validateSchema(field string, raw json.RawMessage, maxBytes int32, required 
 	return nil
 }
 
+// toolSetEndpoints are what the endpoints of a ToolSet's tools have in
+// common, made once per assembly rather than once per tool.
+type toolSetEndpoints struct {
+	// mcp is the MCP endpoint; empty without spec.service.
+	mcp string
+	// shared are the endpoints of every tool of an MCP ToolSet, which has
+	// only the MCP endpoint: one value that every entry points at.
+	shared *spec.Endpoints
+}
+
+func endpointsOf(ts *v1alpha1.ToolSet) toolSetEndpoints {
+	svc := ts.Spec.Service
+	if svc == nil {
+		return toolSetEndpoints{}
+	}
+	if ts.Spec.IsMCP() {
+		mcp := serviceURL(ts, svc, ts.Spec.PathOrDefault())
+		return toolSetEndpoints{mcp: mcp, shared: &spec.Endpoints{MCP: mcp}}
+	}
+	return toolSetEndpoints{mcp: serviceURL(ts, svc, spec.MCPPath)}
+}
+
 // tableTool is a tool as the table publishes it. Without spec.service it has
 // no endpoints: agents can list it but not call it. A tool of an MCP ToolSet
 // says so, and has only the MCP endpoint, at the ToolSet's path: the server
-// has no invoke endpoint.
-func tableTool(ts *v1alpha1.ToolSet, published string, t spec.Tool) spec.TableTool {
+// has no invoke endpoint. ep is endpointsOf(ts). The entry shares the
+// schemas, annotations and _meta of t, which nothing modifies.
+func tableTool(ts *v1alpha1.ToolSet, ep toolSetEndpoints, published string, t spec.Tool) spec.TableTool {
 	tt := spec.TableTool{
 		Name:         published,
 		SourceName:   t.Name,
@@ -330,14 +361,12 @@ func tableTool(ts *v1alpha1.ToolSet, published string, t spec.Tool) spec.TableTo
 		SchemaDigest: spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations),
 		ToolSet:      spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name},
 	}
-	if svc := ts.Spec.Service; svc != nil {
-		tt.Endpoints = &spec.Endpoints{
-			Invoke: serviceURL(ts, svc, spec.InvokePrefix+t.Name),
-			MCP:    serviceURL(ts, svc, spec.MCPPath),
-		}
-		if ts.Spec.IsMCP() {
-			tt.Endpoints = &spec.Endpoints{MCP: serviceURL(ts, svc, ts.Spec.PathOrDefault())}
-		}
+	switch svc := ts.Spec.Service; {
+	case svc == nil:
+	case ep.shared != nil:
+		tt.Endpoints = ep.shared
+	default:
+		tt.Endpoints = &spec.Endpoints{Invoke: serviceURL(ts, svc, spec.InvokePrefix+t.Name), MCP: ep.mcp}
 	}
 	if ts.Spec.IsMCP() {
 		tt.Protocol = spec.ProtocolMCP
