@@ -414,8 +414,8 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 			g.Expect(degraded.Message).To(ContainSubstring("5 tools are invalid"))
 		}).Should(Succeed())
 		eventuallyInTable(ctx, ts, ConsistOf(HaveField("Name", "fine")))
-		Expect(testutil.ToFloat64(toolSetTools.WithLabelValues(ns, "w", "Invalid"))).To(BeEquivalentTo(5))
-		Expect(testutil.ToFloat64(toolSetTools.WithLabelValues(ns, "w", "Published"))).To(BeEquivalentTo(1))
+		// Only the states the ToolSet has tools in have a series.
+		Expect(toolSeries(Default, ns, "w")).To(Equal(map[string]float64{"Invalid": 5, "Published": 1}))
 	})
 
 	It("publishes only the tools every ready replica serves, in the majority form, during a rollout", func(ctx context.Context) {
@@ -510,6 +510,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		Expect(condition(got, v1alpha1.ConditionStale).Reason).To(Equal(v1alpha1.ReasonToolsStale))
 		Expect(readyCondition(got).Reason).To(Equal(v1alpha1.ReasonScrapeFailed))
 		Expect(publisher.Published(ctx, client.ObjectKeyFromObject(ts))).To(HaveLen(2), "held tools stay in the table")
+		Expect(toolSeries(Default, ns, "s")).To(Equal(map[string]float64{"Stale": 2}))
 
 		// Three intervals of 5s later the held tools go.
 		Eventually(func(g Gomega) {
@@ -518,6 +519,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 			stale := condition(got, v1alpha1.ConditionStale)
 			g.Expect(stale.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(stale.Reason).To(Equal(v1alpha1.ReasonToolsDropped))
+			g.Expect(toolSeries(g, ns, "s")).To(BeEmpty(), "no tools, no series")
 		}).WithTimeout(40 * time.Second).Should(Succeed())
 		eventuallyInTable(ctx, ts, BeEmpty())
 		Eventually(func(g Gomega) {
@@ -530,6 +532,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(2))
 			g.Expect(condition(got, v1alpha1.ConditionStale).Reason).To(Equal(v1alpha1.ReasonHealthy))
 			g.Expect(eventReasons(ctx, g, ts)).To(ContainElement(eventScrapeRecovered))
+			g.Expect(toolSeries(g, ns, "s")).To(Equal(map[string]float64{"Published": 2}))
 		}).Should(Succeed())
 	})
 

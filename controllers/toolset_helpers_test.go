@@ -13,6 +13,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -23,6 +25,29 @@ import (
 )
 
 const testMaxResponseBytes = 64 << 10
+
+// toolSeries returns the toolplane_toolset_tools series of one ToolSet, by
+// state, as the metrics endpoint would serve them.
+func toolSeries(g Gomega, namespace, name string) map[string]float64 {
+	ch := make(chan prometheus.Metric)
+	go func() {
+		toolSetTools.Collect(ch)
+		close(ch)
+	}()
+	out := map[string]float64{}
+	for m := range ch {
+		var pb dto.Metric
+		g.Expect(m.Write(&pb)).To(Succeed())
+		labels := map[string]string{}
+		for _, l := range pb.GetLabel() {
+			labels[l.GetName()] = l.GetValue()
+		}
+		if labels["namespace"] == namespace && labels["name"] == name {
+			out[labels["state"]] = pb.GetGauge().GetValue()
+		}
+	}
+	return out
+}
 
 // tableEntries returns the entries of the published tool table that a
 // ToolSet owns, as the API server stores the table now.

@@ -22,7 +22,7 @@ var (
 	}, []string{"reason"})
 	toolSetTools = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "toolplane_toolset_tools",
-		Help: "The tools of each ToolSet, by state (Published, Conflicted, Invalid, Filtered, Skewed, Stale).",
+		Help: "The tools of each ToolSet, by state (Published, Conflicted, Invalid, Filtered, Skewed, Stale); a state the ToolSet has no tool in has no series.",
 	}, []string{"namespace", "name", "state"})
 )
 
@@ -35,13 +35,20 @@ func init() {
 	metrics.Registry.MustRegister(scrapeDuration, scrapeErrors, toolSetTools)
 }
 
-// recordTools sets the tool gauges of one ToolSet from its status.
+// recordTools sets the tool gauges of one ToolSet from its status. Only the
+// states it has tools in have a series: most ToolSets have only Published
+// tools, and a series costs some 500 bytes for as long as the ToolSet
+// exists.
 func recordTools(key types.NamespacedName, tools []v1alpha1.ToolStatus) {
 	counts := map[v1alpha1.ToolState]int{}
 	for _, t := range tools {
 		counts[t.State]++
 	}
 	for _, s := range toolStates {
+		if counts[s] == 0 {
+			toolSetTools.DeleteLabelValues(key.Namespace, key.Name, string(s))
+			continue
+		}
 		toolSetTools.WithLabelValues(key.Namespace, key.Name, string(s)).Set(float64(counts[s]))
 	}
 }
