@@ -190,7 +190,7 @@ func churn(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harness
 	if err != nil {
 		return res, err
 	}
-	self0 := selfCPU()
+	self0, gc0 := selfCPU(), gcCPU(ctx, mgr)
 	start := time.Now()
 
 	step("Churn: %d intervals of %s, 1 in %d workloads changing a tool in each", c.churnIntervals, c.interval, churnShare)
@@ -282,8 +282,9 @@ func churn(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harness
 			fmt.Fprintf(os.Stderr, "churn: table ConfigMap %s: %d writes of %d bytes\n", name, d, tw1.byName[name].bytes-tw0.byName[name].bytes)
 		}
 	}
-	fmt.Fprintf(os.Stderr, "churn: manager cpu_pct=%.2f; this process (workloads and watcher) cpu_pct=%.2f, of which decoding the table %d times (%d torn) took %s\n",
-		100*(p1.CPU-p0.CPU).Seconds()/elapsed.Seconds(), 100*(selfCPU()-self0).Seconds()/elapsed.Seconds(), dec.decodes, dec.failed, dec.took.Round(time.Millisecond))
+	fmt.Fprintf(os.Stderr, "churn: manager cpu_pct=%.2f, of which the Go GC about %.2f; this process (workloads and watcher) cpu_pct=%.2f, of which decoding the table %d times (%d torn) took %s\n",
+		100*(p1.CPU-p0.CPU).Seconds()/elapsed.Seconds(), 100*(gcCPU(ctx, mgr)-gc0)/elapsed.Seconds(),
+		100*(selfCPU()-self0).Seconds()/elapsed.Seconds(), dec.decodes, dec.failed, dec.took.Round(time.Millisecond))
 	return res, nil
 }
 

@@ -38,6 +38,7 @@ type result struct {
 	writesSteady          float64
 	writesByResource      map[string]float64
 	cpuSteadyPct          float64
+	gcSteadyPct           float64
 	scrapesSteady         int
 	rssMB                 float64
 	table                 harness.TableStats
@@ -205,7 +206,8 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	if err := steady(ctx, c, cp, mgr, wl, pprofAddr, &res); err != nil {
 		return res, err
 	}
-	fmt.Fprintf(os.Stderr, "steady: scrapes=%d (want about %d) writes_by_resource=%v cpu_pct=%.2f\n", res.scrapesSteady, 3*c.toolSets, res.writesByResource, res.cpuSteadyPct)
+	fmt.Fprintf(os.Stderr, "steady: scrapes=%d (want about %d) writes_by_resource=%v cpu_pct=%.2f, of which the Go GC about %.2f\n",
+		res.scrapesSteady, 3*c.toolSets, res.writesByResource, res.cpuSteadyPct, res.gcSteadyPct)
 
 	if c.churnIntervals > 0 {
 		ch, err := churn(ctx, c, cp, mgr, wl, w)
@@ -243,6 +245,7 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 	if err != nil {
 		return err
 	}
+	gc0 := gcCPU(ctx, mgr)
 	s0, t0 := wl.scrapes(), time.Now()
 	window := 3 * c.interval
 	if pprofAddr != "" {
@@ -264,6 +267,7 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 	elapsed := time.Since(t0)
 	res.scrapesSteady = wl.scrapes() - s0
 	res.cpuSteadyPct = 100 * (p1.CPU - p0.CPU).Seconds() / elapsed.Seconds()
+	res.gcSteadyPct = 100 * (gcCPU(ctx, mgr) - gc0) / elapsed.Seconds()
 	res.writesByResource = delta(w0, w1)
 	for _, d := range res.writesByResource {
 		res.writesSteady += d
@@ -272,6 +276,19 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 		return fmt.Errorf("the manager exited during steady state: %w", err)
 	}
 	return nil
+}
+
+// gcCPU returns the CPU seconds the manager's Go runtime has spent on
+// garbage collection so far, as its metrics estimate them
+// (/cpu/classes/gc/total:cpu-seconds, updated at each collection); 0 if it
+// cannot be read. A manager short of memory for its GOMEMLIMIT spends its
+// CPU here.
+func gcCPU(ctx context.Context, mgr *harness.Manager) float64 {
+	fams, err := mgr.Metrics(ctx)
+	if err != nil {
+		return 0
+	}
+	return harness.Sum(fams, "go_cpu_classes_gc_total_cpu_seconds_total", nil)
 }
 
 // reconcileWorkers starts the manager on the empty cluster just long enough

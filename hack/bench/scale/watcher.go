@@ -346,11 +346,12 @@ func (w *watcher) waitConverged(ctx context.Context, c config, since time.Time, 
 		if err := w.cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
 			return time.Time{}, err
 		}
-		ready := 0
+		ready, published := 0, 0
 		for i := range list.Items {
 			ts := &list.Items[i]
 			if ts.Status.ObservedGeneration == ts.Generation && apimeta.IsStatusConditionTrue(ts.Status.Conditions, v1alpha1.ConditionReady) {
 				ready++
+				published += int(ts.Status.PublishedTools)
 			}
 		}
 		// Decode only once every ToolSet is Ready, and then only when some
@@ -379,8 +380,8 @@ func (w *watcher) waitConverged(ctx context.Context, c config, since time.Time, 
 		}
 		if time.Since(lastReport) >= 5*time.Second {
 			lastReport = time.Now()
-			step("%s since the last create: %d/%d ToolSets Ready, %d/%d tools in the table (the table is read once all are Ready)",
-				time.Since(since).Round(time.Second), ready, c.toolSets, tools, want)
+			step("%s since the last create: %d/%d ToolSets Ready with %d/%d tools published; %d tools in the table (read once all are Ready)",
+				time.Since(since).Round(time.Second), ready, c.toolSets, published, want, tools)
 		}
 	}
 }
