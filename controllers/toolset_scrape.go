@@ -129,9 +129,10 @@ func ParseDocument(body []byte) (*spec.Document, error) {
 // manager-wide one, so that a namespace at its bound waits without holding
 // slots that other namespaces could use.
 //
-// Each ToolSet scrapes through a keep-alive client of its own (see
-// clientFor), as Prometheus keeps a connection per target: a steady round
-// costs one request per Pod, not a connection and a TLS handshake.
+// Each ToolSet scrapes through a client of its own (see clientFor), built
+// once; over https it keeps its connections alive between rounds, as
+// Prometheus keeps a connection per target, so that a steady round costs one
+// request per Pod, not a TLS handshake.
 type scraper struct {
 	sem      *semaphore.Weighted
 	maxBytes int64
@@ -242,7 +243,7 @@ func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.
 	return results
 }
 
-// clientFor returns the ToolSet's keep-alive client, building it on first
+// clientFor returns the ToolSet's client, building it on first
 // use and again whenever what it is built from changes: the timeout, the
 // interval, or the TLS settings (server name, verification, CA bundle). The
 // client it replaces closes its idle connections; a connection made under
@@ -408,7 +409,8 @@ func resolvePort(pod *corev1.Pod, port intstr.IntOrString) (int32, error) {
 	return 0, fmt.Errorf("pod %s declares no TCP container port named %q", pod.Name, port.StrVal)
 }
 
-// clientSettings identifies what httpClient builds a client from. It holds
+// clientSettings identifies what httpClient builds a client from: the
+// scheme, the timeout, the interval and the TLS settings. It holds
 // no secret: the CA bundle enters as its digest, and the token is a header of
 // each request, not a setting of the client.
 func (t scrapeTarget) clientSettings() string {
@@ -416,10 +418,10 @@ func (t scrapeTarget) clientSettings() string {
 	if t.creds != nil {
 		tlsKey = t.creds.tlsKey
 	}
-	return t.timeout.String() + ";" + t.interval.String() + ";" + tlsKey
+	return t.spec.Scheme + ";" + t.timeout.String() + ";" + t.interval.String() + ";" + tlsKey
 }
 
-// Connection bounds of a ToolSet's keep-alive client.
+// Connection bounds of a ToolSet's client.
 const (
 	// maxIdlePerToolSet bounds the idle connections one ToolSet keeps: one
 	// per Pod, up to this many Pods.
@@ -428,10 +430,16 @@ const (
 	minIdleConnTimeout = 30 * time.Second
 )
 
-// httpClient builds the keep-alive client of one ToolSet's scrapes. It never
-// goes through a proxy (Pod IPs are reached directly), keeps at most one
-// idle connection per Pod for two intervals, so that the next round reuses
-// it, and refuses redirects to another host.
+// httpClient builds the client of one ToolSet's scrapes. It never goes
+// through a proxy (Pod IPs are reached directly) and refuses redirects to
+// another host.
+//
+// Over https it keeps at most one idle connection per Pod for two
+// intervals, so that the next round reuses it: a TLS handshake costs about a
+// millisecond of CPU (BenchmarkScrapeRound: 3.9ms for a round of 4 Pods
+// without, 0.2ms with). Over plain http it keeps none: a new connection
+// costs about 25µs, while an idle one holds some 20 KiB (two goroutines and
+// their buffers) for the whole interval, 100 MiB across 5,000 ToolSets.
 func (t scrapeTarget) httpClient() *http.Client {
 	tr := &http.Transport{
 		DialContext:            (&net.Dialer{Timeout: t.timeout}).DialContext,
@@ -441,6 +449,7 @@ func (t scrapeTarget) httpClient() *http.Client {
 		MaxIdleConns:           maxIdlePerToolSet,
 		MaxIdleConnsPerHost:    1,
 		IdleConnTimeout:        max(2*t.interval, minIdleConnTimeout),
+		DisableKeepAlives:      t.spec.Scheme != "https",
 		ForceAttemptHTTP2:      false,
 	}
 	if t.creds != nil {

@@ -21,18 +21,27 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
+// connCounts counts the connections clients open to servers, and those
+// still open.
+type connCounts struct{ opened, open atomic.Int64 }
+
 // countingServers start n servers of body, one per Pod, and count the
 // connections clients open to them.
-func countingServers(t testing.TB, n int, tlsOn bool, body []byte) (srvs []*httptest.Server, conns *atomic.Int64) {
+func countingServers(t testing.TB, n int, tlsOn bool, body []byte) ([]*httptest.Server, *connCounts) {
 	t.Helper()
-	conns = new(atomic.Int64)
+	counts := new(connCounts)
+	var srvs []*httptest.Server
 	for range n {
 		srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 			_, _ = w.Write(body)
 		}))
 		srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
-			if s == http.StateNew {
-				conns.Add(1)
+			switch s {
+			case http.StateNew:
+				counts.opened.Add(1)
+				counts.open.Add(1)
+			case http.StateClosed, http.StateHijacked:
+				counts.open.Add(-1)
 			}
 		}
 		if tlsOn {
@@ -43,7 +52,7 @@ func countingServers(t testing.TB, n int, tlsOn bool, body []byte) (srvs []*http
 		t.Cleanup(srv.Close)
 		srvs = append(srvs, srv)
 	}
-	return srvs, conns
+	return srvs, counts
 }
 
 // loopbackPods returns a Pod for each server, on loopback, with the
@@ -75,11 +84,11 @@ func scrapeRound(t testing.TB, s *scraper, tgt scrapeTarget, pods []*corev1.Pod)
 	}
 }
 
-// TestScrapesKeepTheirConnection scrapes one Pod round after round: every
-// round after the first reuses the connection of the one before, and a
-// ToolSet that goes closes it.
-func TestScrapesKeepTheirConnection(t *testing.T) {
-	srvs, conns := countingServers(t, 1, false, encodeDoc(t, tool("a")))
+// TestScrapeClientsLastAndCloseOverHTTP scrapes Pods over plain http round
+// after round through the ToolSet's one client: no connection outlives its
+// scrape, so that 5,000 ToolSets hold no idle connection between rounds.
+func TestScrapeClientsLastAndCloseOverHTTP(t *testing.T) {
+	srvs, conns := countingServers(t, 2, false, encodeDoc(t, tool("a")))
 	pods := loopbackPods(t, srvs...)
 	s := newScraper(4, 0)
 	tgt := scrapeTarget{
@@ -87,39 +96,40 @@ func TestScrapesKeepTheirConnection(t *testing.T) {
 		spec:    &v1alpha1.ToolSetSpec{Port: intstr.FromString("http"), Path: spec.DefaultPath, Scheme: "http"},
 		timeout: 10 * time.Second, interval: 30 * time.Second,
 	}
-	for range 5 {
+	first := s.clientFor(tgt)
+	for range 3 {
 		scrapeRound(t, s, tgt, pods)
 	}
-	if got := conns.Load(); got != 1 {
-		t.Errorf("5 rounds opened %d connections, want 1", got)
+	if s.clientFor(tgt) != first {
+		t.Error("the ToolSet's client was rebuilt with its settings unchanged")
+	}
+	if got := conns.opened.Load(); got != 6 {
+		t.Errorf("3 rounds of 2 Pods opened %d connections, want 6", got)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for conns.open.Load() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := conns.open.Load(); got != 0 {
+		t.Errorf("%d connections stay open after the rounds", got)
 	}
 
-	// Another ToolSet scraping the same Pod has a client of its own.
-	other := tgt
-	other.toolSet.Name = "other"
-	scrapeRound(t, s, other, pods)
-	if got := conns.Load(); got != 2 {
-		t.Errorf("a second ToolSet opened %d connections in all, want 2", got)
-	}
-
-	// A longer timeout builds a new client, whose first round connects anew.
+	// A longer timeout builds a new client; a ToolSet that goes drops it.
 	tgt.timeout = 20 * time.Second
-	scrapeRound(t, s, tgt, pods)
-	scrapeRound(t, s, tgt, pods)
-	if got := conns.Load(); got != 3 {
-		t.Errorf("after the timeout changed: %d connections, want 3", got)
+	if s.clientFor(tgt) == first {
+		t.Error("a new timeout kept the client")
 	}
-
 	s.forget(tgt.toolSet)
-	s.forget(other.toolSet)
 	if len(s.clients) != 0 {
-		t.Errorf("%d clients kept after every ToolSet went", len(s.clients))
+		t.Errorf("%d clients kept after the ToolSet went", len(s.clients))
 	}
 }
 
-// TestScrapeClientIsRebuiltWhenTLSChanges keeps a ToolSet's TLS connection
-// while its TLS settings stay, and drops it when the CA bundle changes: a
-// connection verified under one bundle is never used under another.
+// TestScrapeClientIsRebuiltWhenTLSChanges keeps a ToolSet's TLS connections
+// from round to round while its TLS settings stay, and drops them when the CA
+// bundle changes: a connection verified under one bundle is never used
+// under another. Another ToolSet scraping the same Pods has connections of
+// its own.
 func TestScrapeClientIsRebuiltWhenTLSChanges(t *testing.T) {
 	srvs, conns := countingServers(t, 2, true, encodeDoc(t, tool("a")))
 	pods := loopbackPods(t, srvs...)
@@ -137,7 +147,7 @@ func TestScrapeClientIsRebuiltWhenTLSChanges(t *testing.T) {
 	scrapeRound(t, s, tgt, pods)
 	first := s.clientFor(tgt)
 	scrapeRound(t, s, tgt, pods)
-	if got := conns.Load(); got != 2 {
+	if got := conns.opened.Load(); got != 2 {
 		t.Errorf("2 rounds of 2 Pods opened %d connections, want 2", got)
 	}
 
@@ -151,8 +161,15 @@ func TestScrapeClientIsRebuiltWhenTLSChanges(t *testing.T) {
 		t.Fatal("a new CA bundle kept the client")
 	}
 	scrapeRound(t, s, tgt, pods)
-	if got := conns.Load(); got != 4 {
+	if got := conns.opened.Load(); got != 4 {
 		t.Errorf("after the CA bundle changed: %d connections, want 4", got)
+	}
+	other := tgt
+	other.toolSet.Name = "other"
+	scrapeRound(t, s, other, pods)
+	scrapeRound(t, s, other, pods)
+	if got := conns.opened.Load(); got != 6 {
+		t.Errorf("after another ToolSet's 2 rounds: %d connections, want 6", got)
 	}
 }
 
