@@ -165,10 +165,23 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 	tableBytes.Set(float64(size))
 	tableParts.Set(float64(len(parts)))
 	if wrote > 0 {
-		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", spec.TableRevision(t.Tools),
+		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", writtenRevision(t, parts[0]),
 			"tools", len(t.Tools), "parts", len(parts), "bytes", size, "writes", wrote)
 	}
 	return wait, err
+}
+
+// writtenRevision is the revision of the table written, for the log: the
+// index has it, so that a large table is not encoded once more for a log
+// line (which held a buffer the size of the table). A table small enough to
+// have no index is hashed again.
+func writtenRevision(t *spec.Table, index spec.TablePart) string {
+	if raw, ok := index.Data[spec.TableIndexKey]; ok {
+		if idx, err := spec.ParseTableIndex([]byte(raw)); err == nil {
+			return idx.Revision
+		}
+	}
+	return spec.TableRevision(t.Tools)
 }
 
 // inGrace returns the bytes, as stored, that stage would keep in cm besides
