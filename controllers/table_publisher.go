@@ -452,14 +452,27 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 	if p.holdWrites {
 		return nil, false
 	}
-	tools := make([]spec.TableTool, 0, len(p.owners))
+	type ownedEntry struct {
+		claim *claim
+		i     int
+	}
+	owned := make([]ownedEntry, 0, len(p.owners))
 	for name, owner := range p.owners {
-		if t, ok := findTool(p.claims[owner].tools, name); ok {
-			tools = append(tools, *t)
+		c := p.claims[owner]
+		if i, ok := slices.BinarySearchFunc(c.tools, name, compareToolName); ok {
+			owned = append(owned, ownedEntry{c, i})
 		}
 	}
-	spec.SortTableTools(tools)
-	return &spec.Table{Tools: p.budgeted(tools)}, true
+	slices.SortFunc(owned, func(a, b ownedEntry) int { return compareToolNames(a.claim.tools[a.i], b.claim.tools[b.i]) })
+	tools := make([]spec.TableTool, len(owned))
+	entries := make([]ownership.Entry, len(owned))
+	for k, o := range owned {
+		t := o.claim.tools[o.i]
+		tools[k] = t
+		entries[k] = ownership.Entry{Name: t.Name, ToolSet: types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name},
+			Created: o.claim.created.Time, Bytes: int64(o.claim.sizes[o.i])}
+	}
+	return &spec.Table{Tools: p.budgeted(tools, entries)}, true
 }
 
 // flush writes the table if it differs from what is stored, and finishes

@@ -6,7 +6,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -19,19 +18,13 @@ import (
 
 // budgeted returns the owned entries that fit the budget, and records the
 // others as over budget: their owners' verdicts become Denied (OverBudget),
-// and the owners whose set of such names changed are told. p.mu is held.
-func (p *TablePublisher) budgeted(tools []spec.TableTool) []spec.TableTool {
+// and the owners whose set of such names changed are told. entries are
+// what the budget needs of each of tools. p.mu is held.
+func (p *TablePublisher) budgeted(tools []spec.TableTool, entries []ownership.Entry) []spec.TableTool {
 	b := p.Budget
 	if b.MaxTableBytes <= 0 || b.MaxTableBytes > spec.MaxTableBytes {
 		// Whatever the flags say, the table must stay writable.
 		b.MaxTableBytes = spec.MaxTableBytes
-	}
-	entries := make([]ownership.Entry, 0, len(tools))
-	for _, t := range tools {
-		ts := types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
-		// Each entry's JSON, and its separator in the tools array.
-		n, _ := json.Marshal(t)
-		entries = append(entries, ownership.Entry{Name: t.Name, ToolSet: ts, Created: p.claims[ts].created.Time, Bytes: int64(len(n) + 1)})
 	}
 	over := b.Apply(entries)
 	if !maps.EqualFunc(over, p.overBudget, func(a, b ownership.Denial) bool { return a == b }) {
@@ -60,6 +53,18 @@ func (p *TablePublisher) budgeted(tools []spec.TableTool) []spec.TableTool {
 		}
 	}
 	return kept
+}
+
+// entrySizes returns the bytes each of tools takes in the table: its JSON
+// and its separator in the tools array. A claim computes them once, not
+// every table write for every entry.
+func entrySizes(tools []spec.TableTool) []int32 {
+	sizes := make([]int32, len(tools))
+	for i := range tools {
+		n, _ := json.Marshal(&tools[i])
+		sizes[i] = int32(len(n) + 1)
+	}
+	return sizes
 }
 
 // overBudgetVerdict turns the verdict of an owner whose name is over budget

@@ -27,6 +27,8 @@ type claim struct {
 	// tools are sorted by name, each name once. They are often the very
 	// slice the reconciler offered and holds too: never modify them.
 	tools []spec.TableTool
+	// sizes are the bytes each of tools takes in the table (entrySizes).
+	sizes []int32
 	// denied are names among tools denied before the rule runs.
 	denied map[string]ownership.Denial
 	// restored: the tools were read back from the table, and the ToolSet
@@ -74,13 +76,14 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 			return nil, fmt.Errorf("%w: %s denies %q, which it does not offer", ErrInvalidOffer, o.ToolSet, name)
 		}
 	}
+	sizes := entrySizes(tools)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var old []spec.TableTool
 	if c := p.claims[o.ToolSet]; c != nil {
 		old = c.tools
 	}
-	p.setClaim(o.ToolSet, &claim{created: o.Created, tools: tools, denied: maps.Clone(o.Denied), offered: o.Tools})
+	p.setClaim(o.ToolSet, &claim{created: o.Created, tools: tools, sizes: sizes, denied: maps.Clone(o.Denied), offered: o.Tools})
 	p.offered(o.ToolSet)
 	dirty := false
 	mergeTools(old, tools, func(name string, was, is *spec.TableTool) {
@@ -217,6 +220,7 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 		slices.Reverse(c.tools)
 		slices.SortStableFunc(c.tools, compareToolNames)
 		c.tools = slices.CompactFunc(c.tools, func(a, b spec.TableTool) bool { return a.Name == b.Name })
+		c.sizes = entrySizes(c.tools)
 	}
 	// Every ToolSet that exists may claim a name whose owner is gone, or
 	// that was claimed first while the old leader had not written it yet:
@@ -495,9 +499,11 @@ func claimedTools(o Offer) ([]spec.TableTool, error) {
 
 func compareToolNames(a, b spec.TableTool) int { return strings.Compare(a.Name, b.Name) }
 
+func compareToolName(t spec.TableTool, name string) int { return strings.Compare(t.Name, name) }
+
 // findTool finds name in tools, sorted by name.
 func findTool(tools []spec.TableTool, name string) (*spec.TableTool, bool) {
-	i, ok := slices.BinarySearchFunc(tools, name, func(t spec.TableTool, name string) int { return strings.Compare(t.Name, name) })
+	i, ok := slices.BinarySearchFunc(tools, name, compareToolName)
 	if !ok {
 		return nil, false
 	}
