@@ -72,8 +72,9 @@ import (
 // [DecodeTable] reads the files of that directory.
 //
 // Writes are atomic for readers. A publisher adds the chunks of a new
-// revision next to those of the current one, then rewrites ConfigMap <name>, the index with its first chunk, in
-// one write: the only change in place. Chunks the index no longer names are
+// revision next to those of the current one, then rewrites ConfigMap
+// <name>, the index with its first chunk, in one write: the only change in
+// place. Chunks the index no longer names are
 // removed only after a grace period, so that a reader that has the previous
 // index still finds its chunks. A writer stopped between any two of its
 // writes leaves a table that reads back whole, old or new.
