@@ -50,12 +50,12 @@ type tableStore interface {
 //     since the store first saw them unnamed, and a part ConfigMap left
 //     empty is deleted.
 //
-// A part ConfigMap holds at most spec.MaxTablePartBytes. The encoder puts a
-// new chunk in the emptiest of the spec.MaxTableParts-1 part ConfigMaps that
-// has room for it, counting the chunks in their grace, so a change writes
-// the new chunk alone while a part is empty, and a burst of changes spreads
-// over all of them; only when none has room does the write wait for a
-// grace to pass. Part ConfigMaps left empty are deleted, so the numbering
+// A part ConfigMap holds at most spec.MaxTablePartBytes. The encoder packs
+// chunks into parts up to half of it, puts a replacement next to the
+// chunks that stay with it, and in a burst of changes spreads new chunks
+// over the spec.MaxTableParts-1 parts, counting the chunks in their grace
+// (see spec.TableEncoder.Encode); only when no part has room does the
+// write wait for a grace to pass. Part ConfigMaps left empty are deleted, so the numbering
 // may have holes. Only the leader writes,
 // and every update carries the resourceVersion it was computed from.
 type configMapTable struct {
@@ -118,8 +118,8 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 	named := namedKeysOf(prev)
 	s.age(stored, named, now)
 	// The chunks the stored index names stay where they are, and new ones
-	// go to the emptiest part with room, counting the chunks in their
-	// grace: see spec.TableEncoder.Encode.
+	// go to parts with room, counting the chunks in their grace: see
+	// spec.TableEncoder.Encode.
 	parts, err := s.encoder.Encode(t, s.name, spec.TableStored{Index: prev, Grace: func(name string) int {
 		return s.inGrace(stored[name], named, now)
 	}})

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -421,12 +422,18 @@ var _ = Describe("The tool table store, upgrading", func() {
 		Expect(len(parts)).To(BeNumerically(">=", 2))
 		idx, err := spec.ParseTableIndex([]byte(parts[0].Data[spec.TableIndexKey]))
 		Expect(err).NotTo(HaveOccurred())
-		for i, p := range parts {
+		chunks := map[string][]byte{}
+		for _, p := range parts {
+			maps.Copy(chunks, p.BinaryData)
+		}
+		for i := range idx.Parts {
+			name := spec.TablePartName("tools", i)
 			cm := &corev1.ConfigMap{
-				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: p.Name, Labels: map[string]string{TableManagedByLabel: "toolplane"}},
-				BinaryData: map[string][]byte{spec.TablePartKey(i): p.BinaryData[idx.Parts[i].Key]},
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{TableManagedByLabel: "toolplane"}},
+				BinaryData: map[string][]byte{spec.TablePartKey(i): chunks[idx.Parts[i].Key]},
 			}
 			idx.Parts[i].Key = spec.TablePartKey(i)
+			idx.Parts[i].ConfigMap = name
 			if i > 0 {
 				cm.Data = map[string]string{spec.TablePartRevisionKey(i): idx.Revision}
 			}

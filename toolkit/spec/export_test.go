@@ -14,6 +14,7 @@ func NewTableEncoderChunked(plain, chunk int) *TableEncoder {
 	return &TableEncoder{lim: tableLimits{
 		plain: plain, first: chunk, chunk: chunk,
 		segMin: scale(tableSegmentMin), segSpread: scale(tableSegmentSpread), segMax: scale(tableSegmentMax),
+		fill: scale(MaxTablePartBytes / 2),
 	}}
 }
 

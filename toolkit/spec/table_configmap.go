@@ -39,12 +39,14 @@ import (
 // index: then chunk 0 is every member, in one ConfigMap. A segment whose
 // member passes a chunk's 188 KiB is cut again at a tool, or within a tool
 // that alone passes it. A chunk stays in its ConfigMap while the index
-// names it, and a new one goes to the emptiest part ConfigMap with room,
-// counting chunks in their grace period (see [TableEncoder.Encode]): so a
+// names it. New chunks fill part ConfigMaps to half their size, leaving
+// room for replacements, so that parts follow the compressed size; a
+// replacement goes next to the chunks of the one it replaces, or to an
+// empty part, and in a burst of changes to the emptiest part with room,
+// counting chunks in their grace period (see [TableEncoder.Encode]). So a
 // change to one tool writes the index and one part ConfigMap (two, rarely,
-// when the cut after it moves), a burst of changes spreads over the free
-// parts before it waits for a grace period, and part ConfigMaps may be
-// numbered with holes.
+// when the cut after it moves), a burst of changes waits for a grace period
+// only when no part has room, and parts may be numbered with holes.
 //
 // Every key is distinct across all the ConfigMaps of a table, so an agent can
 // mount them all into one directory with a projected volume; the parts that a
@@ -60,10 +62,13 @@ import (
 //	    - configMap: {name: toolplane-tools-3, optional: true}
 //
 // The first ConfigMap alone holds up to 360 KiB of gzipped JSON, about
-// 2.3 MiB of table; a larger table takes one further part per segment,
-// each about 730 KiB of table (10,000 tools with realistic schemas, 24 MB
-// of JSON, take 34 ConfigMaps; 32 MiB of them take 46 of the 64 an index may
-// name). A chunk stays in its ConfigMap while the table shrinks, and new
+// 2.3 MiB of table; a larger table takes a further part per 256 KiB of
+// chunks as stored, at least, or per chunk where chunks are larger
+// (10,000 tools with realistic schemas, 24 MB of JSON, take 25 ConfigMaps;
+// 50,000 small tools of 5,000 ToolSets, 31 MB that compress 30:1, take 5).
+// A segment takes a chunk of the 64 an index may name: 32 MiB of realistic
+// tools take 46, and a table of more than about 45 MiB of JSON may not fit
+// however well it compresses. A chunk stays in its ConfigMap while the table shrinks, and new
 // ones go to free parts, but no part is numbered past <name>-63
 // (MaxTableParts-1): list more parts than the table needs today, or all 63.
 // A part the index names but the volume lacks is reported as
@@ -278,17 +283,22 @@ type TableEncoder struct {
 //
 //  1. a chunk that stored.Index names stays in its ConfigMap, and is not
 //     written again;
-//  2. a new chunk goes into the part ConfigMap that holds the fewest bytes
-//     and has room for it (at most [MaxTablePartBytes] as stored), counting
-//     the chunks the stored index names (they stay until the new index is
-//     written), those in their grace period (stored.Grace) and the new
-//     chunks placed before it; ties go to the lowest number. So a new chunk
-//     goes to an empty part when there is one, which costs one write of the
-//     chunk alone, and the part of the chunk it replaces is deleted once
-//     that chunk's grace has passed;
-//  3. if no part has room, into the part that holds the fewest bytes the
-//     indexes name: a publisher waits there for the grace of the chunks it
-//     holds.
+//  2. a new chunk goes, if the chunks of the new index there stay within
+//     half of [MaxTablePartBytes] (so that any chunk's replacement fits
+//     next to them) and it has room now, counting the chunks the stored
+//     index names (they stay until the new index is written), those in
+//     their grace period (stored.Grace) and the new chunks placed before
+//     it: into a part that loses a chunk and keeps others, in the stored
+//     index's order; else into the fullest such part, ties to the lowest
+//     number; else into the lowest-numbered empty part;
+//  3. else, as in a burst of changes, into the part that holds the fewest
+//     bytes and has room for it now; and if none has, into the part that
+//     holds the fewest bytes the indexes name, where a publisher waits for
+//     the grace of what it holds.
+//
+// So a replacement goes next to the chunks that stay with it, or to an
+// empty part if it was alone (one write of the chunk alone, and the old
+// part is deleted after the grace).
 //
 // It fails with [ErrDuplicateTool] if two tools share a name and with
 // [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts], or if the
@@ -348,7 +358,7 @@ func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]
 		sum := sha256.Sum256(c)
 		digests[i] = hex.EncodeToString(sum[:])
 	}
-	names, err := placeChunks(baseName, chunks, digests, stored)
+	names, err := placeChunks(baseName, chunks, digests, stored, lim.fill)
 	if err != nil {
 		return nil, err
 	}
@@ -383,7 +393,7 @@ func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]
 
 // placeChunks returns the ConfigMap of each chunk: see
 // [TableEncoder.Encode].
-func placeChunks(baseName string, chunks [][]byte, digests []string, stored TableStored) ([]string, error) {
+func placeChunks(baseName string, chunks [][]byte, digests []string, stored TableStored, fill int) ([]string, error) {
 	names := make([]string, len(digests))
 	names[0] = baseName
 	if len(digests) == 1 {
@@ -392,35 +402,57 @@ func placeChunks(baseName string, chunks [][]byte, digests []string, stored Tabl
 	storedSize := func(digest string, size int) int {
 		return len(TableChunkKey(digest)) + base64.StdEncoding.EncodedLen(size)
 	}
-	// Where the stored index keeps each content-addressed chunk, and the
-	// bytes of the chunks it names in each part ConfigMap.
-	kept := map[string]string{}
+	// Where the stored index keeps each content-addressed chunk, the bytes
+	// of the chunks it names in each part ConfigMap, and those ConfigMaps
+	// in order.
+	at := map[string]string{}
 	named := map[string]int{}
+	var prevCMs []string
 	if stored.Index != nil {
 		seen := map[string]bool{}
 		for _, p := range stored.Index.Parts {
 			if !isPartName(baseName, p.ConfigMap) || seen[p.ConfigMap+"/"+p.Key] {
 				continue
 			}
+			if named[p.ConfigMap] == 0 {
+				prevCMs = append(prevCMs, p.ConfigMap)
+			}
 			seen[p.ConfigMap+"/"+p.Key] = true
-			named[p.ConfigMap] += len(p.Key) + base64.StdEncoding.EncodedLen(p.Size)
-			if _, ok := kept[p.SHA256]; !ok && p.Key == TableChunkKey(p.SHA256) {
-				kept[p.SHA256] = p.ConfigMap
+			named[p.ConfigMap] += storedSize(p.SHA256, p.Size)
+			if _, ok := at[p.SHA256]; !ok && p.Key == TableChunkKey(p.SHA256) {
+				at[p.SHA256] = p.ConfigMap
 			}
 		}
 	}
+	// now is what each part holds while the new chunks are staged: the
+	// chunks the stored index names, those in their grace, and the new
+	// chunks placed so far. next is what it holds of the new index.
+	now := map[string]int{}
+	next := map[string]int{}
 	grace := map[string]int{}
-	if stored.Grace != nil {
-		for n := 1; n < MaxTableParts; n++ {
-			cm := TablePartName(baseName, n)
+	for n := 1; n < MaxTableParts; n++ {
+		cm := TablePartName(baseName, n)
+		if stored.Grace != nil {
 			grace[cm] = stored.Grace(cm)
 		}
+		now[cm] = named[cm] + grace[cm]
 	}
 	placed := map[string]string{} // digest → ConfigMap, in the new index
 	for i := 1; i < len(digests); i++ {
-		if cm, ok := kept[digests[i]]; ok {
+		if cm, ok := at[digests[i]]; ok {
 			names[i] = cm
+			if _, dup := placed[digests[i]]; !dup {
+				next[cm] += storedSize(digests[i], len(chunks[i]))
+			}
 			placed[digests[i]] = cm
+		}
+	}
+	// The parts that lose a chunk and keep others: a chunk that replaces
+	// one goes there first.
+	var freed []string
+	for _, cm := range prevCMs {
+		if next[cm] > 0 && next[cm] < named[cm] {
+			freed = append(freed, cm)
 		}
 	}
 	for i := 1; i < len(digests); i++ {
@@ -433,27 +465,56 @@ func placeChunks(baseName string, chunks [][]byte, digests []string, stored Tabl
 			continue
 		}
 		size := storedSize(digests[i], len(chunks[i]))
-		best, bestLoad := "", 0
-		for _, withGrace := range []bool{true, false} {
-			for n := 1; n < MaxTableParts; n++ {
-				cm := TablePartName(baseName, n)
-				load := named[cm]
-				if withGrace {
-					load += grace[cm]
-				}
-				if load+size <= MaxTablePartBytes && (best == "" || load < bestLoad) {
-					best, bestLoad = cm, load
-				}
-			}
-			if best != "" {
+		fits := func(cm string) bool { return now[cm]+size <= MaxTablePartBytes }
+		packs := func(cm string) bool { return next[cm] > 0 && next[cm]+size <= fill && fits(cm) }
+		best := ""
+		// 1. A part that loses a chunk and has room to fill.
+		for _, cm := range freed {
+			if packs(cm) {
+				best = cm
 				break
+			}
+		}
+		// 2. The fullest part that the new index fills to at most fill,
+		// then the lowest empty one, so parts follow the compressed size.
+		for n := 1; best == "" && n < MaxTableParts; n++ {
+			if cm := TablePartName(baseName, n); packs(cm) && (best == "" || next[cm] > next[best]) {
+				best = cm
+			}
+		}
+		for n := 1; best == "" && n < MaxTableParts; n++ {
+			if cm := TablePartName(baseName, n); next[cm] == 0 && now[cm] == 0 {
+				best = cm
+			}
+		}
+		// 3. In a burst of changes: the part that holds the fewest bytes
+		// and has room, counting the chunks in their grace; failing that,
+		// the one that holds the fewest bytes the indexes name, where a
+		// publisher waits for a grace.
+		if best == "" {
+			bestLoad := 0
+			for _, withGrace := range []bool{true, false} {
+				for n := 1; n < MaxTableParts; n++ {
+					cm := TablePartName(baseName, n)
+					load := now[cm]
+					if !withGrace {
+						load -= grace[cm]
+					}
+					if load+size <= MaxTablePartBytes && (best == "" || load < bestLoad) {
+						best, bestLoad = cm, load
+					}
+				}
+				if best != "" {
+					break
+				}
 			}
 		}
 		if best == "" {
 			return nil, fmt.Errorf("%w: the chunks of the stored index and of the new one do not fit in %d ConfigMaps together", ErrTableTooLarge, MaxTableParts-1)
 		}
 		names[i] = best
-		named[best] += size
+		now[best] += size
+		next[best] += size
 		placed[digests[i]] = best
 	}
 	return names, nil
@@ -479,11 +540,15 @@ type tableLimits struct {
 	// segMin, segSpread and segMax shape the segments of JSON that the
 	// chunks compress (see [tableJSON.segments]).
 	segMin, segSpread, segMax int
+	// fill is how full the chunks of one index may make a part ConfigMap:
+	// half of it, so that any chunk's replacement fits next to them.
+	fill int
 }
 
 var defaultTableLimits = tableLimits{
 	plain: MaxTablePartBytes, first: tableFirstChunkBytes, chunk: tableChunkBytes,
 	segMin: tableSegmentMin, segSpread: tableSegmentSpread, segMax: tableSegmentMax,
+	fill: MaxTablePartBytes / 2,
 }
 
 // Segments of the indexed form: raw JSON sizes. A realistic table gzips

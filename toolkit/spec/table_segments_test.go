@@ -292,10 +292,16 @@ func TestEncodeTablePlacement(t *testing.T) {
 	if n < 6 {
 		t.Fatalf("%d chunks; the test wants at least 6", n)
 	}
-	for i, p := range idx1.Parts {
-		if p.ConfigMap != spec.TablePartName("t", i) {
-			t.Fatalf("a first table puts chunk %d in %s, want %s", i, p.ConfigMap, spec.TablePartName("t", i))
+	// A first table fills parts from t-1 on, without holes.
+	cms1 := len(v1) - 1
+	for _, p := range idx1.Parts[1:] {
+		var k int
+		if _, err := fmt.Sscanf(p.ConfigMap, "t-%d", &k); err != nil || k < 1 || k > cms1 {
+			t.Fatalf("a first table of %d part ConfigMaps puts a chunk in %s", cms1, p.ConfigMap)
 		}
+	}
+	if cms1 >= n-1 {
+		t.Errorf("%d chunks in %d part ConfigMaps: small chunks are not packed", n-1, cms1)
 	}
 	if again := enc(tools, idx1); !bytes.Equal(mustJSON(t, again), mustJSON(t, v1)) {
 		t.Error("the same tools after their own index gave other parts")
@@ -324,42 +330,62 @@ func TestEncodeTablePlacement(t *testing.T) {
 		}
 	}
 	v2 := enc(v2tools, idx1)
-	if chunks, cms := changed(t, v1, v2); chunks != 1 || cms[0] != spec.TablePartName("t", n) {
-		t.Fatalf("changing the tools of chunk %d (in %s) wrote %d chunks to %v, want one to %s", n/2, mid.ConfigMap, chunks, cms, spec.TablePartName("t", n))
+	// The new chunk goes where the one it replaces was, next to the
+	// others there, or to the lowest empty part if it was alone.
+	want := mid.ConfigMap
+	if slices.IndexFunc(idx1.Parts, func(p spec.TableIndexPart) bool { return p.ConfigMap == mid.ConfigMap && p.Key != mid.Key }) < 0 {
+		want = spec.TablePartName("t", cms1+1)
 	}
-	// Chunks in their grace count: the new chunk goes to the part that
-	// holds the fewest bytes and has room for it, and if none has, to the
-	// one that holds the fewest bytes the index names, to wait there.
+	if chunks, cms := changed(t, v1, v2); chunks != 1 || cms[0] != want {
+		t.Fatalf("changing the tools of chunk %d (in %s) wrote %d chunks to %v, want one to %s", n/2, mid.ConfigMap, chunks, cms, want)
+	}
+	// Chunks in their grace count: the new chunk goes to a part with room
+	// for it, counting them, and if none has, to the one that holds the
+	// fewest bytes the index names, to wait there.
 	chunkSize := len(mid.Key) + base64.StdEncoding.EncodedLen(mid.Size)
+	namedIn := func(cm string) int {
+		n := 0
+		for _, p := range idx1.Parts[1:] {
+			if p.ConfigMap == cm {
+				n += len(p.Key) + base64.StdEncoding.EncodedLen(p.Size)
+			}
+		}
+		return n
+	}
 	for _, tc := range []struct {
 		name  string
 		grace func(string) int
-		want  func(cm string) bool
+		room  bool
 	}{
-		{"the lowest empty part in its grace", func(cm string) int {
-			if cm == spec.TablePartName("t", n) {
-				return 100
+		{"the part of the old chunk full", func(cm string) int {
+			if cm == mid.ConfigMap || cm == spec.TablePartName("t", cms1+1) {
+				return spec.MaxTablePartBytes - namedIn(cm) - 10
 			}
 			return 0
-		}, func(cm string) bool { return cm == spec.TablePartName("t", n+1) }},
-		{"every empty part full", func(cm string) int {
-			if slices.ContainsFunc(idx1.Parts, func(p spec.TableIndexPart) bool { return p.ConfigMap == cm }) {
+		}, true},
+		{"every part but the last full", func(cm string) int {
+			if cm == spec.TablePartName("t", spec.MaxTableParts-1) {
 				return 0
 			}
-			return spec.MaxTablePartBytes - 10
-		}, func(cm string) bool {
-			// A part of the stored index, next to its chunk.
-			return slices.ContainsFunc(idx1.Parts[1:], func(p spec.TableIndexPart) bool { return p.ConfigMap == cm })
-		}},
-		{"every part full", func(cm string) int { return spec.MaxTablePartBytes - chunkSize/2 }, func(cm string) bool { return cm == spec.TablePartName("t", n) }},
+			return spec.MaxTablePartBytes - namedIn(cm) - 10
+		}, true},
+		{"every part full", func(cm string) int { return spec.MaxTablePartBytes - namedIn(cm) - chunkSize/4 }, false},
 	} {
 		parts, err := spec.NewTableEncoderChunked(4<<10, 16<<10).Encode(&spec.Table{Tools: v2tools}, "t", spec.TableStored{Index: idx1, Grace: tc.grace})
 		if err != nil {
 			t.Fatal(err)
 		}
 		checkParts(t, parts, v2tools)
-		if _, cms := changed(t, v1, parts); len(cms) != 1 || !tc.want(cms[0]) {
-			t.Errorf("%s: the new chunk went to %v", tc.name, cms)
+		_, cms := changed(t, v1, parts)
+		if len(cms) != 1 {
+			t.Fatalf("%s: new chunks in %v, want one", tc.name, cms)
+		}
+		roomy := tc.grace(cms[0])+namedIn(cms[0])+chunkSize <= spec.MaxTablePartBytes
+		if roomy != tc.room {
+			t.Errorf("%s: the new chunk went to %s, which has room: %v", tc.name, cms[0], roomy)
+		}
+		if !tc.room && namedIn(cms[0]) > 0 {
+			t.Errorf("%s: the new chunk went to %s, next to indexed chunks, while parts held none", tc.name, cms[0])
 		}
 	}
 
@@ -495,4 +521,47 @@ func TestEncodeTableCapacity(t *testing.T) {
 	}
 	checkParts(t, parts, tools)
 	t.Logf("%d tools, %d bytes of JSON: %d chunks of at most %d", len(tools), idx.Size, len(idx.Parts), spec.MaxTableParts)
+}
+
+// TestEncodeTableCompressible encodes 50,000 small tools that compress
+// about 20:1, as 5,000 ToolSets of ten give: their chunks are small, and
+// parts hold several, so that the part ConfigMaps follow the compressed
+// size, not the number of segments.
+func TestEncodeTableCompressible(t *testing.T) {
+	if testing.Short() {
+		t.Skip("encodes 20 MB of JSON")
+	}
+	yes := true
+	var tools []spec.TableTool
+	for i := range 5000 {
+		ns := fmt.Sprintf("bench-%04d", i)
+		for j := range 10 {
+			name := fmt.Sprintf("set%04d_tool%02d", i, j)
+			tools = append(tools, spec.TableTool{
+				Name: name, SourceName: name,
+				Description:  fmt.Sprintf("Looks up records of kind %d; returns at most limit matches.", j),
+				InputSchema:  json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What to look for."},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10}},"required":["query"]}`),
+				Annotations:  &spec.Annotations{ReadOnlyHint: &yes},
+				SchemaDigest: "sha256:" + strings.Repeat("0", 64),
+				ToolSet:      spec.ObjectReference{Namespace: ns, Name: "tools"},
+				Endpoints:    &spec.Endpoints{Invoke: "http://tools." + ns + ".svc:8080/tools/" + name, MCP: "http://tools." + ns + ".svc:8080/mcp"},
+			})
+		}
+	}
+	parts, err := spec.EncodeTable(&spec.Table{Tools: tools}, "toolplane-tools")
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkParts(t, parts, tools)
+	idx := index(t, parts)
+	stored := 0
+	for _, p := range parts[1:] {
+		stored += p.StoredSize()
+	}
+	// Half of each part is left for replacements; packing loses at most
+	// a chunk per part.
+	if most := 2*(2*stored/spec.MaxTablePartBytes+1) + 1; len(parts)-1 > most {
+		t.Errorf("%d chunks, %d bytes stored, in %d part ConfigMaps; want at most %d", len(idx.Parts)-1, stored, len(parts)-1, most)
+	}
+	t.Logf("%d tools, %d bytes of JSON: %d chunks, %d bytes stored, in %d ConfigMaps", len(tools), idx.Size, len(idx.Parts), stored, len(parts))
 }
