@@ -50,6 +50,17 @@ type Entry struct {
 //     the rest fits: the namespace that bloats the table pays for it, and
 //     every other keeps publishing.
 func (b Budget) Apply(entries []Entry) map[string]Denial {
+	if b.MaxToolsPerNamespace <= 0 {
+		// The common case, on every write of the table: no cap per
+		// namespace, and a table within its bytes. Nothing to sort.
+		var total int64
+		for _, e := range entries {
+			total += e.Bytes
+		}
+		if b.MaxTableBytes <= 0 || total <= b.MaxTableBytes {
+			return map[string]Denial{}
+		}
+	}
 	byNS := map[string][]Entry{}
 	for _, e := range entries {
 		byNS[e.ToolSet.Namespace] = append(byNS[e.ToolSet.Namespace], e)

@@ -58,6 +58,15 @@ func TestBudgetApply(t *testing.T) {
 			t.Fatalf("denied %v, want %v", got, want)
 		}
 	})
+	t.Run("a table of exactly its bytes keeps every tool, and one byte less denies", func(t *testing.T) {
+		es := append(entries("bloat", "big", t0, 10, 100), entries("small", "a", t0.Add(time.Hour), 5, 10)...)
+		if d := (Budget{MaxTableBytes: 1050}).Apply(es); len(d) != 0 {
+			t.Fatalf("denied %v", deniedNames(d))
+		}
+		if got, want := deniedNames(Budget{MaxTableBytes: 1049}.Apply(es)), []string{"bloat_big_009"}; !slices.Equal(got, want) {
+			t.Fatalf("denied %v, want %v", got, want)
+		}
+	})
 	t.Run("whatever the order of the entries, and within the bytes", func(t *testing.T) {
 		r := rand.New(rand.NewPCG(1, 2))
 		for range 200 {
@@ -67,7 +76,8 @@ func TestBudgetApply(t *testing.T) {
 					es = append(es, entries(fmt.Sprintf("ns%d", ns), fmt.Sprintf("ts%d", ts), t0.Add(time.Duration(r.IntN(3))*time.Minute), r.IntN(20), int64(1+r.IntN(500)))...)
 				}
 			}
-			b := Budget{MaxToolsPerNamespace: 1 + r.IntN(30), MaxTableBytes: int64(r.IntN(20000))}
+			// No cap per namespace (0) now and then.
+			b := Budget{MaxToolsPerNamespace: r.IntN(31), MaxTableBytes: int64(r.IntN(20000))}
 			d := b.Apply(es)
 			shuffled := slices.Clone(es)
 			r.Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
@@ -86,7 +96,7 @@ func TestBudgetApply(t *testing.T) {
 				t.Fatalf("kept %d bytes, more than %d", kept, b.MaxTableBytes)
 			}
 			for ns, n := range perNS {
-				if n > b.MaxToolsPerNamespace {
+				if b.MaxToolsPerNamespace > 0 && n > b.MaxToolsPerNamespace {
 					t.Fatalf("namespace %s kept %d tools, more than %d", ns, n, b.MaxToolsPerNamespace)
 				}
 			}
