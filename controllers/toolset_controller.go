@@ -132,6 +132,8 @@ type toolSetMemory struct {
 	baselineLoaded bool
 	// written is the last status this reconciler wrote.
 	written writtenStatus
+	// toolsRecorded is set once the tool gauges were set from the status.
+	toolsRecorded bool
 	// assembled is the last round's assembly, and what it was made from.
 	assembled struct {
 		generation int64
@@ -264,11 +266,20 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	patch := client.MergeFrom(before)
 	var contracts *contractRound
 	defer func() {
+		var err error
 		changed := !equality.Semantic.DeepEqual(before.Status, ts.Status)
-		err := r.patchStatus(ctx, before, ts, patch)
+		if changed {
+			err = r.patchStatus(ctx, before, ts, patch)
+		}
 		if err == nil {
 			if changed {
 				mem.written.wrote(before.ResourceVersion, ts)
+			}
+			// The gauges follow the status: set when it changes, and once
+			// after the manager starts.
+			if changed || !mem.toolsRecorded {
+				recordTools(req.NamespacedName, ts.Status.Tools)
+				mem.toolsRecorded = true
 			}
 			r.commitContracts(ts, mem, contracts)
 		}
@@ -383,7 +394,6 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	if contracts, err = r.checkContracts(ctx, ts, before.Status.Tools, offered, len(rd.docs) > 0, mem, now); err != nil {
 		return ctrl.Result{}, err
 	}
-	recordTools(req.NamespacedName, ts.Status.Tools)
 	return ctrl.Result{RequeueAfter: jitter(requeue)}, nil
 }
 

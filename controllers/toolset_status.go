@@ -10,7 +10,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -385,12 +384,10 @@ func list(names []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(names[:maxListed], ", "), len(names)-maxListed)
 }
 
-// patchStatus writes the status when it changed, and only then emits the
-// events of the transitions it records: steady state costs no API write.
+// patchStatus writes a status that changed, and only then emits the events
+// of the transitions it records: steady state costs no API write, since
+// Reconcile calls it only when the status changed.
 func (r *ToolSetReconciler) patchStatus(ctx context.Context, before, ts *v1alpha1.ToolSet, patch client.Patch) error {
-	if equality.Semantic.DeepEqual(before.Status, ts.Status) {
-		return nil
-	}
 	if err := r.Client.Status().Patch(ctx, ts, patch); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
