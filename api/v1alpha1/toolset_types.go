@@ -53,8 +53,10 @@ type ToolSetSpec struct {
 	Scheme string `json:"scheme,omitempty"`
 
 	// interval is how often every selected Pod is scraped. Pods that become
-	// ready or change are scraped at once, whatever the interval. At least
-	// 5s, or the operator's --min-interval if that is longer.
+	// ready or change are scraped at once, whatever the interval. Each round
+	// comes up to a tenth of the interval early, at random, so that ToolSets
+	// created together do not scrape in lockstep. At least 5s, or the
+	// operator's --min-interval if that is longer.
 	// +optional
 	// +kubebuilder:default="30s"
 	// +kubebuilder:validation:Type=string
