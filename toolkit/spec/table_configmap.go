@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -263,6 +264,9 @@ type TableEncoder struct {
 	// members maps the SHA-256 of a segment's JSON to its gzip member, for
 	// the segments of the last encoding.
 	members map[[sha256.Size]byte][]byte
+	// zw compresses segments; Reset between them, so that its buffers are
+	// allocated once, not per segment.
+	zw *gzip.Writer
 }
 
 // Encode returns the ConfigMap payloads of t, published under baseName.
@@ -307,6 +311,58 @@ type TableEncoder struct {
 // It fails with [ErrDuplicateTool] if two tools share a name and with
 // [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts].
 func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]TablePart, error) {
+	entries, err := MarshalTableEntries(t)
+	if err != nil {
+		return nil, err
+	}
+	return e.EncodeEntries(entries, baseName, stored)
+}
+
+// TableEntryJSON is one tool of a table, already encoded: its name and
+// the bytes json.Marshal gives for its [TableTool]. A publisher that keeps
+// each tool's JSON from when it was offered hands the entries to
+// [TableEncoder.EncodeEntries], so that a write does not marshal the whole
+// table again.
+type TableEntryJSON struct {
+	Name string
+	// JSON must be json.Marshal(&tool) for the tool named Name: the
+	// encoder copies it into the table and hashes it for the revision as
+	// it is. It is not modified.
+	JSON []byte
+}
+
+// MarshalTableEntry returns the JSON of one tool as a table holds it.
+func MarshalTableEntry(t *TableTool) ([]byte, error) {
+	b, err := json.Marshal(t)
+	if err != nil {
+		return nil, fmt.Errorf("encoding tool %q: %w", t.Name, err)
+	}
+	return b, nil
+}
+
+// MarshalTableEntries returns the entries of t's tools, in its order.
+func MarshalTableEntries(t *Table) ([]TableEntryJSON, error) {
+	if t == nil {
+		return nil, nil
+	}
+	entries := make([]TableEntryJSON, len(t.Tools))
+	for i := range t.Tools {
+		b, err := MarshalTableEntry(&t.Tools[i])
+		if err != nil {
+			return nil, fmt.Errorf("encoding tool table: %w", err)
+		}
+		entries[i] = TableEntryJSON{Name: t.Tools[i].Name, JSON: b}
+	}
+	return entries, nil
+}
+
+// EncodeEntries is [TableEncoder.Encode] of the table of entries: the
+// parts are byte-identical to those of Encode of the tools they encode.
+// Entries not sorted by name are sorted on a copy. It allocates in
+// proportion to the segments that changed since the last encoding, besides
+// the parts: the entries' JSON is hashed where it is, not copied, and a
+// segment is only assembled when its gzip member is not cached.
+func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, stored TableStored) ([]TablePart, error) {
 	if baseName == "" {
 		return nil, fmt.Errorf("%w: empty ConfigMap name", ErrTableMalformed)
 	}
@@ -314,7 +370,7 @@ func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]
 	if lim == (tableLimits{}) {
 		lim = defaultTableLimits
 	}
-	j, err := marshalTableJSON(t)
+	j, err := newTableJSON(entries)
 	if err != nil {
 		return nil, err
 	}
@@ -328,7 +384,10 @@ func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]
 	if len(ends) >= MaxTableParts {
 		return nil, fmt.Errorf("%w: %d segments of JSON, at most %d", ErrTableTooLarge, len(ends), MaxTableParts-1)
 	}
-	seg := segmenter{j: j, lim: lim, cache: e.members, used: map[[sha256.Size]byte][]byte{}}
+	if e.zw == nil {
+		e.zw, _ = gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
+	}
+	seg := segmenter{j: j, lim: lim, cache: e.members, used: map[[sha256.Size]byte][]byte{}, zw: e.zw}
 	head, err := seg.member(j.head)
 	if err != nil {
 		return nil, err
@@ -562,12 +621,11 @@ const (
 )
 
 // tableJSON is the canonical JSON of a table, in pieces: head, then the
-// tools separated by commas, then tableTail.
+// entries' JSON separated by commas, then tableTail.
 type tableJSON struct {
 	// head is `{"schemaVersion":…,"revision":…,"tools":[`.
 	head     []byte
-	tools    [][]byte
-	names    []string
+	entries  []TableEntryJSON
 	revision string
 	// size is the length of the whole JSON.
 	size int
@@ -575,39 +633,34 @@ type tableJSON struct {
 
 const tableTail = "]}"
 
-// marshalTableJSON returns the canonical JSON of t: the bytes json.Marshal
-// gives for the Table with its tools sorted and its revision set. Each tool
-// is encoded once: its bytes both give the revision and go into the table.
-func marshalTableJSON(t *Table) (*tableJSON, error) {
-	var tools []TableTool
-	if t != nil {
-		tools = append(tools, t.Tools...)
+// newTableJSON returns the canonical JSON of the table of entries: the
+// bytes json.Marshal gives for the Table with its tools sorted and its
+// revision set. The entries' JSON is not copied.
+func newTableJSON(entries []TableEntryJSON) (*tableJSON, error) {
+	byName := func(a, b TableEntryJSON) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(entries, byName) {
+		entries = slices.Clone(entries)
+		slices.SortFunc(entries, byName)
 	}
-	SortTableTools(tools)
-	j := &tableJSON{tools: make([][]byte, len(tools)), names: make([]string, len(tools))}
+	j := &tableJSON{entries: entries}
 	// The revision hashes the JSON of the tools array, "[" + tools joined
 	// by "," + "]": the bytes json.Marshal gives for the slice.
 	h := sha256.New()
 	h.Write([]byte{'['})
 	n := 0
-	for i := range tools {
-		if i > 0 && tools[i].Name == tools[i-1].Name {
-			return nil, fmt.Errorf("%w: %q", ErrDuplicateTool, tools[i].Name)
-		}
-		b, err := json.Marshal(&tools[i])
-		if err != nil {
-			return nil, fmt.Errorf("encoding tool table: %w", err)
+	for i, e := range entries {
+		if i > 0 && e.Name == entries[i-1].Name {
+			return nil, fmt.Errorf("%w: %q", ErrDuplicateTool, e.Name)
 		}
 		if i > 0 {
 			h.Write([]byte{','})
 			n++
 		}
-		h.Write(b)
-		n += len(b)
+		h.Write(e.JSON)
+		n += len(e.JSON)
 		if n > MaxTableBytes {
 			return nil, fmt.Errorf("%w: more than %d bytes of JSON", ErrTableTooLarge, MaxTableBytes)
 		}
-		j.tools[i], j.names[i] = b, tools[i].Name
 	}
 	h.Write([]byte{']'})
 	j.revision = "sha256:" + hex.EncodeToString(h.Sum(nil))
@@ -627,28 +680,52 @@ func marshalTableJSON(t *Table) (*tableJSON, error) {
 func (j *tableJSON) bytes() []byte {
 	raw := make([]byte, 0, j.size)
 	raw = append(raw, j.head...)
-	raw = append(raw, j.segment(0, len(j.tools))...)
-	return raw
+	return j.appendSegment(raw, 0, len(j.entries))
 }
 
-// segment returns the JSON of tools [from, to): with the comma before it
+// segment returns the JSON of entries [from, to): with the comma before it
 // unless it is the first, and with tableTail if it is the last.
 func (j *tableJSON) segment(from, to int) []byte {
+	return j.appendSegment(make([]byte, 0, j.segmentSize(from, to)), from, to)
+}
+
+func (j *tableJSON) segmentSize(from, to int) int {
 	n := 0
-	for _, b := range j.tools[from:to] {
-		n += len(b) + 1
+	for _, e := range j.entries[from:to] {
+		n += len(e.JSON) + 1
 	}
-	out := make([]byte, 0, n+len(tableTail))
+	return n + len(tableTail)
+}
+
+func (j *tableJSON) appendSegment(out []byte, from, to int) []byte {
 	for i := from; i < to; i++ {
 		if i > 0 {
 			out = append(out, ',')
 		}
-		out = append(out, j.tools[i]...)
+		out = append(out, j.entries[i].JSON...)
 	}
-	if to == len(j.tools) {
+	if to == len(j.entries) {
 		out = append(out, tableTail...)
 	}
 	return out
+}
+
+// segmentSum returns the SHA-256 of segment(from, to), hashed where the
+// entries are.
+func (j *tableJSON) segmentSum(from, to int) [sha256.Size]byte {
+	h := sha256.New()
+	for i := from; i < to; i++ {
+		if i > 0 {
+			h.Write([]byte{','})
+		}
+		h.Write(j.entries[i].JSON)
+	}
+	if to == len(j.entries) {
+		h.Write([]byte(tableTail))
+	}
+	var sum [sha256.Size]byte
+	h.Sum(sum[:0])
+	return sum
 }
 
 // segments cuts the tools into segments by their names, so that a change to
@@ -663,20 +740,20 @@ func (j *tableJSON) segments(lim tableLimits) []int {
 	var ends []int
 	acc := 0
 	per := math.MaxUint64 / uint64(max(lim.segSpread, 1))
-	for i, b := range j.tools {
-		s := len(b) + 1
+	for i, e := range j.entries {
+		s := len(e.JSON) + 1
 		if acc > 0 && acc+s > lim.segMax {
 			ends = append(ends, i)
 			acc = 0
 		}
 		acc += s
-		if acc >= lim.segMin && (s >= lim.segSpread || nameHash(j.names[i]) < uint64(s)*per) {
+		if acc >= lim.segMin && (s >= lim.segSpread || nameHash(e.Name) < uint64(s)*per) {
 			ends = append(ends, i+1)
 			acc = 0
 		}
 	}
-	if len(ends) == 0 || ends[len(ends)-1] != len(j.tools) {
-		ends = append(ends, len(j.tools))
+	if len(ends) == 0 || ends[len(ends)-1] != len(j.entries) {
+		ends = append(ends, len(j.entries))
 	}
 	return ends
 }
@@ -693,6 +770,7 @@ type segmenter struct {
 	lim   tableLimits
 	cache map[[sha256.Size]byte][]byte
 	used  map[[sha256.Size]byte][]byte
+	zw    *gzip.Writer
 }
 
 // pack appends the chunks of tools [from, to) to chunks: one gzip member of
@@ -701,16 +779,20 @@ type segmenter struct {
 // stays where it is when another tool changes. A single tool too large for a
 // chunk is cut in bytes.
 func (s *segmenter) pack(from, to int, chunks *[][]byte) error {
-	raw := s.j.segment(from, to)
-	z, err := s.member(raw)
-	if err != nil {
-		return err
+	// A segment compressed before is found by its digest, without being
+	// assembled.
+	z, ok := s.cached(s.j.segmentSum(from, to))
+	if !ok {
+		var err error
+		if z, err = s.member(s.j.segment(from, to)); err != nil {
+			return err
+		}
 	}
 	if len(z) <= s.lim.chunk {
 		return s.add(chunks, z)
 	}
 	if to-from == 1 {
-		return s.packBytes(raw, chunks)
+		return s.packBytes(s.j.segment(from, to), chunks)
 	}
 	cut := s.cut(from, to)
 	if err := s.pack(from, cut, chunks); err != nil {
@@ -724,17 +806,17 @@ func (s *segmenter) pack(from, to int, chunks *[][]byte) error {
 // segment's bytes, or in the middle if none does.
 func (s *segmenter) cut(from, to int) int {
 	total := 0
-	for _, b := range s.j.tools[from:to] {
-		total += len(b) + 1
+	for _, e := range s.j.entries[from:to] {
+		total += len(e.JSON) + 1
 	}
 	best, bestHash := -1, uint64(math.MaxUint64)
 	acc := 0
 	for i := from; i < to-1; i++ {
-		acc += len(s.j.tools[i]) + 1
+		acc += len(s.j.entries[i].JSON) + 1
 		if acc < total/4 || acc > total-total/4 {
 			continue
 		}
-		if h := nameHash(s.j.names[i]); best < 0 || h < bestHash {
+		if h := nameHash(s.j.entries[i].Name); best < 0 || h < bestHash {
 			best, bestHash = i+1, h
 		}
 	}
@@ -776,17 +858,14 @@ func (s *segmenter) add(chunks *[][]byte, z []byte) error {
 // encoding compressed the same bytes.
 func (s *segmenter) member(raw []byte) ([]byte, error) {
 	key := sha256.Sum256(raw)
-	if z, ok := s.used[key]; ok {
-		return z, nil
-	}
-	if z, ok := s.cache[key]; ok {
-		s.used[key] = z
+	if z, ok := s.cached(key); ok {
 		return z, nil
 	}
 	var zbuf bytes.Buffer
 	// gzip's header is fixed (no name, no time), so equal input gives equal
 	// bytes within one Go release; readers rely on digests, not on this.
-	zw, _ := gzip.NewWriterLevel(&zbuf, gzip.DefaultCompression)
+	zw := s.zw
+	zw.Reset(&zbuf)
 	if _, err := zw.Write(raw); err != nil {
 		return nil, fmt.Errorf("compressing tool table: %w", err)
 	}
@@ -796,6 +875,19 @@ func (s *segmenter) member(raw []byte) ([]byte, error) {
 	z := zbuf.Bytes()
 	s.used[key] = z
 	return z, nil
+}
+
+// cached returns the gzip member of the segment whose digest is key, if
+// this or the last encoding compressed it.
+func (s *segmenter) cached(key [sha256.Size]byte) ([]byte, bool) {
+	if z, ok := s.used[key]; ok {
+		return z, true
+	}
+	if z, ok := s.cache[key]; ok {
+		s.used[key] = z
+		return z, true
+	}
+	return nil, false
 }
 
 // DecodeTable reads a table from the files of its ConfigMaps, keyed by
