@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -78,6 +79,8 @@ type workload struct {
 	handler http.HandlerFunc // replaces the spec endpoint when set
 	token   string           // required as a bearer token when set
 	auth    []string
+	// times are when each request came.
+	times []time.Time
 
 	hits        atomic.Int64
 	notModified atomic.Int64
@@ -129,6 +132,7 @@ func (w *workload) serve(rw http.ResponseWriter, r *http.Request) {
 	w.hits.Add(1)
 	w.mu.Lock()
 	w.auth = append(w.auth, r.Header.Get("Authorization"))
+	w.times = append(w.times, time.Now())
 	doc, h, token := w.doc, w.handler, w.token
 	w.mu.Unlock()
 	if token != "" && r.Header.Get("Authorization") != "Bearer "+token {
@@ -192,6 +196,13 @@ func (w *workload) setTools(tools ...spec.Tool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.doc = spec.Document{SchemaVersion: spec.SchemaVersion, Revision: spec.Revision(tools), Server: spec.Server{Name: "test"}, Tools: tools}
+}
+
+// hitTimes returns when each request came, in order.
+func (w *workload) hitTimes() []time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return slices.Clone(w.times)
 }
 
 // revision is the revision of the document the workload serves now.

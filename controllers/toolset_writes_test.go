@@ -68,6 +68,35 @@ var _ = Describe("The ToolSet reconciler's API writes", func() {
 		Expect(statusWrites(ts)).To(Equal(2), "the change costs one status write")
 	})
 
+	It("comes back up to a tenth of the interval early, at random, never late", func(ctx context.Context) {
+		w := newWorkload(tool("jitter_a"))
+		createReadyPod(ctx, ns, "jitter-0", map[string]string{"app": "jitter"}, w.port())
+		ts := toolSet(ns, "jitter")
+		createToolSet(ctx, ts)
+		Eventually(func(g Gomega) {
+			g.Expect(readyCondition(getToolSet(ctx, g, ts)).Status).To(Equal(metav1.ConditionTrue))
+		}).Should(Succeed())
+		// The publish comes back as a Changed event, whose round is not
+		// the interval's: count the rounds after it.
+		settled := w.hits.Load() + 1
+		const gaps = 5
+		Eventually(w.hits.Load).WithTimeout(time.Minute).Should(BeNumerically(">=", settled+gaps+1))
+		times := w.hitTimes()[settled-1:]
+		var got []time.Duration
+		for i := 1; i <= gaps; i++ {
+			got = append(got, times[i].Sub(times[i-1]))
+		}
+		GinkgoWriter.Printf("rounds %v apart\n", got)
+		interval := ts.Spec.Interval.Duration
+		// Each round is due at most a tenth early; it may come late by the
+		// time a busy manager takes to get to it.
+		Expect(got).To(HaveEach(BeNumerically(">=", interval-interval/10-interval/50)))
+		Expect(got).To(HaveEach(BeNumerically("<=", interval+2*time.Second)))
+		// Five rounds all within 1% of the interval would be a chance of
+		// one in 10^5: the rounds are jittered.
+		Expect(got).To(ContainElement(BeNumerically("<", interval-interval/100)))
+	})
+
 	It("finds the ToolSets of a new Pod through any selector", func(ctx context.Context) {
 		byValues := toolSet(ns, "values")
 		byValues.Spec.Selector = metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{

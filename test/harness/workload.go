@@ -89,6 +89,24 @@ func (w *Workload) LongestGap(since time.Time) time.Duration {
 	return max(gap, time.Since(prev))
 }
 
+// Gaps returns the times between the workload's scrapes from since to until.
+func (w *Workload) Gaps(since, until time.Time) []time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var gaps []time.Duration
+	var prev time.Time
+	for _, t := range w.scrapes {
+		if t.Before(since) || t.After(until) {
+			continue
+		}
+		if !prev.IsZero() {
+			gaps = append(gaps, t.Sub(prev))
+		}
+		prev = t
+	}
+	return gaps
+}
+
 // Tools returns n tools named <prefix>00, <prefix>01, … with a small
 // object schema each.
 func Tools(prefix string, n int) []spec.Tool {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -266,6 +267,15 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 	}
 	elapsed := time.Since(t0)
 	res.scrapesSteady = wl.scrapes() - s0
+	var gaps []time.Duration
+	for _, set := range wl.sets {
+		gaps = append(gaps, set.Gaps(t0, t0.Add(elapsed))...)
+	}
+	if len(gaps) > 0 {
+		slices.Sort(gaps)
+		fmt.Fprintf(os.Stderr, "steady: time between a workload's scrapes: min=%s p50=%s max=%s (interval %s, jittered up to a tenth early)\n",
+			gaps[0].Round(time.Millisecond), gaps[len(gaps)/2].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond), c.interval)
+	}
 	res.cpuSteadyPct = 100 * (p1.CPU - p0.CPU).Seconds() / elapsed.Seconds()
 	res.gcSteadyPct = 100 * (gcCPU(ctx, mgr) - gc0) / elapsed.Seconds()
 	res.writesByResource = delta(w0, w1)
