@@ -70,6 +70,11 @@ type ToolSetReconciler struct {
 	// ToolSets of one namespace, so that no namespace takes every slot. Zero
 	// means DefaultMaxConcurrentScrapesPerNamespace.
 	MaxConcurrentScrapesPerNamespace int
+	// MaxIdleScrapeConnections bounds the scrape connections kept open
+	// between rounds across every ToolSet; past it, scrapes connect anew
+	// each round. Zero means DefaultMaxIdleScrapeConnections; negative
+	// keeps none.
+	MaxIdleScrapeConnections int
 	// MaxConcurrentReconciles is the number of ToolSets reconciled at once.
 	// Zero means 8. Scrapes run off the workers (see ScrapeWait), and
 	// MaxConcurrentScrapes, not this, bounds the load on the Pods.
@@ -95,6 +100,9 @@ func (r *ToolSetReconciler) init() {
 		r.scraper = newScraper(r.MaxConcurrentScrapes, r.MaxResponseBytes)
 		if r.MaxConcurrentScrapesPerNamespace > 0 {
 			r.scraper.perNamespace = int64(r.MaxConcurrentScrapesPerNamespace)
+		}
+		if r.MaxIdleScrapeConnections != 0 {
+			r.scraper.idle = max(r.MaxIdleScrapeConnections, 0)
 		}
 		var ctx context.Context
 		ctx, r.stop = context.WithCancel(context.Background())

@@ -43,6 +43,11 @@ const (
 	// for the ToolSets of one namespace, so that one namespace whose Pods
 	// hang cannot take every manager-wide slot.
 	DefaultMaxConcurrentScrapesPerNamespace = 8
+	// DefaultMaxIdleScrapeConnections bounds the scrape connections kept
+	// open between rounds, across every ToolSet: about 20 KiB each (two
+	// goroutines and their buffers), 20 MiB in all. A new connection costs
+	// some 100µs of CPU over http, and a TLS handshake about 1ms.
+	DefaultMaxIdleScrapeConnections = 1024
 	// scrapesPerToolSet bounds the scrapes in flight for one ToolSet, so that
 	// one large ToolSet cannot take every manager-wide slot.
 	scrapesPerToolSet = 8
@@ -130,9 +135,11 @@ func ParseDocument(body []byte) (*spec.Document, error) {
 // slots that other namespaces could use.
 //
 // Each ToolSet scrapes through a client of its own (see clientFor), built
-// once; over https it keeps its connections alive between rounds, as
-// Prometheus keeps a connection per target, so that a steady round costs one
-// request per Pod, not a TLS handshake.
+// once, that keeps its connections alive between rounds, as Prometheus keeps
+// a connection per target, so that a steady round costs one request per Pod,
+// not a connection and a TLS handshake. The idle connections kept are
+// bounded across every ToolSet (idle): past the bound, a ToolSet's scrapes
+// connect anew each round.
 type scraper struct {
 	sem      *semaphore.Weighted
 	maxBytes int64
@@ -141,13 +148,18 @@ type scraper struct {
 	mu           sync.Mutex
 	namespaces   map[string]*nsSlots
 	clients      map[types.NamespacedName]*pooledClient
+
+	// idle is how many idle connections the ToolSets' clients may keep in
+	// all, and reserved how many of them they do (see clientFor).
+	idle, reserved int
 }
 
-// pooledClient is the keep-alive client of one ToolSet, and the settings it
-// was built from.
+// pooledClient is the client of one ToolSet, the settings it was built
+// from, and how many idle connections it may keep.
 type pooledClient struct {
 	settings string
 	client   *http.Client
+	idle     int
 }
 
 // nsSlots are the scrape slots of one namespace, dropped when unused.
@@ -167,6 +179,7 @@ func newScraper(maxConcurrent int, maxBytes int64) *scraper {
 		sem: semaphore.NewWeighted(int64(maxConcurrent)), maxBytes: maxBytes,
 		perNamespace: DefaultMaxConcurrentScrapesPerNamespace, namespaces: map[string]*nsSlots{},
 		clients: map[types.NamespacedName]*pooledClient{},
+		idle:    DefaultMaxIdleScrapeConnections,
 	}
 }
 
@@ -229,7 +242,7 @@ type podResult struct {
 // time and within the manager-wide bound. last holds each Pod's previous
 // document, by UID, for conditional GETs; it is only read.
 func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.Pod, last map[types.UID]podDoc) []podResult {
-	client := s.clientFor(t)
+	client := s.clientFor(t, len(pods))
 	results := make([]podResult, len(pods))
 	var g errgroup.Group
 	g.SetLimit(scrapesPerToolSet)
@@ -243,12 +256,19 @@ func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.
 	return results
 }
 
-// clientFor returns the ToolSet's client, building it on first
-// use and again whenever what it is built from changes: the timeout, the
+// clientFor returns the ToolSet's client, building it on first use and again
+// whenever what it is built from changes: the scheme, the timeout, the
 // interval, or the TLS settings (server name, verification, CA bundle). The
 // client it replaces closes its idle connections; a connection made under
 // the old TLS settings is never used again.
-func (s *scraper) clientFor(t scrapeTarget) *http.Client {
+//
+// A new client reserves idle connections from the scraper's bound, one per
+// Pod it scrapes now (at most maxIdlePerToolSet), and keeps at most as many
+// between rounds; once the bound is reserved, new clients keep none and
+// connect anew each round. A ToolSet whose Pods grow in number keeps its
+// reservation: the transport drops the least recently used idle
+// connections past it.
+func (s *scraper) clientFor(t scrapeTarget, pods int) *http.Client {
 	settings := t.clientSettings()
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -256,19 +276,27 @@ func (s *scraper) clientFor(t scrapeTarget) *http.Client {
 		if pc.settings == settings {
 			return pc.client
 		}
-		pc.client.CloseIdleConnections()
+		s.dropLocked(t.toolSet)
 	}
-	c := t.httpClient()
-	s.clients[t.toolSet] = &pooledClient{settings: settings, client: c}
+	idle := min(max(pods, 1), maxIdlePerToolSet, max(s.idle-s.reserved, 0))
+	s.reserved += idle
+	c := t.newClient(idle)
+	s.clients[t.toolSet] = &pooledClient{settings: settings, client: c, idle: idle}
 	return c
 }
 
-// forget closes the idle connections of a ToolSet that is gone.
+// forget closes the idle connections of a ToolSet that is gone, and returns
+// its reservation.
 func (s *scraper) forget(toolSet types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.dropLocked(toolSet)
+}
+
+func (s *scraper) dropLocked(toolSet types.NamespacedName) {
 	if pc := s.clients[toolSet]; pc != nil {
 		pc.client.CloseIdleConnections()
+		s.reserved -= pc.idle
 		delete(s.clients, toolSet)
 	}
 }
@@ -430,26 +458,27 @@ const (
 	minIdleConnTimeout = 30 * time.Second
 )
 
-// httpClient builds the client of one ToolSet's scrapes. It never goes
-// through a proxy (Pod IPs are reached directly) and refuses redirects to
-// another host.
-//
-// Over https it keeps at most one idle connection per Pod for two
-// intervals, so that the next round reuses it: a TLS handshake costs about a
-// millisecond of CPU (BenchmarkScrapeRound: 3.9ms for a round of 4 Pods
-// without, 0.2ms with). Over plain http it keeps none: a new connection
-// costs about 25µs, while an idle one holds some 20 KiB (two goroutines and
-// their buffers) for the whole interval, 100 MiB across 5,000 ToolSets.
-func (t scrapeTarget) httpClient() *http.Client {
+// httpClient builds a client of the ToolSet's scrapes, as newClient, that
+// keeps one idle connection per Pod up to maxIdlePerToolSet.
+func (t scrapeTarget) httpClient() *http.Client { return t.newClient(maxIdlePerToolSet) }
+
+// newClient builds the client of one ToolSet's scrapes. It never goes through
+// a proxy (Pod IPs are reached directly) and refuses redirects to another
+// host. It keeps at most one idle connection per Pod, idle of them in all,
+// for two intervals, so that the next round reuses them instead of
+// connecting again (over https, a TLS handshake: BenchmarkScrapeRound/https
+// takes 3.9ms for a round of 4 Pods that connect, 0.2ms for one that
+// reuses); with idle zero it keeps none.
+func (t scrapeTarget) newClient(idle int) *http.Client {
 	tr := &http.Transport{
 		DialContext:            (&net.Dialer{Timeout: t.timeout}).DialContext,
 		TLSHandshakeTimeout:    t.timeout,
 		ResponseHeaderTimeout:  t.timeout,
 		MaxResponseHeaderBytes: 64 << 10,
-		MaxIdleConns:           maxIdlePerToolSet,
+		MaxIdleConns:           idle,
 		MaxIdleConnsPerHost:    1,
 		IdleConnTimeout:        max(2*t.interval, minIdleConnTimeout),
-		DisableKeepAlives:      t.spec.Scheme != "https",
+		DisableKeepAlives:      idle <= 0,
 		ForceAttemptHTTP2:      false,
 	}
 	if t.creds != nil {

@@ -58,7 +58,7 @@ func BenchmarkScrapeOnePod(b *testing.B) {
 		}
 		s := newScraper(1, 0)
 		// The ToolSet's keep-alive client, as every round uses it.
-		c := s.clientFor(tgt)
+		c := s.clientFor(tgt, 1)
 		var prev *spec.Document
 		for b.Loop() {
 			var (

@@ -84,44 +84,107 @@ func scrapeRound(t testing.TB, s *scraper, tgt scrapeTarget, pods []*corev1.Pod)
 	}
 }
 
-// TestScrapeClientsLastAndCloseOverHTTP scrapes Pods over plain http round
-// after round through the ToolSet's one client: no connection outlives its
-// scrape, so that 5,000 ToolSets hold no idle connection between rounds.
-func TestScrapeClientsLastAndCloseOverHTTP(t *testing.T) {
-	srvs, conns := countingServers(t, 2, false, encodeDoc(t, tool("a")))
-	pods := loopbackPods(t, srvs...)
-	s := newScraper(4, 0)
-	tgt := scrapeTarget{
-		toolSet: types.NamespacedName{Namespace: "ns", Name: "ts"}, namespace: "ns",
+func httpTarget(name string) scrapeTarget {
+	return scrapeTarget{
+		toolSet: types.NamespacedName{Namespace: "ns", Name: name}, namespace: "ns",
 		spec:    &v1alpha1.ToolSetSpec{Port: intstr.FromString("http"), Path: spec.DefaultPath, Scheme: "http"},
 		timeout: 10 * time.Second, interval: 30 * time.Second,
 	}
-	first := s.clientFor(tgt)
-	for range 3 {
-		scrapeRound(t, s, tgt, pods)
-	}
-	if s.clientFor(tgt) != first {
-		t.Error("the ToolSet's client was rebuilt with its settings unchanged")
-	}
-	if got := conns.opened.Load(); got != 6 {
-		t.Errorf("3 rounds of 2 Pods opened %d connections, want 6", got)
-	}
+}
+
+// eventuallyOpen waits for the servers to see want connections open.
+func eventuallyOpen(t *testing.T, conns *connCounts, want int64) {
+	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for conns.open.Load() != 0 && time.Now().Before(deadline) {
+	for conns.open.Load() != want && time.Now().Before(deadline) {
 		time.Sleep(10 * time.Millisecond)
 	}
-	if got := conns.open.Load(); got != 0 {
-		t.Errorf("%d connections stay open after the rounds", got)
+	if got := conns.open.Load(); got != want {
+		t.Errorf("%d connections open, want %d", got, want)
+	}
+}
+
+// TestScrapesKeepTheirConnections scrapes two Pods round after round: every
+// round after the first reuses the connections of the one before, through
+// the ToolSet's one client; another ToolSet has connections of its own, and
+// a ToolSet that goes closes its own.
+func TestScrapesKeepTheirConnections(t *testing.T) {
+	srvs, conns := countingServers(t, 2, false, encodeDoc(t, tool("a")))
+	pods := loopbackPods(t, srvs...)
+	s := newScraper(4, 0)
+	tgt := httpTarget("ts")
+	first := s.clientFor(tgt, len(pods))
+	for range 5 {
+		scrapeRound(t, s, tgt, pods)
+	}
+	if s.clientFor(tgt, len(pods)) != first {
+		t.Error("the ToolSet's client was rebuilt with its settings unchanged")
+	}
+	if got := conns.opened.Load(); got != 2 {
+		t.Errorf("5 rounds of 2 Pods opened %d connections, want 2", got)
 	}
 
-	// A longer timeout builds a new client; a ToolSet that goes drops it.
+	other := httpTarget("other")
+	scrapeRound(t, s, other, pods)
+	scrapeRound(t, s, other, pods)
+	if got := conns.opened.Load(); got != 4 {
+		t.Errorf("with a second ToolSet: %d connections in all, want 4", got)
+	}
+	if s.reserved != 4 {
+		t.Errorf("the clients reserve %d idle connections, want 4", s.reserved)
+	}
+
+	// A longer timeout builds a new client, whose first round connects anew.
 	tgt.timeout = 20 * time.Second
-	if s.clientFor(tgt) == first {
+	if s.clientFor(tgt, len(pods)) == first {
 		t.Error("a new timeout kept the client")
 	}
+	scrapeRound(t, s, tgt, pods)
+	if got := conns.opened.Load(); got != 6 {
+		t.Errorf("after the timeout changed: %d connections, want 6", got)
+	}
+
 	s.forget(tgt.toolSet)
+	s.forget(other.toolSet)
 	if len(s.clients) != 0 {
-		t.Errorf("%d clients kept after the ToolSet went", len(s.clients))
+		t.Errorf("%d clients kept after every ToolSet went", len(s.clients))
+	}
+	eventuallyOpen(t, conns, 0)
+	if s.reserved != 0 {
+		t.Errorf("%d idle connections still reserved after every ToolSet went", s.reserved)
+	}
+}
+
+// TestScrapeConnectionsStayWithinTheBound keeps at most the manager-wide
+// bound of idle connections between rounds: the ToolSets whose clients were
+// built first keep one per Pod, the next one what is left, the others none.
+func TestScrapeConnectionsStayWithinTheBound(t *testing.T) {
+	srvs, conns := countingServers(t, 3, false, encodeDoc(t, tool("a")))
+	pods := loopbackPods(t, srvs...)
+	s := newScraper(4, 0)
+	s.idle = 4
+	first, second, third := httpTarget("first"), httpTarget("second"), httpTarget("third")
+	for range 3 {
+		for _, tgt := range []scrapeTarget{first, second, third} {
+			scrapeRound(t, s, tgt, pods)
+		}
+	}
+	// first keeps 3, second 1 of its 3 Pods' connections, third none.
+	eventuallyOpen(t, conns, 4)
+	if got := conns.opened.Load(); got != 3+(3+2+2)+(3*3) {
+		t.Errorf("3 rounds of 3 ToolSets of 3 Pods opened %d connections, want %d", got, 3+(3+2+2)+(3*3))
+	}
+
+	// A ToolSet that goes hands its reservation to the next client built.
+	s.forget(first.toolSet)
+	eventuallyOpen(t, conns, 1)
+	s.forget(third.toolSet)
+	for range 2 {
+		scrapeRound(t, s, third, pods)
+	}
+	eventuallyOpen(t, conns, 4)
+	if s.reserved != 4 {
+		t.Errorf("%d idle connections reserved, want the bound 4", s.reserved)
 	}
 }
 
@@ -145,7 +208,7 @@ func TestScrapeClientIsRebuiltWhenTLSChanges(t *testing.T) {
 		timeout: 10 * time.Second, interval: 30 * time.Second, creds: creds("one"),
 	}
 	scrapeRound(t, s, tgt, pods)
-	first := s.clientFor(tgt)
+	first := s.clientFor(tgt, len(pods))
 	scrapeRound(t, s, tgt, pods)
 	if got := conns.opened.Load(); got != 2 {
 		t.Errorf("2 rounds of 2 Pods opened %d connections, want 2", got)
@@ -153,11 +216,11 @@ func TestScrapeClientIsRebuiltWhenTLSChanges(t *testing.T) {
 
 	// Settings are read anew each round: equal ones keep the client.
 	tgt.creds = creds("one")
-	if s.clientFor(tgt) != first {
+	if s.clientFor(tgt, len(pods)) != first {
 		t.Error("equal TLS settings built a new client")
 	}
 	tgt.creds = creds("two")
-	if s.clientFor(tgt) == first {
+	if s.clientFor(tgt, len(pods)) == first {
 		t.Fatal("a new CA bundle kept the client")
 	}
 	scrapeRound(t, s, tgt, pods)

@@ -34,24 +34,25 @@ import (
 
 func main() {
 	var (
-		metricsAddr     string
-		metricsSecure   bool
-		probeAddr       string
-		pprofAddr       string
-		leaderElect     bool
-		tableNamespace  string
-		tableName       string
-		maxScrapes      int
-		maxResponseSize int64
-		restoreTimeout  time.Duration
-		partGrace       time.Duration
-		leaseDuration   time.Duration
-		renewDeadline   time.Duration
-		retryPeriod     time.Duration
-		maxScrapesPerNS int
-		podSelector     string
-		ceilings        controllers.Ceilings
-		watchNamespaces string
+		metricsAddr        string
+		metricsSecure      bool
+		probeAddr          string
+		pprofAddr          string
+		leaderElect        bool
+		tableNamespace     string
+		tableName          string
+		maxScrapes         int
+		maxResponseSize    int64
+		restoreTimeout     time.Duration
+		partGrace          time.Duration
+		leaseDuration      time.Duration
+		renewDeadline      time.Duration
+		retryPeriod        time.Duration
+		maxScrapesPerNS    int
+		maxIdleScrapeConns int
+		podSelector        string
+		ceilings           controllers.Ceilings
+		watchNamespaces    string
 	)
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8443", `The address the metrics endpoint binds to; "0" disables it.`)
 	flag.BoolVar(&metricsSecure, "metrics-secure", true,
@@ -81,6 +82,9 @@ func main() {
 	flag.Int64Var(&maxResponseSize, "max-response-bytes", 4<<20, "The largest spec document read from one Pod, in bytes.")
 	flag.IntVar(&maxScrapesPerNS, "max-concurrent-scrapes-per-namespace", controllers.DefaultMaxConcurrentScrapesPerNamespace,
 		"The most scrapes in flight at once for the ToolSets of one namespace, so that no namespace takes every slot.")
+	flag.IntVar(&maxIdleScrapeConns, "max-idle-scrape-connections", controllers.DefaultMaxIdleScrapeConnections,
+		"The most connections to Pods kept open between scrapes, across all ToolSets (about 20 KiB each); "+
+			"past it, ToolSets connect anew each round. 0 keeps none.")
 	flag.StringVar(&podSelector, "pod-label-selector", "",
 		"A label selector that scopes the Pod cache, for large clusters: only Pods it matches are cached, watched and scraped. "+
 			"Empty caches every Pod (the default); see the README for what each costs in memory.")
@@ -186,6 +190,7 @@ func main() {
 		Publisher:                        publisher,
 		MaxConcurrentScrapes:             maxScrapes,
 		MaxConcurrentScrapesPerNamespace: maxScrapesPerNS,
+		MaxIdleScrapeConnections:         noneIfZero(maxIdleScrapeConns),
 		MaxResponseBytes:                 maxResponseSize,
 		Ceilings:                         ceilings,
 	}).SetupWithManager(mgr); err != nil {
@@ -260,4 +265,13 @@ func namespaceConfigs(namespaces []string) map[string]cache.Config {
 		out[ns] = cache.Config{}
 	}
 	return out
+}
+
+// noneIfZero maps a flag's 0, none, to a field whose zero means its default
+// and a negative value none.
+func noneIfZero(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
 }
