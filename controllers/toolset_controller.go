@@ -92,6 +92,8 @@ type ToolSetReconciler struct {
 	stop     context.CancelFunc
 	mu       sync.Mutex
 	memory   map[types.NamespacedName]*toolSetMemory
+	// podEvents counts the Pod events of each namespace, for podsOf.
+	podEvents podEventCounts
 }
 
 // init builds the scraper and the memory from the exported fields, once.
@@ -142,6 +144,8 @@ type toolSetMemory struct {
 	written writtenStatus
 	// toolsRecorded is set once the tool gauges were set from the status.
 	toolsRecorded bool
+	// podList is the last list of the ToolSet's ready Pods (podsOf).
+	podList podList
 	// assembled is the last round's assembly, and what it was made from.
 	assembled struct {
 		generation int64
@@ -310,7 +314,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	pods, err := r.readyPods(ctx, ts.Namespace, selector)
+	pods, err := r.podsOf(ctx, ts, selector, mem)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -493,6 +497,56 @@ func (m *toolSetMemory) remember(results []podResult) {
 	m.pods = next
 }
 
+// podsOf returns the ready Pods of ts: those of its last round while no Pod
+// event of its namespace that can change what is scraped came since (see
+// podEvents) and its spec is the same, else readyPods afresh. An event is
+// counted before the ToolSets it concerns are enqueued, so the round it
+// brings lists the Pods again.
+func (r *ToolSetReconciler) podsOf(ctx context.Context, ts *v1alpha1.ToolSet, sel labels.Selector, mem *toolSetMemory) ([]*corev1.Pod, error) {
+	version := r.podEvents.version(ts.Namespace)
+	last := &mem.podList
+	if last.listed && last.version == version && last.generation == ts.Generation {
+		return last.pods, nil
+	}
+	pods, err := r.readyPods(ctx, ts.Namespace, sel)
+	if err != nil {
+		return nil, err
+	}
+	*last = podList{listed: true, version: version, generation: ts.Generation, pods: pods}
+	return pods, nil
+}
+
+// podList is the last list of a ToolSet's ready Pods, and what it was
+// listed under.
+type podList struct {
+	listed     bool
+	version    uint64
+	generation int64
+	pods       []*corev1.Pod
+}
+
+// podEventCounts counts, by namespace, the Pod events that can change what
+// is scraped: those podScrapeChanged passes.
+type podEventCounts struct {
+	mu     sync.Mutex
+	counts map[string]uint64
+}
+
+func (c *podEventCounts) bump(ns string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.counts == nil {
+		c.counts = map[string]uint64{}
+	}
+	c.counts[ns]++
+}
+
+func (c *podEventCounts) version(ns string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.counts[ns]
+}
+
 // readyPods lists the Running and Ready Pods with an IP that the selector
 // matches in the ToolSet's own namespace, sorted by name. They are read from
 // the cache without a deep copy: nothing may change them.
@@ -565,6 +619,7 @@ func selectorIndexValues(obj client.Object) []string {
 // matches it. It reads the cache through podSelectorIndex without copying:
 // nothing here may change what it lists.
 func (r *ToolSetReconciler) toolSetsForPod(ctx context.Context, obj client.Object) []reconcile.Request {
+	r.podEvents.bump(obj.GetNamespace())
 	podLabels := obj.GetLabels()
 	keys := make([]string, 0, len(podLabels)+1)
 	for k, v := range podLabels {
