@@ -444,10 +444,9 @@ func (p *TablePublisher) listToolSets(ctx context.Context) (map[types.Namespaced
 	return exists, nil
 }
 
-// table returns the entries of the table as the publisher would write it
-// now, sorted by name, and false while writes are held. Each entry's JSON
-// is the claim's, not a copy.
-func (p *TablePublisher) table() ([]spec.TableEntryJSON, bool) {
+// table returns the table as the publisher would write it now, sorted, and
+// false while writes are held.
+func (p *TablePublisher) table() (*spec.Table, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.holdWrites {
@@ -465,30 +464,24 @@ func (p *TablePublisher) table() ([]spec.TableEntryJSON, bool) {
 		}
 	}
 	slices.SortFunc(owned, func(a, b ownedEntry) int { return compareToolNames(a.claim.tools[a.i], b.claim.tools[b.i]) })
-	tools := make([]spec.TableEntryJSON, len(owned))
+	tools := make([]spec.TableTool, len(owned))
+	entries := make([]ownership.Entry, len(owned))
 	for k, o := range owned {
-		tools[k] = spec.TableEntryJSON{Name: o.claim.tools[o.i].Name, JSON: o.claim.entryJSON(o.i)}
+		t := o.claim.tools[o.i]
+		tools[k] = t
+		entries[k] = ownership.Entry{Name: t.Name, ToolSet: types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name},
+			Created: o.claim.created.Time, Bytes: int64(o.claim.sizes[o.i])}
 	}
-	entries := func() []ownership.Entry {
-		entries := make([]ownership.Entry, len(owned))
-		for k, o := range owned {
-			t := &o.claim.tools[o.i]
-			// An entry takes its JSON and its separator in the tools array.
-			entries[k] = ownership.Entry{Name: t.Name, ToolSet: types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name},
-				Created: o.claim.created.Time, Bytes: int64(len(tools[k].JSON) + 1)}
-		}
-		return entries
-	}
-	return p.budgeted(tools, entries), true
+	return &spec.Table{Tools: p.budgeted(tools, entries)}, true
 }
 
 // flush writes the table if it differs from what is stored, and finishes
 // what the store left for after the grace period. A positive wait asks for
 // another flush after it.
 func (p *TablePublisher) flush(ctx context.Context) (wait time.Duration, err error) {
-	entries, ok := p.table()
+	t, ok := p.table()
 	if !ok {
 		return 0, nil
 	}
-	return p.tables.write(ctx, entries)
+	return p.tables.write(ctx, t)
 }

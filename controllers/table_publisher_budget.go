@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"encoding/json"
 	"maps"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,28 +18,15 @@ import (
 
 // budgeted returns the owned entries that fit the budget, and records the
 // others as over budget: their owners' verdicts become Denied (OverBudget),
-// and the owners whose set of such names changed are told. entries returns
-// what the budget needs of each of tools, an entry's Bytes being its JSON
-// and its separator in the tools array. p.mu is held.
-func (p *TablePublisher) budgeted(tools []spec.TableEntryJSON, entries func() []ownership.Entry) []spec.TableEntryJSON {
+// and the owners whose set of such names changed are told. entries are
+// what the budget needs of each of tools. p.mu is held.
+func (p *TablePublisher) budgeted(tools []spec.TableTool, entries []ownership.Entry) []spec.TableTool {
 	b := p.Budget
 	if b.MaxTableBytes <= 0 || b.MaxTableBytes > spec.MaxTableBytes {
 		// Whatever the flags say, the table must stay writable.
 		b.MaxTableBytes = spec.MaxTableBytes
 	}
-	var total int64
-	for _, t := range tools {
-		total += int64(len(t.JSON) + 1)
-	}
-	var over map[string]ownership.Denial
-	if b.MaxToolsPerNamespace <= 0 && total <= b.MaxTableBytes {
-		// What Apply decides without a cap per namespace for a table
-		// within its bytes, the common case on every write: nothing is
-		// over, and the entries need not be built.
-		over = map[string]ownership.Denial{}
-	} else {
-		over = b.Apply(entries())
-	}
+	over := b.Apply(entries)
 	if !maps.EqualFunc(over, p.overBudget, func(a, b ownership.Denial) bool { return a == b }) {
 		for name := range over {
 			if _, ok := p.overBudget[name]; !ok {
@@ -67,37 +55,16 @@ func (p *TablePublisher) budgeted(tools []spec.TableEntryJSON, entries func() []
 	return kept
 }
 
-// marshalClaim returns the JSON of each of tools as the table holds it
-// (spec.MarshalTableEntry), end to end in one buffer, and where each ends.
-// A claim keeps them: a table write and the budget take them as they are,
-// not marshalling every entry at every write.
-func marshalClaim(tools []spec.TableTool) ([]byte, []int32, error) {
-	each := make([][]byte, len(tools))
-	n := 0
+// entrySizes returns the bytes each of tools takes in the table: its JSON
+// and its separator in the tools array. A claim computes them once, not
+// every table write for every entry.
+func entrySizes(tools []spec.TableTool) []int32 {
+	sizes := make([]int32, len(tools))
 	for i := range tools {
-		b, err := spec.MarshalTableEntry(&tools[i])
-		if err != nil {
-			return nil, nil, err
-		}
-		each[i] = b
-		n += len(b)
+		n, _ := json.Marshal(&tools[i])
+		sizes[i] = int32(len(n) + 1)
 	}
-	buf := make([]byte, 0, n)
-	ends := make([]int32, len(tools))
-	for i, b := range each {
-		buf = append(buf, b...)
-		ends[i] = int32(len(buf))
-	}
-	return buf, ends, nil
-}
-
-// entryJSON returns the JSON of c.tools[i] as the table holds it.
-func (c *claim) entryJSON(i int) []byte {
-	from := int32(0)
-	if i > 0 {
-		from = c.ends[i-1]
-	}
-	return c.json[from:c.ends[i]:c.ends[i]]
+	return sizes
 }
 
 // overBudgetVerdict turns the verdict of an owner whose name is over budget

@@ -27,12 +27,8 @@ type claim struct {
 	// tools are sorted by name, each name once. They are often the very
 	// slice the reconciler offered and holds too: never modify them.
 	tools []spec.TableTool
-	// json holds the JSON of each of tools as the table holds it
-	// (spec.MarshalTableEntry), end to end: tool i ends at ends[i]. A
-	// table write hands it to the encoder as it is, and the budget counts
-	// its bytes, so that no write marshals the table again.
-	json []byte
-	ends []int32
+	// sizes are the bytes each of tools takes in the table (entrySizes).
+	sizes []int32
 	// denied are names among tools denied before the rule runs.
 	denied map[string]ownership.Denial
 	// restored: the tools were read back from the table, and the ToolSet
@@ -80,17 +76,14 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 			return nil, fmt.Errorf("%w: %s denies %q, which it does not offer", ErrInvalidOffer, o.ToolSet, name)
 		}
 	}
-	js, ends, err := marshalClaim(tools)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %s: %w", ErrInvalidOffer, o.ToolSet, err)
-	}
+	sizes := entrySizes(tools)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	var old []spec.TableTool
 	if c := p.claims[o.ToolSet]; c != nil {
 		old = c.tools
 	}
-	p.setClaim(o.ToolSet, &claim{created: o.Created, tools: tools, json: js, ends: ends, denied: maps.Clone(o.Denied), offered: o.Tools})
+	p.setClaim(o.ToolSet, &claim{created: o.Created, tools: tools, sizes: sizes, denied: maps.Clone(o.Denied), offered: o.Tools})
 	p.offered(o.ToolSet)
 	dirty := false
 	mergeTools(old, tools, func(name string, was, is *spec.TableTool) {
@@ -222,19 +215,12 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 			c.tools = append(c.tools, t)
 		}
 	}
-	for ts, c := range restored {
+	for _, c := range restored {
 		// A name twice in a table read back: the last entry stands.
 		slices.Reverse(c.tools)
 		slices.SortStableFunc(c.tools, compareToolNames)
 		c.tools = slices.CompactFunc(c.tools, func(a, b spec.TableTool) bool { return a.Name == b.Name })
-		var err error
-		if c.json, c.ends, err = marshalClaim(c.tools); err != nil {
-			// Tools decoded from JSON encode again; if not, they cannot be
-			// written back either.
-			ctrl.LoggerFrom(ctx).Error(err, "Dropped restored tools that do not encode", "toolSet", ts)
-			delete(restored, ts)
-			dropped += len(c.tools)
-		}
+		c.sizes = entrySizes(c.tools)
 	}
 	// Every ToolSet that exists may claim a name whose owner is gone, or
 	// that was claimed first while the old leader had not written it yet:

@@ -2,7 +2,6 @@ package controllers
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -30,12 +29,12 @@ const DefaultTablePartGracePeriod = time.Minute
 var errTableUnreadable = errors.New("the stored tool table cannot be read back")
 
 // tableStore is where the publisher keeps the table. read returns nil and no
-// error when no table is stored. write stores the table of entries; a positive wait asks to be
+// error when no table is stored. write stores t; a positive wait asks to be
 // called again after it, to finish what must wait for the grace period (the
 // write itself, if a part has no room yet, or the removal of old chunks).
 type tableStore interface {
 	read(ctx context.Context) (*spec.Table, error)
-	write(ctx context.Context, entries []spec.TableEntryJSON) (wait time.Duration, err error)
+	write(ctx context.Context, t *spec.Table) (wait time.Duration, err error)
 }
 
 // configMapTable stores the table in ConfigMaps, as [spec.TableEncoder] lays
@@ -105,7 +104,7 @@ func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
 	return t, nil
 }
 
-func (s *configMapTable) write(ctx context.Context, entries []spec.TableEntryJSON) (time.Duration, error) {
+func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duration, error) {
 	list, err := s.list(ctx)
 	if err != nil {
 		return 0, err
@@ -121,7 +120,7 @@ func (s *configMapTable) write(ctx context.Context, entries []spec.TableEntryJSO
 	// The chunks the stored index names stay where they are, and new ones
 	// go to parts with room, counting the chunks in their grace: see
 	// spec.TableEncoder.Encode.
-	parts, err := s.encoder.EncodeEntries(entries, s.name, spec.TableStored{Index: prev, Grace: func(name string) int {
+	parts, err := s.encoder.Encode(t, s.name, spec.TableStored{Index: prev, Grace: func(name string) int {
 		return s.inGrace(stored[name], named, now)
 	}})
 	if err != nil {
@@ -162,12 +161,12 @@ func (s *configMapTable) write(ctx context.Context, entries []spec.TableEntryJSO
 	for _, part := range parts {
 		size += part.StoredSize()
 	}
-	tableTools.Set(float64(len(entries)))
+	tableTools.Set(float64(len(t.Tools)))
 	tableBytes.Set(float64(size))
 	tableParts.Set(float64(len(parts)))
 	if wrote > 0 {
-		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", writtenRevision(parts[0]),
-			"tools", len(entries), "parts", len(parts), "bytes", size, "writes", wrote)
+		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", writtenRevision(t, parts[0]),
+			"tools", len(t.Tools), "parts", len(parts), "bytes", size, "writes", wrote)
 	}
 	return wait, err
 }
@@ -175,18 +174,14 @@ func (s *configMapTable) write(ctx context.Context, entries []spec.TableEntryJSO
 // writtenRevision is the revision of the table written, for the log: the
 // index has it, so that a large table is not encoded once more for a log
 // line (which held a buffer the size of the table). A table small enough to
-// have no index has it in its JSON.
-func writtenRevision(index spec.TablePart) string {
+// have no index is hashed again.
+func writtenRevision(t *spec.Table, index spec.TablePart) string {
 	if raw, ok := index.Data[spec.TableIndexKey]; ok {
 		if idx, err := spec.ParseTableIndex([]byte(raw)); err == nil {
 			return idx.Revision
 		}
 	}
-	var t struct {
-		Revision string `json:"revision"`
-	}
-	_ = json.Unmarshal([]byte(index.Data[spec.TableKey]), &t)
-	return t.Revision
+	return spec.TableRevision(t.Tools)
 }
 
 // inGrace returns the bytes, as stored, that stage would keep in cm besides

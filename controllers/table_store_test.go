@@ -333,7 +333,7 @@ var _ = Describe("The tool table store's grace period", func() {
 		table := func(n int) *spec.Table { return &spec.Table{Tools: noisyTools(ts, fmt.Sprintf("v%d", n), 3000)} }
 		write := func(t *spec.Table) time.Duration {
 			GinkgoHelper()
-			wait, err := store.writeTable(ctx, t)
+			wait, err := store.write(ctx, t)
 			Expect(err).NotTo(HaveOccurred())
 			return wait
 		}
@@ -450,14 +450,14 @@ var _ = Describe("The tool table store, upgrading", func() {
 		Expect(got.Revision).To(Equal(idx.Revision))
 
 		next := &spec.Table{Tools: noisyTools(ts, "new", 3000)}
-		Expect(store.writeTable(ctx, next)).To(Equal(time.Minute))
+		Expect(store.write(ctx, next)).To(Equal(time.Minute))
 		got, err = readAsAgent(ctx, ns, GinkgoT().TempDir())
 		Expect(err).NotTo(HaveOccurred())
 		Expect(got.Tools).To(HaveLen(len(next.Tools)))
 		Expect(settled(ctx, ns)).To(BeFalse(), "the numbered chunks and their revisions wait out the grace")
 
 		now = now.Add(time.Minute)
-		Expect(store.writeTable(ctx, next)).To(BeZero())
+		Expect(store.write(ctx, next)).To(BeZero())
 		Expect(settled(ctx, ns)).To(BeTrue())
 		cms, err := tableConfigMaps(ctx, ns)
 		Expect(err).NotTo(HaveOccurred())
@@ -514,13 +514,4 @@ func harnessNames(t *spec.Table) map[string]string {
 		out[tt.Name] = tt.ToolSet.String()
 	}
 	return out
-}
-
-// writeTable stores t as the publisher would: its entries, marshalled.
-func (s *configMapTable) writeTable(ctx context.Context, t *spec.Table) (time.Duration, error) {
-	entries, err := spec.MarshalTableEntries(t)
-	if err != nil {
-		return 0, err
-	}
-	return s.write(ctx, entries)
 }

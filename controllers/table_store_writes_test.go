@@ -63,7 +63,7 @@ var _ = Describe("The tool table store, writing a large table", func() {
 		}
 		write := func(tools []spec.TableTool) time.Duration {
 			GinkgoHelper()
-			wait, err := store.writeTable(ctx, &spec.Table{Tools: tools})
+			wait, err := store.write(ctx, &spec.Table{Tools: tools})
 			Expect(err).NotTo(HaveOccurred())
 			return wait
 		}
@@ -173,7 +173,7 @@ var _ = Describe("The tool table store, writing a large table", func() {
 		}
 		write := func(t []spec.TableTool) time.Duration {
 			GinkgoHelper()
-			wait, err := store.writeTable(ctx, &spec.Table{Tools: t})
+			wait, err := store.write(ctx, &spec.Table{Tools: t})
 			Expect(err).NotTo(HaveOccurred())
 			return wait
 		}
@@ -253,7 +253,7 @@ var _ = Describe("The tool table store, writing a large table", func() {
 				}
 				tools = append(tools, more...)
 				before := writes.count()
-				_, err := store.writeTable(ctx, &spec.Table{Tools: tools})
+				_, err := store.write(ctx, &spec.Table{Tools: tools})
 				Expect(err).NotTo(HaveOccurred())
 				Expect(storedRevision(ctx, ns)).To(Equal(spec.TableRevision(sorted(tools))), "write %d did not wait for room", round)
 				got, err := readAsAgent(ctx, ns, GinkgoT().TempDir())
@@ -285,7 +285,7 @@ var _ = Describe("The tool table store, writing a large table", func() {
 		src := newNamespace(ctx)
 		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 		first := &configMapTable{client: k8sClient, reader: k8sClient, namespace: src, name: "tools", grace: time.Minute, now: func() time.Time { return now }}
-		_, err := first.writeTable(ctx, &spec.Table{Tools: old})
+		_, err := first.write(ctx, &spec.Table{Tools: old})
 		Expect(err).NotTo(HaveOccurred())
 		oldCMs, err := tableConfigMaps(ctx, src)
 		Expect(err).NotTo(HaveOccurred())
@@ -310,7 +310,7 @@ var _ = Describe("The tool table store, writing a large table", func() {
 			s1 := &configMapTable{client: cl, reader: k8sClient, namespace: ns, name: "tools", grace: time.Minute, now: func() time.Time { return now }}
 			done := false
 			for range 4 {
-				wait, err := s1.writeTable(ctx, &spec.Table{Tools: next})
+				wait, err := s1.write(ctx, &spec.Table{Tools: next})
 				select {
 				case <-stopped:
 				default:
@@ -334,7 +334,7 @@ var _ = Describe("The tool table store, writing a large table", func() {
 			Expect(stored.Revision).To(BeElementOf(oldRev, newRev))
 			s2 := &configMapTable{client: k8sClient, reader: k8sClient, namespace: ns, name: "tools", grace: time.Minute, now: func() time.Time { return now }}
 			for range 4 {
-				wait, err := s2.writeTable(ctx, &spec.Table{Tools: next})
+				wait, err := s2.write(ctx, &spec.Table{Tools: next})
 				Expect(err).NotTo(HaveOccurred())
 				if wait == 0 {
 					break
