@@ -94,6 +94,18 @@ func tableConfigMaps(ctx context.Context, ns string) ([]corev1.ConfigMap, error)
 }
 
 // readAsAgent reads the table in ns through toolkit/discovery, from a
+// copyConfigMaps creates copies of cms in namespace ns: a stored table to
+// write over, afresh for each run.
+func copyConfigMaps(ctx context.Context, ns string, cms []corev1.ConfigMap) {
+	GinkgoHelper()
+	for _, cm := range cms {
+		Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name, Labels: cm.Labels},
+			Data:       cm.Data, BinaryData: cm.BinaryData,
+		})).To(Succeed())
+	}
+}
+
 // directory laid out as a projected volume of its ConfigMaps shows them.
 func readAsAgent(ctx context.Context, ns, dir string) (*spec.Table, error) {
 	cms, err := tableConfigMaps(ctx, ns)
@@ -251,12 +263,7 @@ var _ = Describe("The tool table store", func() {
 		for k := 1; total < 0; k++ {
 			By(fmt.Sprintf("stopping the writer after write %d", k))
 			ns := newNamespace(ctx)
-			for _, cm := range oldCMs {
-				Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name, Labels: cm.Labels},
-					Data:       cm.Data, BinaryData: cm.BinaryData,
-				})).To(Succeed())
-			}
+			copyConfigMaps(ctx, ns, oldCMs)
 			reads := &agentReads{revisions: map[string]int{}}
 			check := func() { reads.add(readAsAgent(ctx, ns, dir)) }
 

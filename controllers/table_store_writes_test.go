@@ -9,7 +9,6 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -297,12 +296,7 @@ var _ = Describe("The tool table store, writing a large table", func() {
 		for k := 1; total < 0; k++ {
 			By(fmt.Sprintf("stopping the writer after write %d", k))
 			ns := newNamespace(ctx)
-			for _, cm := range oldCMs {
-				Expect(k8sClient.Create(ctx, &corev1.ConfigMap{
-					ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: cm.Name, Labels: cm.Labels},
-					Data:       cm.Data, BinaryData: cm.BinaryData,
-				})).To(Succeed())
-			}
+			copyConfigMaps(ctx, ns, oldCMs)
 			reads := &agentReads{revisions: map[string]int{}}
 			writes := &writeLog{}
 			cl, stopped := stoppingClient(writes, k, func() { reads.add(readAsAgent(ctx, ns, dir)) })

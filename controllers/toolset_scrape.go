@@ -437,7 +437,7 @@ func resolvePort(pod *corev1.Pod, port intstr.IntOrString) (int32, error) {
 	return 0, fmt.Errorf("pod %s declares no TCP container port named %q", pod.Name, port.StrVal)
 }
 
-// clientSettings identifies what httpClient builds a client from: the
+// clientSettings identifies what newClient builds a client from: the
 // scheme, the timeout, the interval and the TLS settings. It holds
 // no secret: the CA bundle enters as its digest, and the token is a header of
 // each request, not a setting of the client.
