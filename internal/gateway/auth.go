@@ -11,12 +11,30 @@ import (
 )
 
 // Auth authenticates the callers of a [Gateway] and authorizes their tools.
-// [KubernetesAuth] does it with TokenReview and SubjectAccessReview.
+// [KubernetesAuth] does it with TokenReview and SubjectAccessReview. An
+// authentication mode (ServiceAccount tokens, OIDC, both) is an
+// [Authenticator]; what a caller may call is decided by an [Authorizer],
+// whatever the mode that authenticated it.
 type Auth interface {
+	Authenticator
+	Authorizer
+}
+
+// Authenticator turns a bearer token into a [Caller].
+type Authenticator interface {
 	// Authenticate returns the caller who presented the bearer token. A
 	// token that is not valid gives an error wrapping
 	// [ErrUnauthenticated]; any other error means the answer is unknown.
 	Authenticate(ctx context.Context, token string) (*Caller, error)
+}
+
+// Authorizer answers one question: may c call the tool published as name
+// by a ToolSet in namespace? The gateway never asks it directly from a
+// request path: every path that shows or calls a tool (tools/list and its
+// views, GET /v1/tools, search, call_tool, the catalog, list_changed) goes
+// through [Gateway.permits] or [Gateway.permitted], which ask the broad
+// questions first and bound how many questions one request may cause.
+type Authorizer interface {
 	// Allowed reports whether c may call the tool published as name by a
 	// ToolSet in namespace. An empty name asks whether c may call every
 	// tool of namespace, and an empty namespace (with an empty name)
@@ -68,13 +86,19 @@ func callerFrom(t *auth.TokenInfo) *Caller {
 	return c
 }
 
-// allowed decides whether c may call one tool: a grant on every namespace,
-// on every tool of the namespace, or on the tool itself.
-func (g *Gateway) allowed(ctx context.Context, c *Caller, namespace, name string) (bool, error) {
+// permits reports whether c may call the tool at index i of s: always
+// without Options.Auth; with it, a grant on every namespace, on every tool
+// of the tool's namespace, or on the tool itself. A nil c (no token) may
+// call nothing under auth.
+func (g *Gateway) permits(ctx context.Context, c *Caller, s *snapshot, i int) (bool, error) {
+	if g.opts.Auth == nil {
+		return true, nil
+	}
 	if c == nil {
 		return false, nil
 	}
-	for _, q := range [][2]string{{"", ""}, {namespace, ""}, {namespace, name}} {
+	t := &s.table.Tools[i]
+	for _, q := range [][2]string{{"", ""}, {t.ToolSet.Namespace, ""}, {t.ToolSet.Namespace, t.Name}} {
 		ok, err := g.opts.Auth.Allowed(ctx, c, q[0], q[1])
 		if err != nil || ok {
 			return ok, err
@@ -87,15 +111,21 @@ func (g *Gateway) allowed(ctx context.Context, c *Caller, namespace, name string
 // flight at once.
 const authConcurrency = 16
 
-// allowedAll decides allowed for the tools at idx of s, concurrently.
-func (g *Gateway) allowedAll(ctx context.Context, c *Caller, s *snapshot, idx []int) ([]bool, error) {
+// permitted decides [Gateway.permits] for each tool at idx of s,
+// concurrently; out[k] answers idx[k].
+func (g *Gateway) permitted(ctx context.Context, c *Caller, s *snapshot, idx []int) ([]bool, error) {
 	out := make([]bool, len(idx))
+	if g.opts.Auth == nil {
+		for k := range out {
+			out[k] = true
+		}
+		return out, nil
+	}
 	eg, ctx := errgroup.WithContext(ctx)
 	eg.SetLimit(authConcurrency)
 	for k, i := range idx {
-		t := &s.table.Tools[i]
 		eg.Go(func() error {
-			ok, err := g.allowed(ctx, c, t.ToolSet.Namespace, t.Name)
+			ok, err := g.permits(ctx, c, s, i)
 			out[k] = ok
 			return err
 		})

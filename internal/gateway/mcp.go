@@ -61,7 +61,7 @@ func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mc
 		scanned := 0
 		for scanned < len(rest) && len(res.Tools) < page && scanned < maxScanFactor*page {
 			chunk := rest[scanned:min(len(rest), scanned+page-len(res.Tools))]
-			ok, err := g.allowedAll(ctx, caller, s, chunk)
+			ok, err := g.permitted(ctx, caller, s, chunk)
 			if err != nil {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing tools: " + err.Error()}
 			}
@@ -105,7 +105,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 	}
 	tool := &s.table.Tools[i]
 	if g.opts.Auth != nil {
-		allowed, err := g.allowed(ctx, callerFrom(token), tool.ToolSet.Namespace, tool.Name)
+		allowed, err := g.permits(ctx, callerFrom(token), s, i)
 		if err != nil {
 			g.metrics.calls.WithLabelValues(tool.Name, outcomeAuthError).Inc()
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing the call: " + err.Error()}

@@ -35,7 +35,7 @@ func (g *Gateway) serveTable(w http.ResponseWriter, r *http.Request) {
 		for i := range idx {
 			idx[i] = i
 		}
-		ok, err := g.allowedAll(r.Context(), callerFromRequest(r), s, idx)
+		ok, err := g.permitted(r.Context(), callerFromRequest(r), s, idx)
 		if err != nil {
 			g.logger.Error("Authorizing the table failed", "error", err)
 			http.Error(w, "authorization is unavailable", http.StatusServiceUnavailable)
