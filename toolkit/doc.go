@@ -115,7 +115,15 @@
 //
 // A string result is returned as text. No output, or an empty struct,
 // becomes the text "Success". Anything else becomes its JSON as text, plus
-// structuredContent when it is a JSON object. An error becomes a result with
+// structuredContent when it is a JSON object. Wherever an output schema is
+// declared (a struct or a map result), structuredContent conforms to it,
+// as MCP requires: the result is encoded as an addressable value, so that
+// MarshalText or MarshalJSON with a pointer receiver counts as the schema
+// says (a map's values are not addressable, and their schema says so
+// too); a nil map is the empty object; and a result whose tags constrain
+// it (an enum, a pattern, a bound) is checked against its schema, and one
+// that breaks it is an error result, logged, not structured content that
+// lies. An error becomes a result with
 // isError set and the error's message, so that the model can correct itself,
 // unless [Registry.PropagateErrors] is set. A panic in a tool or in any
 // middleware is recovered into an error result and logged, always: the MCP

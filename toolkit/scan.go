@@ -81,7 +81,9 @@ func scanMethod(svc reflect.Value, m Method) (*Tool, error) {
 	inType := ft.In(1)
 	var result func(any) (*spec.CallResult, error)
 	var outSchema []byte
+	var outType reflect.Type
 	if ft.NumOut() == 2 {
+		outType = ft.Out(0)
 		var err error
 		if result, outSchema, err = resultFor(ft.Out(0)); err != nil {
 			return nil, fmt.Errorf("%w: tool %q output: %w", ErrInvalidSchema, name, err)
@@ -101,7 +103,9 @@ func scanMethod(svc reflect.Value, m Method) (*Tool, error) {
 			if result == nil {
 				return successResult(), nil
 			}
-			return result(out[0].Interface())
+			p := reflect.New(outType)
+			p.Elem().Set(out[0])
+			return result(p.Interface())
 		}
 	})
 }

@@ -27,6 +27,14 @@ type constraints struct {
 	minLength, maxLength, minItems, maxItems             *uint64
 }
 
+// asserts reports whether c constrains a value beyond what its Go type
+// says.
+func (c *constraints) asserts() bool {
+	return c.pattern != "" || c.format != "" || len(c.enum) > 0 || c.uniqueItems ||
+		c.minimum != "" || c.maximum != "" || c.exclusiveMinimum != "" || c.exclusiveMaximum != "" ||
+		c.minLength != nil || c.maxLength != nil || c.minItems != nil || c.maxItems != nil
+}
+
 // bound returns the field of c that the numeric key sets.
 func (c *constraints) bound(key string) *json.Number {
 	switch key {

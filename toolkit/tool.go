@@ -69,7 +69,7 @@ func New[In, Out any](name, description string, fn func(context.Context, In) (Ou
 			if err != nil {
 				return nil, err
 			}
-			return result(out)
+			return result(&out)
 		}
 	})
 }
