@@ -47,7 +47,7 @@
 //   - tool: constraints, separated by semicolons: required, optional,
 //     enum=a|b|c, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
 //     minLength, maxLength, minItems, maxItems, uniqueItems, format, title,
-//     sensitive. A backslash escapes a semicolon or a bar.
+//     sensitive, nullAsMissing. A backslash escapes a semicolon or a bar.
 //
 // A sensitive field (a password, a token) is served with writeOnly: true,
 // and its value never appears in [Logging]'s lines at any level, in the
@@ -61,7 +61,7 @@
 // passes texts through [Request.Redact].
 //
 // A field is required unless it is a pointer, has omitempty or omitzero, has
-// a default, or is marked optional. On a slice or array field, the value
+// a default, or is marked optional (see "Null, missing and defaults"). On a slice or array field, the value
 // constraints (enum, minimum, pattern, format, …) apply to its items.
 //
 // # Binding arguments
@@ -73,21 +73,22 @@
 //   - Repaired, in the text: a Markdown code fence around the JSON
 //     (```json … ```), trailing commas and comments, Python's True, False
 //     and None, single-quoted strings (where the text then parses: an
-//     apostrophe inside one is refused, not guessed), and an argument
-//     object sent as a JSON string.
+//     apostrophe inside one is refused, not guessed), a UTF-8 byte order
+//     mark before it, and an argument object sent as a JSON string.
 //   - Repaired, in the values: arrays and objects double-encoded as
 //     strings, numbers sent as strings (with space around them), integral
 //     floats such as 5.0 for integers, "true" and "false" for booleans,
 //     enum values in the wrong letter case or with space around them
 //     (returned in their declared spelling), a single value where an array
-//     of that value's type is expected (it becomes a one-element array),
+//     of that value's type is expected (it becomes a one-element array;
+//     "8" counts as a number there, as it would inside the array),
 //     argument names in the wrong letter case (in objects that refuse
 //     unknown names, as structs do), a lone "arguments", "input" or
 //     "parameters" wrapper around an object whose names are all the
-//     tool's (when the tool has no argument of that name), null for an
-//     optional argument, a missing optional argument (which takes its
-//     default), and a missing optional object whose members have defaults
-//     (which is made, so that they apply).
+//     tool's (when the tool has no argument of that name), and a
+//     date-time with a lower-case t or z, or a leap second (23:59:60,
+//     read as the next second, since time.Time has none). Null and
+//     missing arguments follow the table below.
 //   - Exact: integers are parsed from their text over the full int64 and
 //     uint64 ranges and never pass through float64. Values of type any
 //     carry numbers as json.Number for the same reason.
@@ -101,8 +102,35 @@
 //   - Refused as well: a non-integral value for an integer, a value out of
 //     range for its Go type or its schema, any other string for a boolean,
 //     an enum value not in the list, a missing required argument at any
-//     depth, and an unknown argument name (the error names the valid ones,
-//     and the one most likely meant).
+//     depth, names of a map with integer (or text) keys that are one key
+//     ("1" and "01"), and an unknown argument name (the error names the
+//     valid ones, and the one most likely meant).
+//
+// # Null, missing and defaults
+//
+// A field's Go type says whether it may be null, and its tags whether it
+// may be left out; the input schema says both, and binding holds to it:
+//
+//	field                                missing            null
+//	-----------------------------------  -----------------  -------------------
+//	value (string, int, struct, …)       refused            refused
+//	value, optional (omitempty, omitzero, zero value        refused
+//	  default or tool:"optional")          (or the default)
+//	pointer, slice, map, any             nil (or default)   nil
+//	  (omitempty or not; required
+//	  without omitempty, pointers aside)
+//	slice with minItems ≥ 1              as above           refused
+//	tool:"nullAsMissing"                 as above           as missing: default
+//
+// So a required field must be present, null is accepted only where the
+// schema lists it, and a default applies to a field left out, never to an
+// explicit null (a *string with a default is nil for null, the default
+// when missing), unless the field says tool:"nullAsMissing". A struct
+// value left out is made when its members have defaults, so that they
+// apply; a pointer left out stays nil. A time.Time reads a date-time, or
+// a date alone (as midnight UTC) with tool:"format=date". A field that
+// binding could never set, one promoted through an unexported embedded
+// pointer, fails the declaration.
 //
 // After repair the arguments are validated against the tool's JSON Schema
 // (2020-12), compiled once when the tool is declared. Every problem is

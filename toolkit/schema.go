@@ -24,6 +24,7 @@ type schema struct {
 	Enum                 []any              `json:"enum,omitempty"`
 	Default              json.RawMessage    `json:"default,omitempty"`
 	WriteOnly            bool               `json:"writeOnly,omitempty"`
+	NullAsMissing        bool               `json:"x-null-as-missing,omitempty"`
 	Format               string             `json:"format,omitempty"`
 	Pattern              string             `json:"pattern,omitempty"`
 	MinLength            *uint64            `json:"minLength,omitempty"`
@@ -398,6 +399,11 @@ func (g *generator) genField(f field) (*schema, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	if g.out && holdsTime(f.typ) {
+		// encoding/json writes a time.Time as a date-time whatever its
+		// tag says: format=date tells how an input is read.
+		c.format = ""
+	}
 	var fs *schema
 	if f.quoted {
 		fs = quotedSchema(f.typ)
@@ -416,7 +422,16 @@ func (g *generator) genField(f field) (*schema, bool, error) {
 		fs.Default = raw
 	}
 	omitted := f.omitEmpty || f.omitZero
-	if canBeNull(f.typ) && !omitted {
+	// An output is null where encoding/json writes null: a nil pointer,
+	// slice or map without omitempty. An input may be null wherever the Go
+	// value can be nil, omitempty or not (see "Null, missing and defaults"
+	// in the package documentation), except where minItems asks for items
+	// or the tag says null means "not given".
+	nullOK := canBeNull(f.typ) && !omitted
+	if !g.out {
+		nullOK = canBeNull(f.typ) && !c.nullAsMissing && (c.minItems == nil || *c.minItems == 0)
+	}
+	if nullOK {
 		// A nil pointer is null, ",string" or not.
 		fs = nullable(fs)
 	}
@@ -454,6 +469,7 @@ func applyConstraints(fs *schema, f field, c constraints) error {
 	fs.Title = c.title
 	fs.Description = c.description
 	fs.WriteOnly = c.sensitive
+	fs.NullAsMissing = c.nullAsMissing
 	if c.minItems != nil || c.maxItems != nil || c.uniqueItems {
 		if fs.typeName() != "array" {
 			return fmt.Errorf("minItems, maxItems and uniqueItems apply to arrays only")

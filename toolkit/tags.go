@@ -21,6 +21,10 @@ type constraints struct {
 	optional    bool
 	uniqueItems bool
 	sensitive   bool
+	// nullAsMissing takes an explicit null as a field left out, so that
+	// its default applies: the schema then refuses null, and repair drops
+	// it.
+	nullAsMissing bool
 	// Numbers are kept as the tag's text and checked with json.Number
 	// syntax, so that integer bounds stay exact.
 	minimum, maximum, exclusiveMinimum, exclusiveMaximum json.Number
@@ -100,6 +104,8 @@ func parseTags(tag reflect.StructTag) (constraints, error) {
 			c.sensitive = true
 		case "uniqueItems":
 			c.uniqueItems = true
+		case "nullAsMissing":
+			c.nullAsMissing = true
 		case "title":
 			c.title = unescape(value)
 		case "format":
