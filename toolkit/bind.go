@@ -90,7 +90,9 @@ func (b *binder) pop() { b.path = b.path[:len(b.path)-1] }
 // add records a problem with the value at the current path.
 func (b *binder) add(expected, received string, valid []string) {
 	path := pathString(b.path)
-	if b.root != nil && sensitiveAt(b.root, b.path) {
+	if b.root != nil && received != "nothing" && sensitiveAt(b.root, b.path) {
+		// "nothing" (a missing value) quotes nothing: it stays, so that
+		// the model learns what is missing.
 		received = redacted
 	}
 	if b.paths == nil {
