@@ -176,8 +176,8 @@
 //
 // # Middleware
 //
-// A [Middleware] wraps every call on every transport, since every transport
-// calls [Registry.Call]. This package provides [Logging], [Recover],
+// A [Middleware] wraps a [CallHandler], and so every call on every
+// transport, since every transport calls [Registry.Call]. This package provides [Logging], [Recover],
 // [CallTimeout], [ConcurrencyLimit], [RequireScopes] and [Authorize]. Every
 // limit, of a middleware or of a tool ([Timeout], [MaxConcurrent]), means
 // "no limit" at zero; a negative one is refused when it is built. The
