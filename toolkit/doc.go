@@ -135,7 +135,13 @@
 // pointer, fails the declaration.
 //
 // After repair the arguments are validated against the tool's JSON Schema
-// (2020-12), compiled once when the tool is declared. Every problem is
+// (2020-12), compiled once when the tool is declared. A typed tool whose
+// schema holds only what its decoder checks itself (types, required and
+// unknown names, string enums, integer bounds, lengths, item counts and
+// scalar defaults) reads well-formed arguments that need no repair
+// straight into its Go value, with no generic tree and no generic
+// validation; anything else, or anything unusual, takes the full path, so
+// the outcome is the same either way. Every problem is
 // reported at once in an [*ArgumentError], with its JSON path, what was
 // expected and what was received, and no Go type names. Its text is
 // bounded whatever was sent: at most 20 problems are listed, each part cut
