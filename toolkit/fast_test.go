@@ -37,6 +37,18 @@ type fastIn struct {
 	Nested map[string][]bool `json:"nested,omitempty"`
 }
 
+type withPattern struct {
+	S string `json:"s" pattern:"^a"`
+}
+
+type withSensitive struct {
+	P string `json:"p" tool:"sensitive"`
+}
+
+type withFloatBound struct {
+	F float64 `json:"f" tool:"maximum=1"`
+}
+
 func TestFastBinderTakesTheTypesItChecks(t *testing.T) {
 	for _, tc := range []struct {
 		tool *Tool
@@ -44,11 +56,11 @@ func TestFastBinderTakesTheTypesItChecks(t *testing.T) {
 	}{
 		{MustNewAction("a", "", func(context.Context, fastIn) error { return nil }), true},
 		{MustNewAction("b", "", func(context.Context, readmeOrder) error { return nil }), true},
-		{MustNewAction("c", "", func(context.Context, bindIn) error { return nil }), false},         // any, RawMessage, time
-		{MustNewAction("d", "", func(context.Context, bindcases.In) error { return nil }), false},   // any, time
-		{MustNewAction("e", "", func(context.Context, struct{ S string `json:"s" pattern:"^a"` }) error { return nil }), false},
-		{MustNewAction("f", "", func(context.Context, struct{ P string `json:"p" tool:"sensitive"` }) error { return nil }), false},
-		{MustNewAction("g", "", func(context.Context, struct{ F float64 `json:"f" tool:"maximum=1"` }) error { return nil }), false},
+		{MustNewAction("c", "", func(context.Context, bindIn) error { return nil }), false},       // any, RawMessage, time
+		{MustNewAction("d", "", func(context.Context, bindcases.In) error { return nil }), false}, // any, time
+		{MustNewAction("e", "", func(context.Context, withPattern) error { return nil }), false},
+		{MustNewAction("f", "", func(context.Context, withSensitive) error { return nil }), false},
+		{MustNewAction("g", "", func(context.Context, withFloatBound) error { return nil }), false},
 	} {
 		if got := tc.tool.runFast != nil; got != tc.fast {
 			t.Errorf("%s: fast binder %t, want %t", tc.tool.Name(), got, tc.fast)

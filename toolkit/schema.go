@@ -157,6 +157,14 @@ func (g *generator) text(t reflect.Type) bool {
 	return textual(t, g.out)
 }
 
+// walkAt is addressable for a walk that builds no schema.
+func (g *generator) walkAt(addr bool, fn func()) {
+	saved := g.unaddr
+	g.unaddr = !addr
+	defer func() { g.unaddr = saved }()
+	fn()
+}
+
 // addressable runs fn with the value's addressability set to addr, as
 // encoding/json sees it when it reaches a pointer's or slice's elements
 // (addressable) or a map's values (not).
@@ -196,16 +204,16 @@ func generate(t reflect.Type, out bool) (*schema, bool, error) {
 func (g *generator) findRecursive(t reflect.Type, state map[defKey]int) {
 	const walking, done = 1, 2
 	if t.Kind() == reflect.Pointer {
-		g.addressable(true, func() (*schema, error) { g.findRecursive(t.Elem(), state); return nil, nil })
+		g.walkAt(true, func() { g.findRecursive(t.Elem(), state) })
 		return
 	}
 	switch t.Kind() {
 	case reflect.Slice:
-		g.addressable(true, func() (*schema, error) { g.findRecursive(t.Elem(), state); return nil, nil })
+		g.walkAt(true, func() { g.findRecursive(t.Elem(), state) })
 	case reflect.Array:
 		g.findRecursive(t.Elem(), state)
 	case reflect.Map:
-		g.addressable(false, func() (*schema, error) { g.findRecursive(t.Elem(), state); return nil, nil })
+		g.walkAt(false, func() { g.findRecursive(t.Elem(), state) })
 	case reflect.Struct:
 		if t == timeType || g.custom(t) || g.text(t) {
 			return

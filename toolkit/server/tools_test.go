@@ -222,7 +222,9 @@ func TestShutdownEndsStreamsWithoutClose(t *testing.T) {
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Fatalf("Shutdown: %v", err)
 	}
-	<-served
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		t.Fatalf("Serve: %v", err)
+	}
 }
 
 func TestInvokeSuggestsTheToolMeant(t *testing.T) {
