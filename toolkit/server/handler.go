@@ -140,7 +140,9 @@ type Options struct {
 // are added and removed. Call [Handler.Close] when done with it (typically
 // with [http.Server.RegisterOnShutdown]): it stops following the registry
 // and ends open MCP streams, which [http.Server.Shutdown] would otherwise
-// wait for.
+// wait for. A Handler registers its Close with the http.Server of each
+// request it serves, once per server, so that Shutdown returns even where
+// its owner forgot.
 type Handler struct {
 	reg     *toolkit.Registry
 	guard   invokeGuard
