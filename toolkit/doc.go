@@ -56,7 +56,7 @@
 // "received [redacted]"; a missing one says "received nothing"). It is
 // shown as "[redacted]", and is scrubbed from an error, a logged result,
 // or a progress or log message of the tool that quotes it: wherever it
-// occurs, or, for a value shorter than six bytes, where no letter or
+// occurs, or, for a value shorter than four bytes, where no letter or
 // digit touches it, so that a one-letter value leaves "expected" alone. A dynamic tool marks one
 // with [Sensitive], or with "writeOnly": true (or "x-sensitive": true) in
 // its schema. Middleware of your own logs [Request.RedactedArguments] and

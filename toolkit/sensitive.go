@@ -208,11 +208,11 @@ func redactArguments(t *Tool, raw json.RawMessage, secrets []string) string {
 }
 
 // minEmbeddedSecret is the length from which a secret is scrubbed
-// wherever it occurs. A shorter one ("x", a PIN) is scrubbed only where it
+// wherever it occurs. A shorter one ("x", "ab") is scrubbed only where it
 // stands alone, not touching a letter or digit: inside a word it is
 // coincidence, and replacing it there would turn "expected" into
 // "e[redacted]pected".
-const minEmbeddedSecret = 6
+const minEmbeddedSecret = 4
 
 // scrub replaces every secret in s, longest first.
 func scrub(s string, secrets []string) string {

@@ -234,6 +234,8 @@ func TestRedactionKeepsUnrelatedText(t *testing.T) {
 			[]string{"expected another pin than [redacted] for mode fast, or [redacted]"}, []string{"e[redacted]pected"}},
 		{"a short secret inside a word is no secret", `{"pin":"fa","mode":"fast"}`,
 			[]string{"for mode fast"}, nil},
+		{"a secret of four bytes is scrubbed inside a word too", `{"pin":"2468","mode":"fast"}`,
+			[]string{"another pin than [redacted] for"}, []string{"2468"}},
 		{"a missing sensitive field says nothing was sent", `{"mode":"fast"}`,
 			[]string{"$.pin: expected a string (required), received nothing"}, []string{"received [redacted]"}},
 		{"a wrong value for it is still not quoted", `{"pin":12345,"mode":"fast"}`,
