@@ -520,11 +520,13 @@ func (d *fastDec) value(r *fastReader, v reflect.Value) bool {
 		v.SetUint(u)
 	case fFloat:
 		n, ok := r.number()
-		if !ok {
+		// A long literal, and one that underflows to 0, are the full path's
+		// to judge: it bounds the digits and magnitude of any number.
+		if !ok || len(n) > maxFastNumber {
 			return false
 		}
 		f, err := strconv.ParseFloat(string(n), d.bits)
-		if err != nil {
+		if err != nil || f == 0 && !zeroText(n) {
 			return false
 		}
 		v.SetFloat(f)
@@ -578,6 +580,23 @@ func (d *fastDec) stringOK(s []byte) bool {
 		}
 	}
 	return false
+}
+
+// maxFastNumber bounds the text of a number the fast binder reads.
+const maxFastNumber = 64
+
+// zeroText reports whether the number n has no digit but 0 before its
+// exponent.
+func zeroText(n []byte) bool {
+	for _, c := range n {
+		switch {
+		case c == 'e' || c == 'E':
+			return true
+		case c >= '1' && c <= '9':
+			return false
+		}
+	}
+	return true
 }
 
 // plainInteger reports whether n is an integer written without fraction

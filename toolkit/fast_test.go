@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/toolplane/toolplane/toolkit/internal/bindcases"
@@ -96,6 +97,7 @@ func FuzzFastBindAgrees(f *testing.F) {
 		`{"name":"a","loose":[5.0]}`, `{"name":"a","loose":["5"]}`, `{"name":"a","loose":[1e2]}`, `{"name":"a","loose":[-0]}`,
 		`{"name":"a","loose":[]} `, `{"name":"a","loose":[]}x`, ` {"name":"a","loose":[]}`, `{"n\u0061me":"a","loose":[]}`,
 		`{"name":"a\u00e9","loose":[]}`, "{\"name\":\"a\xff\",\"loose\":[]}", `{"NAME":"a","loose":[]}`, `{"arguments":{"name":"a","loose":[]}}`,
+		`{"name":"a","loose":[],"home":{},"ratio":1e-400}`, `{"name":"a","loose":[],"home":{},"ratio":0.0e5}`,
 		`{"id":"O-1","status":"paid"}`, `{"id":"O-1"}`, `{"id":"O-1","status":null}`, `{"id":"O-1","status":"PAID"}`,
 	} {
 		f.Add([]byte(seed))
@@ -143,10 +145,23 @@ func TestFastBinderTakesCleanArguments(t *testing.T) {
 		{0, `{"name":"é😀","loose":[],"ratio":1.5e-3,"flag":true,"tags":["a","bcde"],"labels":{"k":1,"j":-2},"addr":{"floor":-2},"home":{"city":"Oslo"}}`},
 		{0, `{"name":"a","loose":[],"data":"aGk=","mode":null,"opt":null,"nested":{"x":[true,false],"y":null},"home":{"city":""}}`},
 		{1, `{"id":"O-1"}`},
+		{0, `{"name":"a","loose":[],"home":{},"ratio":-0.0}`},
 		{1, ` {"id":"O-1","status":"shipped"} `},
 	} {
 		if _, err, ok := tools[tc.tool].runFast(context.Background(), []byte(tc.args)); !ok || err != nil {
 			t.Errorf("%s: the fast binder did not take %s (%v)", tools[tc.tool].Name(), tc.args, err)
+		}
+	}
+}
+
+func TestFastBinderLeavesUnderflowToTheFullPath(t *testing.T) {
+	tool := fastTools(t)[0]
+	for _, args := range []string{
+		`{"name":"a","loose":[],"home":{},"ratio":1e-400}`,
+		`{"name":"a","loose":[],"home":{},"ratio":1.` + strings.Repeat("1", 70) + `}`,
+	} {
+		if _, _, ok := tool.runFast(context.Background(), []byte(args)); ok {
+			t.Errorf("the fast binder took %s", args)
 		}
 	}
 }

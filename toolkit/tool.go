@@ -316,7 +316,7 @@ func nameChar(c byte) bool {
 
 // call binds the arguments and runs the tool.
 func (t *Tool) call(ctx context.Context, raw json.RawMessage, secrets *[]string) (*spec.CallResult, error) {
-	if t.runFast != nil {
+	if t.runFast != nil && ctx.Err() == nil {
 		if res, err, ok := t.runFast(ctx, raw); ok {
 			return res, err
 		}
