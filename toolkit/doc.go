@@ -108,32 +108,6 @@
 //     ("1" and "01"), and an unknown argument name (the error names the
 //     valid ones, and the one most likely meant).
 //
-// # Null, missing and defaults
-//
-// A field's Go type says whether it may be null, and its tags whether it
-// may be left out; the input schema says both, and binding holds to it:
-//
-//	field                                missing            null
-//	-----------------------------------  -----------------  -------------------
-//	value (string, int, struct, …)       refused            refused
-//	value, optional (omitempty, omitzero, zero value        refused
-//	  default or tool:"optional")          (or the default)
-//	pointer, slice, map, any             nil (or default)   nil
-//	  (omitempty or not; required
-//	  without omitempty, pointers aside)
-//	slice with minItems ≥ 1              as above           refused
-//	tool:"nullAsMissing"                 as above           as missing: default
-//
-// So a required field must be present, null is accepted only where the
-// schema lists it, and a default applies to a field left out, never to an
-// explicit null (a *string with a default is nil for null, the default
-// when missing), unless the field says tool:"nullAsMissing". A struct
-// value left out is made when its members have defaults, so that they
-// apply; a pointer left out stays nil. A time.Time reads a date-time, or
-// a date alone (as midnight UTC) with tool:"format=date". A field that
-// binding could never set, one promoted through an unexported embedded
-// pointer, fails the declaration.
-//
 // After repair the arguments are validated against the tool's JSON Schema
 // (2020-12), compiled once when the tool is declared. A typed tool whose
 // schema holds only what its decoder checks itself (types, required and
@@ -146,6 +120,32 @@
 // expected and what was received, and no Go type names. Its text is
 // bounded whatever was sent: at most 20 problems are listed, each part cut
 // to a few hundred bytes; an error result's text is cut to 8 KiB.
+//
+// # Null, missing and defaults
+//
+// A field's Go type says whether it may be null, and its tags whether it
+// may be left out; the input schema says both, and binding holds to it:
+//
+//	field                                   missing           null
+//	--------------------------------------  ----------------  ------------------
+//	value (string, int, bool, struct, …)    refused           refused
+//	value with omitempty, omitzero, a       zero value, or    refused
+//	  default or tool:"optional"              the default
+//	pointer                                 nil, or default   nil
+//	slice, map or any with omitempty        nil, or default   nil
+//	slice, map or any without omitempty     refused           nil
+//	slice with minItems ≥ 1                 as above          refused
+//	any of these with tool:"nullAsMissing"  as above          as if missing
+//
+// So a required field must be present, null is accepted only where the
+// schema lists it, and a default applies to a field left out, never to an
+// explicit null (a *string with a default is nil for null, the default
+// when missing), unless the field says tool:"nullAsMissing". A struct
+// value left out is made when its members have defaults, so that they
+// apply; a pointer left out stays nil. A time.Time reads a date-time, or
+// a date alone (as midnight UTC) with tool:"format=date". A field that
+// binding could never set, one promoted through an unexported embedded
+// pointer, fails the declaration.
 //
 // # Results
 //
