@@ -111,8 +111,8 @@
 // After repair the arguments are validated against the tool's JSON Schema
 // (2020-12), compiled once when the tool is declared. A typed tool whose
 // schema holds only what its decoder checks itself (types, required and
-// unknown names, string enums, integer bounds, lengths, item counts and
-// scalar defaults) reads well-formed arguments that need no repair
+// unknown names, string enums and patterns, integer bounds, lengths, item
+// counts and scalar defaults) reads well-formed arguments that need no repair
 // straight into its Go value, with no generic tree and no generic
 // validation; anything else, or anything unusual, takes the full path, so
 // the outcome is the same either way. Every problem is

@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/big"
 	"reflect"
+	"regexp"
 	"strconv"
 	"unicode/utf8"
 )
@@ -22,7 +23,8 @@ import (
 // refuses it and says why. So that the two paths bind alike, a tool gets
 // a fast binder only when its schema holds nothing else than what the
 // fast binder checks: types, required names, closed objects, string
-// enums, integer bounds, lengths and item counts, and scalar defaults.
+// enums and patterns, integer bounds, lengths and item counts, and scalar
+// defaults.
 
 type fastKind uint8
 
@@ -48,7 +50,8 @@ type fastDec struct {
 	ulo, uhi           uint64
 	minCount, maxCount int
 	enum               []string
-	nullable           bool // null is nil (pointers, slices, maps)
+	pattern            *regexp.Regexp // compiled as the validator compiles it: regexp.Compile
+	nullable           bool           // null is nil (pointers, slices, maps)
 	elem               *fastDec
 	fields             []fastField
 	typ                reflect.Type
@@ -90,7 +93,7 @@ var fastKeywords = map[string]bool{
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
 	"minLength": true, "maxLength": true, "minItems": true, "maxItems": true,
 	"items": true, "properties": true, "required": true, "additionalProperties": true,
-	"contentEncoding": true, "x-null-as-missing": true,
+	"contentEncoding": true, "x-null-as-missing": true, "pattern": true,
 }
 
 func (b fastBuilder) build(t reflect.Type, s any) *fastDec {
@@ -133,6 +136,9 @@ func (b fastBuilder) build(t reflect.Type, s any) *fastDec {
 	if _, ok := m["enum"]; ok && (typ != "string" || t.Kind() != reflect.String) {
 		return nil
 	}
+	if _, ok := m["pattern"]; ok && (typ != "string" || t.Kind() != reflect.String) {
+		return nil
+	}
 	switch t.Kind() {
 	case reflect.Bool:
 		if typ != "boolean" {
@@ -173,6 +179,14 @@ func (b fastBuilder) build(t reflect.Type, s any) *fastDec {
 		d.kind = fString
 		if !b.counts(d, m, "minLength", "maxLength") {
 			return nil
+		}
+		if p, ok := m["pattern"]; ok {
+			ps, ok := p.(string)
+			re, err := regexp.Compile(ps)
+			if !ok || err != nil {
+				return nil
+			}
+			d.pattern = re
 		}
 		if e, ok := m["enum"].([]any); ok {
 			for _, v := range e {
@@ -570,6 +584,9 @@ func (d *fastDec) stringOK(s []byte) bool {
 		if n < d.minCount || d.maxCount >= 0 && n > d.maxCount {
 			return false
 		}
+	}
+	if d.pattern != nil && !d.pattern.Match(s) {
+		return false
 	}
 	if d.enum == nil {
 		return true

@@ -36,6 +36,8 @@ type fastIn struct {
 	Mode   string            `json:"mode,omitempty" default:"auto" tool:"nullAsMissing"`
 	Opt    *string           `json:"opt,omitempty"`
 	Nested map[string][]bool `json:"nested,omitempty"`
+	Code   string            `json:"code,omitempty" pattern:"^[A-Z]{2}[0-9]?$"`
+	Codes  []string          `json:"codes,omitempty" pattern:"^x"`
 }
 
 type withPattern struct {
@@ -59,7 +61,7 @@ func TestFastBinderTakesTheTypesItChecks(t *testing.T) {
 		{MustNewAction("b", "", func(context.Context, readmeOrder) error { return nil }), true},
 		{MustNewAction("c", "", func(context.Context, bindIn) error { return nil }), false},       // any, RawMessage, time
 		{MustNewAction("d", "", func(context.Context, bindcases.In) error { return nil }), false}, // any, time
-		{MustNewAction("e", "", func(context.Context, withPattern) error { return nil }), false},
+		{MustNewAction("e", "", func(context.Context, withPattern) error { return nil }), true},
 		{MustNewAction("f", "", func(context.Context, withSensitive) error { return nil }), false},
 		{MustNewAction("g", "", func(context.Context, withFloatBound) error { return nil }), false},
 	} {
@@ -98,6 +100,8 @@ func FuzzFastBindAgrees(f *testing.F) {
 		`{"name":"a","loose":[]} `, `{"name":"a","loose":[]}x`, ` {"name":"a","loose":[]}`, `{"n\u0061me":"a","loose":[]}`,
 		`{"name":"a\u00e9","loose":[]}`, "{\"name\":\"a\xff\",\"loose\":[]}", `{"NAME":"a","loose":[]}`, `{"arguments":{"name":"a","loose":[]}}`,
 		`{"name":"a","loose":[],"home":{},"ratio":1e-400}`, `{"name":"a","loose":[],"home":{},"ratio":0.0e5}`,
+		`{"name":"a","loose":[],"home":{},"code":"AB1","codes":["xy"]}`, `{"name":"a","loose":[],"home":{},"code":"ab"}`,
+		`{"name":"a","loose":[],"home":{},"codes":["y"]}`, `{"name":"a","loose":[],"home":{},"code":"AB12"}`,
 		`{"id":"O-1","status":"paid"}`, `{"id":"O-1"}`, `{"id":"O-1","status":null}`, `{"id":"O-1","status":"PAID"}`,
 	} {
 		f.Add([]byte(seed))
@@ -146,6 +150,7 @@ func TestFastBinderTakesCleanArguments(t *testing.T) {
 		{0, `{"name":"a","loose":[],"data":"aGk=","mode":null,"opt":null,"nested":{"x":[true,false],"y":null},"home":{"city":""}}`},
 		{1, `{"id":"O-1"}`},
 		{0, `{"name":"a","loose":[],"home":{},"ratio":-0.0}`},
+		{0, `{"name":"a","loose":[],"home":{},"code":"AB1","codes":["xy"]}`},
 		{1, ` {"id":"O-1","status":"shipped"} `},
 	} {
 		if _, err, ok := tools[tc.tool].runFast(context.Background(), []byte(tc.args)); !ok || err != nil {
