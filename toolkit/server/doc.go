@@ -14,9 +14,10 @@
 //	srv.RegisterOnShutdown(func() { h.Close() })
 //
 // [New] is NewHandler for options known to be right: it panics on what
-// NewHandler returns as an error. A Handler also registers its Close with
-// the http.Server of the first request it serves, so that Shutdown never
-// waits on its MCP streams; registering it yourself stays harmless.
+// NewHandler returns as an error. A Handler also ends its MCP streams when
+// the http.Server of a request it served shuts down, so that Shutdown never
+// waits on them; Close, which also stops following the registry, stays
+// the owner's to call.
 //
 // # Inside an MCP server of your own
 //

@@ -140,9 +140,9 @@ type Options struct {
 // are added and removed. Call [Handler.Close] when done with it (typically
 // with [http.Server.RegisterOnShutdown]): it stops following the registry
 // and ends open MCP streams, which [http.Server.Shutdown] would otherwise
-// wait for. A Handler registers its Close with the http.Server of each
-// request it serves, once per server, so that Shutdown returns even where
-// its owner forgot.
+// wait for. A Handler also ends its MCP streams when the http.Server of
+// any request it served shuts down, so that Shutdown returns even where
+// its owner forgot Close.
 type Handler struct {
 	reg     *toolkit.Registry
 	guard   invokeGuard
@@ -238,8 +238,10 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if _, seen = h.servers.LoadOrStore(srv, true); !seen {
 				// Shutdown waits for open MCP streams, which end only with
 				// Close: a Handler that its owner forgot to close would
-				// hold Shutdown to its deadline.
-				srv.RegisterOnShutdown(func() { _ = h.Close() })
+				// hold Shutdown to its deadline. Only the streams end
+				// here: the Handler may serve another server too, and goes
+				// on following the registry until Close.
+				srv.RegisterOnShutdown(h.mcp.endSessions)
 			}
 		}
 	}

@@ -99,6 +99,12 @@ func (b *mcpBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // every open stream.
 func (b *mcpBridge) close() {
 	b.tools.stopFollowing()
+	b.endSessions()
+}
+
+// endSessions ends every session, and with it every open stream; a client
+// that is still there opens a new one.
+func (b *mcpBridge) endSessions() {
 	for ss := range b.server.Sessions() {
 		_ = ss.Close()
 	}
