@@ -68,7 +68,7 @@ func main() {
 	flag.StringVar(&audiences, "token-audience", "", "With --auth=kubernetes, the audiences (comma-separated) a caller's token must be issued for; empty means the API server's own.")
 	flag.DurationVar(&authTTL, "auth-cache-ttl", gateway.DefaultAuthCacheTTL, "With --auth=kubernetes, how long token reviews and access decisions that allow are reused: how long a revoked grant can still work.")
 	flag.DurationVar(&authDenyTTL, "auth-deny-cache-ttl", gateway.DefaultAuthDenyCacheTTL, "With --auth=kubernetes, how long access decisions that deny are reused: how long a new grant can take to show.")
-	flag.Float64Var(&authQPS, "auth-qps", gateway.DefaultReviewQPS, "With --auth=kubernetes, the most TokenReviews and SubjectAccessReviews per second sent to the API server, whatever callers do; more wait.")
+	flag.Float64Var(&authQPS, "auth-qps", gateway.DefaultReviewQPS, "With --auth=kubernetes, the most SubjectAccessReviews per second sent to the API server, whatever callers do, and apart from them the most TokenReviews; more wait.")
 	flag.IntVar(&authBurst, "auth-burst", gateway.DefaultReviewBurst, "With --auth=kubernetes, the reviews that may be sent at once above --auth-qps.")
 	flag.IntVar(&o.MaxReviewsPerRequest, "max-reviews-per-request", gateway.DefaultMaxReviewsPerRequest,
 		"With --auth, the most authorization questions one request may ask that the cache cannot answer; a tools/list page stops short there (with a nextCursor), a GET /v1/tools answers 503 to be retried.")
@@ -122,16 +122,19 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 	case "none":
 		log.Warn("Serving without authentication (--auth=none): every caller may list and call every tool")
 	case "kubernetes":
-		// The reviews get a client of their own, whose rate limit bounds
+		// The reviews get clients of their own, whose rate limits bound
 		// them whatever callers do: a storm of them cannot reach the API
-		// server, and the table's watch does not wait behind them.
+		// server, the table's watch does not wait behind them, and forged
+		// tokens (TokenReviews, which anyone may cause) do not delay the
+		// SubjectAccessReviews of authenticated callers.
 		reviews := rest.CopyConfig(cfg)
 		reviews.QPS, reviews.Burst, reviews.RateLimiter = authQPS, authBurst, nil
-		cs, err := kubernetes.NewForConfig(reviews)
-		if err != nil {
+		if ka.Client, err = kubernetes.NewForConfig(reviews); err != nil {
 			return err
 		}
-		ka.Client = cs
+		if ka.TokenClient, err = kubernetes.NewForConfig(reviews); err != nil {
+			return err
+		}
 		o.Auth = ka
 	default:
 		return fmt.Errorf(`--auth must be "none" or "kubernetes", not %q`, authMode)

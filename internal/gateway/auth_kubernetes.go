@@ -49,6 +49,10 @@ const (
 	DefaultReviewBurst = 400
 )
 
+// maxTokenBytes bounds a token sent for review: a ServiceAccount token is
+// about a kilobyte, an OIDC ID token a few.
+const maxTokenBytes = 16 << 10
+
 // reviewTimeout bounds one TokenReview or SubjectAccessReview, waiting for
 // the client's rate limit included. A review runs for every request that
 // waits on it, so it does not end with the request that started it.
@@ -81,6 +85,11 @@ type KubernetesAuth struct {
 	// Client creates the reviews; it needs create on tokenreviews and
 	// subjectaccessreviews. Its rate limit bounds the reviews per second.
 	Client kubernetes.Interface
+	// TokenClient, if set, creates the TokenReviews instead of Client,
+	// under a rate limit of its own: then a flood of forged tokens, which
+	// anyone who reaches the gateway can send, waits behind its own limit
+	// and never delays the SubjectAccessReviews of authenticated callers.
+	TokenClient kubernetes.Interface
 	// Audiences, if set, are the audiences a token must be issued for
 	// (TokenReview's spec.audiences). Set one of the gateway's own, such as
 	// "toolplane-gateway", and give agents tokens of that audience, so that
@@ -126,6 +135,9 @@ func (k *KubernetesAuth) init() {
 // Authenticate implements [Auth] with a TokenReview.
 func (k *KubernetesAuth) Authenticate(ctx context.Context, token string) (*Caller, error) {
 	k.init()
+	if len(token) > maxTokenBytes {
+		return nil, fmt.Errorf("%w: a token of more than %d bytes", ErrUnauthenticated, maxTokenBytes)
+	}
 	key := sha256.Sum256([]byte(token))
 	if c, ok := k.tokens.get(key); ok {
 		k.count("token", "hit")
@@ -145,7 +157,11 @@ func (k *KubernetesAuth) Authenticate(ctx context.Context, token string) (*Calle
 }
 
 func (k *KubernetesAuth) review(ctx context.Context, key [32]byte, token string) (*Caller, error) {
-	tr, err := k.Client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+	client := k.TokenClient
+	if client == nil {
+		client = k.Client
+	}
+	tr, err := client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: k.Audiences},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -274,7 +290,10 @@ func decisionKey(callerKey, namespace, name string) string {
 }
 
 // ttlCache is a map whose entries expire, bounded to max entries: when
-// full it drops the expired ones, and if none expired, all of them.
+// full it drops the expired ones, and if that leaves it more than three
+// quarters full, arbitrary others down to that, so that a full cache (many
+// callers of a large table) costs some callers some questions again, not
+// every caller all of them at once.
 type ttlCache[K comparable, V any] struct {
 	mu      sync.Mutex
 	max     int
@@ -311,8 +330,11 @@ func (c *ttlCache[K, V]) put(k K, v V, ttl time.Duration) {
 				delete(c.entries, key)
 			}
 		}
-		if len(c.entries) >= c.max {
-			clear(c.entries)
+		for key := range c.entries {
+			if len(c.entries) <= c.max*3/4 {
+				break
+			}
+			delete(c.entries, key)
 		}
 	}
 	c.entries[k] = ttlEntry[V]{v: v, expires: now.Add(ttl)}

@@ -503,3 +503,18 @@ func BenchmarkTableUnderAuth(b *testing.B) {
 		b.ReportMetric(float64(f.accessReviews.Load()-before)/float64(b.N), "reviews/op")
 	})
 }
+
+func TestTokensTooLongOrForgedAreRefusedWithinBounds(t *testing.T) {
+	f := newFakeAPI()
+	url := authGateway(t, f, bigTable(10), gateway.Options{})
+	for _, tok := range []string{string(bytes.Repeat([]byte("x"), 17<<10)), "forged", "forged"} {
+		if r := getTable(t, url, tok, "", false); r.status != http.StatusUnauthorized {
+			t.Errorf("a token of %d bytes: %d, want 401", len(tok), r.status)
+		}
+	}
+	// The long one is never sent; the forged one once, then its refusal
+	// is kept.
+	if n := f.tokenReviews.Load(); n != 1 {
+		t.Errorf("%d TokenReviews, want 1", n)
+	}
+}

@@ -79,7 +79,8 @@
 // TTL and a deny for its DenyTTL, and makes concurrent identical reviews
 // one. What a caller may see of a table is kept per key and revision, so a
 // poll or a 304 asks nothing, and its document is written from the table's
-// own bytes. cmd/gateway gives the reviews a client of their own whose
-// rate limit (--auth-qps, --auth-burst) bounds what the API server sees,
-// whatever callers do.
+// own bytes. cmd/gateway gives SubjectAccessReviews and TokenReviews a
+// client each, whose rate limits (--auth-qps, --auth-burst) bound what the
+// API server sees, whatever callers do, and keep forged tokens from
+// delaying authenticated callers.
 package gateway
