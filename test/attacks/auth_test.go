@@ -213,7 +213,7 @@ var _ = Describe("The gateway under auth", func() {
 		for range 3 {
 			expectAnswers(g, token("agent"), 1)
 		}
-		Expect(reviews(g) - before).To(BeNumerically("<=", sent+2), "reviews for 3 more fresh tokens: at most the allowed tool's expired decision")
+		Expect(reviews(g)-before).To(BeNumerically("<=", sent+2), "reviews for 3 more fresh tokens: at most the allowed tool's expired decision")
 		expectPeakRSS(g)
 	})
 
