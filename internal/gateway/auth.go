@@ -231,6 +231,12 @@ func (g *Gateway) permits(ctx context.Context, c *Caller, s *snapshot, i int) (b
 // [Options.MaxReviewsPerRequest]. When that is spent, out answers the
 // tools decided so far (false for the rest) and the error wraps
 // [ErrReviewBudget]; the answers given are kept, so a retry goes further.
+// The budget is the request's when ctx carries one (withReviewBudget: the
+// MCP middleware and GET /v1/tools set it), else one of its own: a handler
+// that calls permitted more than once for one request should set it
+// first. An Authorizer that is not a [DecisionCache] has every question
+// counted, and a wrapper of [KubernetesAuth] should pass its
+// DecisionCache methods on.
 func (g *Gateway) permitted(ctx context.Context, c *Caller, s *snapshot, idx []int) ([]bool, error) {
 	out, _, err := g.decide(ctx, c, s, idx)
 	return out, err
