@@ -39,8 +39,12 @@ const (
 	// minute: a shorter time would have such callers ask again before the
 	// first answers came back.
 	DefaultAuthDenyCacheTTL = time.Minute
-	// DefaultAuthCacheEntries bounds each of the two caches.
-	DefaultAuthCacheEntries = 100_000
+	// DefaultAuthCacheEntries bounds the decisions kept (about 8 MiB),
+	// and a tenth of it the tokens (about 3 MiB). Live entries are fewer: the rate limit
+	// lets at most QPS × TTL + Burst new ones in (12,400 denials a minute,
+	// 2,400 tokens in 10 s at the defaults); the bound holds the expired
+	// ones until a full cache drops them.
+	DefaultAuthCacheEntries = 50_000
 	// DefaultReviewQPS and DefaultReviewBurst are the rate of
 	// TokenReviews and SubjectAccessReviews that cmd/gateway's Kubernetes
 	// client sends at most (--auth-qps, --auth-burst): whatever callers
@@ -102,7 +106,8 @@ type KubernetesAuth struct {
 	// DenyTTL is how long a decision that denies is reused. Zero means
 	// [DefaultAuthDenyCacheTTL].
 	DenyTTL time.Duration
-	// MaxEntries bounds each cache. Zero means [DefaultAuthCacheEntries].
+	// MaxEntries bounds the decisions kept, and a tenth of it (at least
+	// 100) the tokens. Zero means [DefaultAuthCacheEntries].
 	MaxEntries int
 
 	once      sync.Once
@@ -127,7 +132,7 @@ func (k *KubernetesAuth) init() {
 		if n <= 0 {
 			n = DefaultAuthCacheEntries
 		}
-		k.tokens = newTTLCache[[32]byte, *Caller](n)
+		k.tokens = newTTLCache[[32]byte, *Caller](max(100, n/10))
 		k.decisions = newTTLCache[string, bool](n)
 	})
 }

@@ -220,8 +220,9 @@ func (g *Gateway) accessOf(s *snapshot, ok []bool) *tableAccess {
 const tableTail = "]}"
 
 // maxAccessCacheTools bounds the tool indexes that the access cache holds
-// across every caller and revision: 16 MiB.
-const maxAccessCacheTools = 4 << 20
+// across every caller and revision: 4 MiB of them, 250 callers who may
+// see 4,000 tools (and not all), any number who may see all.
+const maxAccessCacheTools = 1 << 20
 
 // accessCache keeps tableAccess values until they expire, bounded in the
 // tool indexes they hold (each counts one more): when full it drops the
