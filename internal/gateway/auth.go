@@ -180,8 +180,14 @@ func callerFrom(t *auth.TokenInfo) *Caller {
 const DefaultMaxReviewsPerRequest = 1000
 
 // authConcurrency bounds the authorization questions of one request in
-// flight at once.
-const authConcurrency = 16
+// flight at once, and maxQuestionsInFlight those of every request: each is
+// a goroutine that may wait on the review client's rate limit, so that
+// many concurrent cold requests wait for a slot in their own goroutine
+// rather than hold 16 each.
+const (
+	authConcurrency      = 16
+	maxQuestionsInFlight = 128
+)
 
 // reviewBudget is how many questions one request may still ask that its
 // Authorizer cannot answer from memory. Every path of one request draws
@@ -361,6 +367,12 @@ func (q *questions) ask(ctx context.Context, namespace, name string) (allowed, k
 	if !q.budget.take() {
 		return false, false, nil
 	}
+	select {
+	case q.g.questionSlots <- struct{}{}:
+	case <-ctx.Done():
+		return false, false, ctx.Err()
+	}
+	defer func() { <-q.g.questionSlots }()
 	ok, err := q.g.opts.Auth.Allowed(ctx, q.c, namespace, name)
 	return ok, err == nil, err
 }
@@ -389,7 +401,16 @@ func (q *questions) askAll(ctx context.Context, n int, question func(j int) (nam
 		if !q.budget.take() {
 			break
 		}
+		select {
+		case q.g.questionSlots <- struct{}{}:
+		case <-ctx.Done():
+			if err := eg.Wait(); err != nil {
+				return out, err
+			}
+			return out, ctx.Err()
+		}
 		eg.Go(func() error {
+			defer func() { <-q.g.questionSlots }()
 			ns, name := question(j)
 			ok, err := q.g.opts.Auth.Allowed(ctx, q.c, ns, name)
 			if err != nil {
