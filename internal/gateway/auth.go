@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 )
 
 // Auth authenticates the callers of a [Gateway] and authorizes their tools.
@@ -424,3 +425,29 @@ func (q *questions) askAll(ctx context.Context, n int, question func(j int) (nam
 }
 
 func authTokenInfo(r *http.Request) *auth.TokenInfo { return auth.TokenInfoFromContext(r.Context()) }
+
+// maxShareRuns bounds how often one caller of [share] runs fn again after
+// the callers whose runs it waited for went away.
+const maxShareRuns = 3
+
+// share runs fn once for the concurrent callers of key in g, with the ctx
+// of the caller whose run it is: nothing runs on when every caller has
+// gone away, so callers that connect and leave cannot pile up work. A
+// caller whose wait ended because the caller running fn went away (its ctx
+// canceled, this one's not) runs fn itself. shared reports whether the
+// result was handed to more than one caller.
+func share(ctx context.Context, g *singleflight.Group, key string, fn func(context.Context) (any, error)) (v any, err error, shared bool) {
+	for range maxShareRuns {
+		ch := g.DoChan(key, func() (any, error) { return fn(ctx) })
+		select {
+		case r := <-ch:
+			if r.Err != nil && errors.Is(r.Err, context.Canceled) && ctx.Err() == nil {
+				continue
+			}
+			return r.Val, r.Err, r.Shared
+		case <-ctx.Done():
+			return nil, ctx.Err(), false
+		}
+	}
+	return nil, fmt.Errorf("%w: the requests asking the same were canceled", context.Canceled), false
+}

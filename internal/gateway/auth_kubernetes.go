@@ -58,8 +58,7 @@ const (
 const maxTokenBytes = 16 << 10
 
 // reviewTimeout bounds one TokenReview or SubjectAccessReview, waiting for
-// the client's rate limit included. A review runs for every request that
-// waits on it, so it does not end with the request that started it.
+// the client's rate limit included.
 const reviewTimeout = 10 * time.Second
 
 // KubernetesAuth is [Auth] by the Kubernetes API server: a caller presents a
@@ -256,22 +255,16 @@ func (k *KubernetesAuth) DecisionTTL() time.Duration {
 	return k.ttl
 }
 
-// do runs review once for every concurrent caller of key, each of which
-// waits no longer than its own ctx. The review itself is bounded by
-// reviewTimeout, not by the ctx of whoever started it, so that one caller
-// going away fails no other.
+// do runs review once for every concurrent caller of key, with the ctx of
+// the caller that runs it, bounded by reviewTimeout: a review never
+// outlives every request that waits for it, so requests that go away
+// leave nothing running. See [share].
 func (k *KubernetesAuth) do(ctx context.Context, key string, review func(context.Context) (any, error)) (v any, err error, shared bool) {
-	ch := k.inflight.DoChan(key, func() (any, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reviewTimeout)
+	return share(ctx, &k.inflight, key, func(ctx context.Context) (any, error) {
+		ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 		defer cancel()
-		return review(rctx)
+		return review(ctx)
 	})
-	select {
-	case r := <-ch:
-		return r.Val, r.Err, r.Shared
-	case <-ctx.Done():
-		return nil, ctx.Err(), false
-	}
 }
 
 func (k *KubernetesAuth) count(kind, result string) {

@@ -148,8 +148,8 @@ func (a *tableAccess) write(w io.Writer, s *snapshot) error {
 
 // tableAccess returns what c may see of s: kept per [Caller.Key] and table
 // revision for the Authorizer's DecisionTTL, and decided once for
-// concurrent requests of one key. A request that waits for another's
-// decision shares its budget.
+// concurrent requests of one key, within the budget of the request that
+// decides it.
 func (g *Gateway) tableAccess(ctx context.Context, c *Caller, s *snapshot) (*tableAccess, error) {
 	if c == nil {
 		return g.accessOf(s, nil), nil
@@ -159,14 +159,12 @@ func (g *Gateway) tableAccess(ctx context.Context, c *Caller, s *snapshot) (*tab
 		return a, nil
 	}
 	ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
-	ch := g.accessFlight.DoChan(key, func() (any, error) {
-		// Bounded by the budget of ctx, not by its end: the answers
-		// serve every request that waits for them.
+	v, err, _ := share(ctx, &g.accessFlight, key, func(ctx context.Context) (any, error) {
 		idx := make([]int, len(s.table.Tools))
 		for i := range idx {
 			idx[i] = i
 		}
-		ok, err := g.permitted(context.WithoutCancel(ctx), c, s, idx)
+		ok, err := g.permitted(ctx, c, s, idx)
 		if err != nil {
 			return nil, err
 		}
@@ -176,15 +174,10 @@ func (g *Gateway) tableAccess(ctx context.Context, c *Caller, s *snapshot) (*tab
 		}
 		return a, nil
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.(*tableAccess), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err != nil {
+		return nil, err
 	}
+	return v.(*tableAccess), nil
 }
 
 // accessOf is the access of the tools of s that ok allows.
