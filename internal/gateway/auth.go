@@ -272,6 +272,7 @@ func (g *Gateway) decide(ctx context.Context, c *Caller, s *snapshot, idx []int)
 	case err != nil:
 		return out, 0, err
 	case !known:
+		g.metrics.authzBudget.Inc()
 		return out, 0, fmt.Errorf("%w (%d questions)", ErrReviewBudget, g.opts.MaxReviewsPerRequest)
 	case all:
 		for k := range out {
