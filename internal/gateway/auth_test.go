@@ -411,7 +411,8 @@ func TestListPagesUnderAuthAreBoundedInReviews(t *testing.T) {
 // DefaultMaxReviewsPerRequest (1,000) for a cold caller, whose first table
 // takes requests/table requests (1 + 50 + 5,000 questions, each asked
 // once); 0 for a warm caller, for a poll answered 304, and for a second
-// token of the same ServiceAccount.
+// token of the same ServiceAccount. cold-unbounded is the baseline: one
+// cold request without the bound asks all 5,051 at once.
 func BenchmarkTableUnderAuth(b *testing.B) {
 	tbl := bigTable(5000)
 	granted := tbl.Tools[7]
@@ -460,6 +461,24 @@ func BenchmarkTableUnderAuth(b *testing.B) {
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(reviews)/float64(requests), "reviews/op")
+	})
+	b.Run("cold-unbounded", func(b *testing.B) {
+		// The baseline of the bound: what one cold request asks without it.
+		f := newFakeAPI()
+		url := authGateway(b, f, tbl, gateway.Options{MaxReviewsPerRequest: 1 << 30})
+		var reviews int64
+		sa := 0
+		for b.Loop() {
+			sa++
+			name := fmt.Sprintf("cold-%d", sa)
+			f.grant(name, granted.ToolSet.Namespace, granted.Name)
+			before := f.accessReviews.Load()
+			if r := getTable(b, url, f.token(name), "", true); r.status != http.StatusOK || len(r.table.Tools) != 1 {
+				b.Fatal(r.status)
+			}
+			reviews += f.accessReviews.Load() - before
+		}
+		b.ReportMetric(float64(reviews)/float64(b.N), "reviews/op")
 	})
 	b.Run("warm", func(b *testing.B) {
 		f, url := setup(b)
