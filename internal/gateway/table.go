@@ -78,6 +78,17 @@ func (g *Gateway) serveTable(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	gz := acceptsGzip(r)
+	if gz && !a.all && r.Method != http.MethodHead {
+		// A part of the table is compressed as it is written: at most
+		// maxFilteredGzips at once, so that callers who poll large parts
+		// cannot spend every core on it; the others get it plain.
+		select {
+		case filteredGzips <- struct{}{}:
+			defer func() { <-filteredGzips }()
+		default:
+			gz = false
+		}
+	}
 	if gz {
 		w.Header().Set("Content-Encoding", "gzip")
 	}
@@ -112,7 +123,18 @@ func (g *Gateway) serveTable(w http.ResponseWriter, r *http.Request) {
 }
 
 // gzipWriters are reused: each holds about a megabyte of compressor state.
-var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+// They compress at BestSpeed, a third of the default level's CPU, since
+// every request that wants a part of the table gzipped costs it again.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return zw
+}}
+
+// maxFilteredGzips bounds the parts of the table compressed at once, across
+// every request.
+const maxFilteredGzips = 2
+
+var filteredGzips = make(chan struct{}, maxFilteredGzips)
 
 // tableAccess is what one caller may see of one table: every tool, or the
 // tools at idx, whose document has revision and size.
