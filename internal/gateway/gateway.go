@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -58,6 +59,12 @@ type Gateway struct {
 	client *http.Client
 	slots  chan struct{}
 
+	// access keeps what each caller may see of the table (table.go), and
+	// questionSlots bound the authorization questions in flight (auth.go).
+	access        *accessCache
+	accessFlight  singleflight.Group
+	questionSlots chan struct{}
+
 	closeOnce sync.Once
 }
 
@@ -73,6 +80,9 @@ func New(opts *Options) *Gateway {
 		logger:  o.Logger,
 		metrics: newMetrics(o.Registerer),
 		slots:   make(chan struct{}, o.MaxConcurrentCalls),
+		access:  newAccessCache(maxAccessCacheTools),
+
+		questionSlots: make(chan struct{}, maxQuestionsInFlight),
 	}
 	g.client = newWorkloadClient(&o)
 	if ka, ok := o.Auth.(*KubernetesAuth); ok && ka.metrics == nil {
