@@ -113,9 +113,15 @@ type TablePublisher struct {
 	MaxDelay time.Duration
 	// Budget caps the tools of each namespace and the table's bytes; the
 	// entries past it are left out of the table and their owners' verdicts
-	// are Denied (OverBudget). The table bytes are capped at
-	// spec.MaxTableBytes whatever it says.
+	// are Denied (OverBudget). The table's JSON is capped at
+	// spec.MaxTableSegmentedBytes whatever it says, and its gzipped bytes
+	// at what the part ConfigMaps hold (see table_publisher_budget.go).
 	Budget ownership.Budget
+	// MaxTableParts bounds the ConfigMaps of the table, the base included
+	// (2 to spec.MaxTableParts; zero for spec.MaxTableParts): set it to the
+	// parts the agents' projected volumes mount. Tools that would not fit
+	// are Denied (OverBudget).
+	MaxTableParts int
 	// Recorder records the table's write failures as events on its
 	// ConfigMap; SetupWithManager sets it.
 	Recorder events.EventRecorder
@@ -138,6 +144,15 @@ type TablePublisher struct {
 	mu sync.Mutex
 	// overBudget are the owned names left out of the table by Budget.
 	overBudget map[string]ownership.Denial
+	// encodedCeiling, when positive, bounds the compressed weight of the
+	// table: set when a table did not fit its ConfigMaps, lowered until one
+	// does, cleared once the table fits without it (see tighten).
+	encodedCeiling int64
+	// encodedBinding: the last table built under encodedCeiling weighed
+	// more than it, so the ceiling denied tools; encodedKept is the weight
+	// it kept.
+	encodedBinding bool
+	encodedKept    int64
 	// claims are the ToolSets that offer at least one name.
 	claims map[types.NamespacedName]*claim
 	// claimants index claims by name; owners holds the owner of every owned
@@ -160,6 +175,9 @@ type TablePublisher struct {
 	// synced is set once the caches have synced after start; the restore
 	// window runs from then.
 	synced atomic.Bool
+	// parts, if positive, overrides MaxTableParts: the specs lower it to
+	// reach a full table with few tools.
+	parts atomic.Int32
 }
 
 var (
@@ -289,10 +307,12 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("table-publisher").WithValues("namespace", p.namespace(), "name", p.name())
 	ctx = ctrl.LoggerInto(ctx, log)
 	if p.tables == nil {
-		p.tables = &configMapTable{
+		store := &configMapTable{
 			client: p.Client, reader: p.reader(), namespace: p.namespace(), name: p.name(),
 			grace: orDefault(p.PartGracePeriod, DefaultTablePartGracePeriod),
 		}
+		store.maxParts = p.maxParts
+		p.tables = store
 	}
 
 	// Reading back is retried until it succeeds: answering offers from an
@@ -466,22 +486,44 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 	slices.SortFunc(owned, func(a, b ownedEntry) int { return compareToolNames(a.claim.tools[a.i], b.claim.tools[b.i]) })
 	tools := make([]spec.TableTool, len(owned))
 	entries := make([]ownership.Entry, len(owned))
+	weigh := p.encodedCeiling > 0
 	for k, o := range owned {
 		t := o.claim.tools[o.i]
 		tools[k] = t
 		entries[k] = ownership.Entry{Name: t.Name, ToolSet: types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name},
 			Created: o.claim.created.Time, Bytes: int64(o.claim.sizes[o.i])}
+		if weigh {
+			entries[k].Encoded = o.claim.encodedWeight(o.i)
+		}
 	}
 	return &spec.Table{Tools: p.budgeted(tools, entries)}, true
 }
 
+// maxTableTrims bounds how often one flush lowers the compressed ceiling
+// of a table that does not fit its ConfigMaps: each lowers it by a sixth
+// at least, so the last keeps a fifth of the first's weight.
+const maxTableTrims = 10
+
 // flush writes the table if it differs from what is stored, and finishes
 // what the store left for after the grace period. A positive wait asks for
-// another flush after it.
+// another flush after it. A table too large for its ConfigMaps, whatever is
+// stored, is not retried as it is: the budget denies the tools of the
+// namespace that weighs most compressed until it fits, so that one tenant's
+// incompressible tools never stop the table for everyone.
 func (p *TablePublisher) flush(ctx context.Context) (wait time.Duration, err error) {
-	t, ok := p.table()
-	if !ok {
-		return 0, nil
+	for trims := 0; ; trims++ {
+		t, ok := p.table()
+		if !ok {
+			return 0, nil
+		}
+		wait, err = p.tables.write(ctx, t)
+		if !overCapacity(err) || trims == maxTableTrims {
+			if err == nil {
+				p.relax()
+			}
+			return wait, err
+		}
+		ctrl.LoggerFrom(ctx).Info("The tool table does not fit its ConfigMaps; denying the tools that weigh most compressed", "tools", len(t.Tools), "reason", err.Error())
+		p.tighten()
 	}
-	return p.tables.write(ctx, t)
 }

@@ -29,6 +29,9 @@ type claim struct {
 	tools []spec.TableTool
 	// sizes are the bytes each of tools takes in the table (entrySizes).
 	sizes []int32
+	// ratio is how well tools compress together, measured when a table
+	// first needs it (encodedWeight); zero until then.
+	ratio float64
 	// denied are names among tools denied before the rule runs.
 	denied map[string]ownership.Denial
 	// restored: the tools were read back from the table, and the ToolSet

@@ -65,6 +65,9 @@ type configMapTable struct {
 	name      string
 	grace     time.Duration
 	now       func() time.Time
+	// maxParts, if set, bounds the ConfigMaps of the table (see
+	// spec.TableStored.MaxParts).
+	maxParts func() int
 
 	// encoder keeps the compressed segments of the last table written, so
 	// that the next write compresses only what changed.
@@ -83,6 +86,13 @@ func (s *configMapTable) clock() time.Time {
 		return s.now()
 	}
 	return time.Now()
+}
+
+func (s *configMapTable) parts() int {
+	if s.maxParts == nil {
+		return spec.MaxTableParts
+	}
+	return s.maxParts()
 }
 
 func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
@@ -122,7 +132,7 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 	// spec.TableEncoder.Encode.
 	parts, err := s.encoder.Encode(t, s.name, spec.TableStored{Index: prev, Grace: func(name string) int {
 		return s.inGrace(stored[name], named, now)
-	}})
+	}, MaxParts: s.parts()})
 	if err != nil {
 		return 0, fmt.Errorf("encoding the tool table: %w", err)
 	}

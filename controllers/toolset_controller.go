@@ -199,12 +199,12 @@ func (w *writtenStatus) wrote(from string, ts *v1alpha1.ToolSet) {
 // assemble is assemble, reusing the last round's result when the spec and
 // every Pod's document are the very same: a round of 304s costs no schema
 // compilation.
-func (m *toolSetMemory) assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int) assembly {
+func (m *toolSetMemory) assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, bounds toolBounds) assembly {
 	last := &m.assembled
 	if last.docs != nil && last.generation == ts.Generation && last.blind == blind && slices.Equal(last.docs, docs) {
 		return last.a
 	}
-	a := assemble(ts, docs, blind)
+	a := assembleWithin(ts, docs, blind, bounds)
 	last.generation, last.docs, last.blind, last.a = ts.Generation, slices.Clone(docs), blind, a
 	return a
 }
@@ -375,7 +375,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		// A ready Pod whose scrape failed still takes traffic: it counts
 		// with the last document it served, or, if it never served one,
 		// as serving none of the tools.
-		a = mem.assemble(&view, append(slices.Clone(rd.docs), rd.lastKnown...), rd.blind)
+		a = mem.assemble(&view, append(slices.Clone(rd.docs), rd.lastKnown...), rd.blind, eff.bounds)
 		offered = a.tools
 		mem.held, mem.heldRevision = a.tools, a.revision
 		mem.outageSince, mem.dropped = time.Time{}, false
