@@ -444,21 +444,27 @@ func (p *TablePublisher) load(ctx context.Context) error {
 	return nil
 }
 
+// toolSetIdentity is what tells one ToolSet object from another of its name.
+type toolSetIdentity struct {
+	created metav1.Time
+	uid     types.UID
+}
+
 // listToolSets lists the ToolSets that count, in every namespace or in
-// WatchNamespaces, with their creation times.
-func (p *TablePublisher) listToolSets(ctx context.Context) (map[types.NamespacedName]metav1.Time, error) {
+// WatchNamespaces, with their creation times and UIDs.
+func (p *TablePublisher) listToolSets(ctx context.Context) (map[types.NamespacedName]toolSetIdentity, error) {
 	namespaces := p.WatchNamespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	exists := make(map[types.NamespacedName]metav1.Time)
+	exists := make(map[types.NamespacedName]toolSetIdentity)
 	for _, ns := range namespaces {
 		var list v1alpha1.ToolSetList
 		if err := p.reader().List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("listing ToolSets: %w", err)
 		}
 		for _, ts := range list.Items {
-			exists[types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = ts.CreationTimestamp
+			exists[types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = toolSetIdentity{created: ts.CreationTimestamp, uid: ts.UID}
 		}
 	}
 	return exists, nil

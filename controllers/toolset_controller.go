@@ -116,6 +116,10 @@ func (r *ToolSetReconciler) init() {
 // toolSetMemory is what the reconciler keeps of a ToolSet between rounds.
 // Reconciles of one ToolSet never overlap, so only the map needs the lock.
 type toolSetMemory struct {
+	// uid is the UID of the ToolSet object remembered: one deleted and
+	// created again under the name starts with no memory (no held tools,
+	// no baseline, no written status).
+	uid types.UID
 	// pods holds each Pod's last document, by UID, for conditional GETs.
 	pods map[types.UID]podDoc
 	// held are the tools of the last round in which some Pod was scraped,
@@ -270,7 +274,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 		return ctrl.Result{}, nil
 	}
-	mem := r.memoryOf(req.NamespacedName)
+	mem := r.memoryOf(req.NamespacedName, ts.UID)
 	// Status and events are computed against what is stored: if the cache
 	// has not seen this reconciler's last status write yet, against that.
 	mem.written.base(ts)
@@ -397,7 +401,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}
 
-	verdicts, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, Tools: offered,
+	verdicts, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, UID: ts.UID, Tools: offered,
 		Denied: overToolSetBudget(offered, eff.maxTools)})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("offering tools to the publisher: %w", err)
@@ -471,12 +475,19 @@ func (r *ToolSetReconciler) withdraw(ctx context.Context, key types.NamespacedNa
 	return nil
 }
 
-func (r *ToolSetReconciler) memoryOf(key types.NamespacedName) *toolSetMemory {
+// memoryOf returns what the reconciler remembers of the ToolSet object
+// key names now, uid: a fresh memory for a new object under an old name.
+func (r *ToolSetReconciler) memoryOf(key types.NamespacedName, uid types.UID) *toolSetMemory {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.memory[key]
-	if m == nil {
-		m = &toolSetMemory{pods: map[types.UID]podDoc{}}
+	if m != nil && m.uid != uid {
+		// A round of the old object must not stand for the new one's.
+		r.runs.forget(key)
+		r.scraper.forget(key)
+	}
+	if m == nil || m.uid != uid {
+		m = &toolSetMemory{uid: uid, pods: map[types.UID]podDoc{}}
 		r.memory[key] = m
 	}
 	return m

@@ -75,7 +75,7 @@ func BenchmarkReconcilerMemory(b *testing.B) {
 			}
 			key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ts.Namespace, Name: ts.Name + "-pod", UID: types.UID(fmt.Sprintf("uid-%d", i))}}
-			mem := r.memoryOf(key)
+			mem := r.memoryOf(key, ts.UID)
 			var doc *spec.Document
 			for round := range 2 {
 				if round == 0 {

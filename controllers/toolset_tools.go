@@ -368,6 +368,7 @@ func tableTool(ts *v1alpha1.ToolSet, ep toolSetEndpoints, published string, t sp
 		Meta:         t.Meta,
 		SchemaDigest: spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations),
 		ToolSet:      spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name},
+		ToolSetUID:   string(ts.UID),
 	}
 	switch svc := ts.Spec.Service; {
 	case svc == nil:
