@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -61,7 +62,7 @@ func newRound(pods []*corev1.Pod, results []podResult, credErr error, last map[t
 	rd := round{selected: len(pods), credErr: credErr}
 	for _, res := range results {
 		if res.err != nil {
-			rd.failures = append(rd.failures, fmt.Sprintf("pod %s: %v", res.pod.Name, res.err))
+			rd.failures = append(rd.failures, fmt.Sprintf("pod %s: %s", res.pod.Name, stableError(res.err)))
 			if prev, ok := last[res.pod.UID]; ok && prev.doc != nil {
 				rd.lastKnown = append(rd.lastKnown, prev.doc)
 			} else {
@@ -399,4 +400,19 @@ func (r *ToolSetReconciler) patchStatus(ctx context.Context, before, ts *v1alpha
 		"published", ts.Status.PublishedTools, "conflicted", ts.Status.ConflictedTools)
 	r.emitTransitions(before, ts)
 	return nil
+}
+
+// localAddress matches the local end of a connection in a net.OpError's
+// text, "127.0.0.1:60364->" or "[::1]:60364->": an ephemeral port, new on
+// every connection.
+var localAddress = regexp.MustCompile(`(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.%a-zA-Z0-9]+\]):\d{1,5}->`)
+
+// stableError returns err's text for status: the same for the same failure
+// on every round, so that a Pod that keeps failing the same way costs no
+// status write. The local end of a connection is left out (a Pod that
+// resets connections put a new ephemeral port in every message); the
+// remote address, the URL and the error's class stay. Logs and events keep
+// the whole error.
+func stableError(err error) string {
+	return localAddress.ReplaceAllString(err.Error(), "")
 }
