@@ -40,6 +40,9 @@ const (
 	DefaultTableDebounce = 200 * time.Millisecond
 	// DefaultTableMaxDelay bounds how long a burst can hold back a write.
 	DefaultTableMaxDelay = 2 * time.Second
+	// DefaultShutdownFlushTimeout bounds the write of a burst still pending
+	// when the manager stops, within the default terminationGracePeriod.
+	DefaultShutdownFlushTimeout = 5 * time.Second
 )
 
 // TableManagedByLabel marks every ConfigMap of the table, so that leftover
@@ -111,6 +114,12 @@ type TablePublisher struct {
 	// change came for Debounce, and at most MaxDelay after the first change.
 	Debounce time.Duration
 	MaxDelay time.Duration
+	// ShutdownFlushTimeout bounds the write, when the manager stops, of a
+	// burst still pending (DefaultShutdownFlushTimeout if zero), so that a
+	// graceful stop publishes what the ToolSets were told. Writes carry the
+	// resourceVersion they were computed from, so a replica that lost the
+	// lease meanwhile fails them rather than overwrite the new leader's.
+	ShutdownFlushTimeout time.Duration
 	// Budget caps the tools of each namespace and the table's bytes; the
 	// entries past it are left out of the table and their owners' verdicts
 	// are Denied (OverBudget). The table's JSON is capped at
@@ -129,6 +138,17 @@ type TablePublisher struct {
 	// the index stopped naming it, for readers of the previous index
 	// (DefaultTablePartGracePeriod if zero).
 	PartGracePeriod time.Duration
+	// Informers, if set, delivers the events of the table's ConfigMaps: a
+	// ConfigMap of the table deleted or changed by anyone but the publisher
+	// makes it write the table again at once, so that a part deleted from
+	// outside is repaired without waiting for a change of tools.
+	// SetupWithManager sets it to the manager's cache.
+	Informers informerSource
+
+	// ownWrites holds, by ConfigMap name, the resourceVersion of the
+	// publisher's last write of it ("" for a delete): its own writes'
+	// events trigger nothing.
+	ownWrites sync.Map
 
 	initOnce sync.Once
 	tables   tableStore
@@ -232,6 +252,9 @@ func (p *TablePublisher) SetupWithManager(mgr ctrl.Manager) error {
 	if p.APIReader == nil {
 		p.APIReader = mgr.GetAPIReader()
 	}
+	if p.Informers == nil {
+		p.Informers = mgr.GetCache()
+	}
 	if p.CacheSynced == nil {
 		c := mgr.GetCache()
 		p.CacheSynced = func(ctx context.Context) bool {
@@ -312,6 +335,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 			grace: orDefault(p.PartGracePeriod, DefaultTablePartGracePeriod),
 		}
 		store.maxParts = p.maxParts
+		store.wrote = func(name, rv string) { p.ownWrites.Store(name, rv) }
 		p.tables = store
 	}
 
@@ -333,6 +357,10 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 	close(p.loaded)
 
 	go p.pumpChanged(ctx)
+	if err := p.watchTable(ctx); err != nil {
+		// The table is still written on every change; only repairs wait.
+		log.Error(err, "Watching the ConfigMaps of the tool table failed; a part deleted from outside is written again at the next change")
+	}
 
 	// The restore window runs from when the caches have synced: before, no
 	// ToolSet can be reconciled, so waiting then would eat into the window.
@@ -357,6 +385,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			p.flushPending(ctx, burstStart)
 			return nil
 		case <-synced:
 			synced = nil
@@ -375,6 +404,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 		case <-flushTimer.C:
 			wait, err := p.flush(ctx)
 			if err != nil && ctx.Err() != nil {
+				p.flushPending(ctx, time.Now())
 				return nil
 			}
 			p.wroteTable(err)
@@ -390,6 +420,27 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// flushPending writes, within ShutdownFlushTimeout, a burst of changes
+// still pending when ctx ended: what the ToolSets were told is published.
+func (p *TablePublisher) flushPending(ctx context.Context, burstStart time.Time) {
+	select {
+	case <-p.kick:
+	default:
+		if burstStart.IsZero() {
+			return
+		}
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDefault(p.ShutdownFlushTimeout, DefaultShutdownFlushTimeout))
+	defer cancel()
+	_, err := p.flush(wctx)
+	p.wroteTable(err)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the tool table's pending changes on shutdown failed; the next leader writes them")
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("Wrote the tool table's pending changes on shutdown")
 }
 
 // pumpChanged delivers pending Changed events without ever blocking an offer
