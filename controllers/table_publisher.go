@@ -529,6 +529,27 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 	if p.holdWrites {
 		return nil, false
 	}
+	// A denied owner is not an owner: a name over budget whose owner has a
+	// rival passes to it, by the rule, and the budget weighs the table
+	// again, until no denied name has a permitted rival left.
+	for pass := 0; ; pass++ {
+		tools, entries := p.ownedLocked()
+		over := p.overBudgetLocked(entries)
+		if pass < maxPassOns && p.passOnLocked(over) {
+			continue
+		}
+		return &spec.Table{Tools: p.budgeted(tools, over)}, true
+	}
+}
+
+// maxPassOns bounds the rounds of one table's hand-overs of denied names:
+// each round hands over every denied name that has a rival, so it takes
+// more only when a rival is denied in turn.
+const maxPassOns = 8
+
+// ownedLocked returns the entries of every owned name, sorted, and what
+// the budget weighs of each. p.mu is held.
+func (p *TablePublisher) ownedLocked() ([]spec.TableTool, []ownership.Entry) {
 	type ownedEntry struct {
 		claim *claim
 		i     int
@@ -553,7 +574,7 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 			entries[k].Encoded = o.claim.encodedWeight(o.i)
 		}
 	}
-	return &spec.Table{Tools: p.budgeted(tools, entries)}, true
+	return tools, entries
 }
 
 // maxTableTrims bounds how often one flush lowers the compressed ceiling

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,11 +21,9 @@ import (
 // bytes (decided by ownership.Budget, a pure function), the policies'
 // counts, and the table writes that fail anyway.
 
-// budgeted returns the owned entries that fit the budget, and records the
-// others as over budget: their owners' verdicts become Denied (OverBudget),
-// and the owners whose set of such names changed are told. entries are
-// what the budget needs of each of tools. p.mu is held.
-func (p *TablePublisher) budgeted(tools []spec.TableTool, entries []ownership.Entry) []spec.TableTool {
+// overBudgetLocked returns the owned names the budget denies among
+// entries. p.mu is held.
+func (p *TablePublisher) overBudgetLocked(entries []ownership.Entry) map[string]ownership.Denial {
 	b := p.Budget
 	if b.MaxTableBytes <= 0 || b.MaxTableBytes > spec.MaxTableSegmentedBytes {
 		// Whatever the flags say, the table must stay writable.
@@ -47,6 +46,51 @@ func (p *TablePublisher) budgeted(tools []spec.TableTool, entries []ownership.En
 			}
 		}
 	}
+	return over
+}
+
+// passOnLocked hands every name in over whose owner has a permitted rival
+// to the rival the rule picks with the owner denied, and reports whether
+// any moved. Every claimant of a moved name is told. p.mu is held.
+func (p *TablePublisher) passOnLocked(over map[string]ownership.Denial) bool {
+	moved := false
+	for _, name := range slices.Sorted(maps.Keys(over)) {
+		set := p.claimants[name]
+		if set.Len() < 2 {
+			continue
+		}
+		owner := p.owners[name]
+		d := over[name]
+		// A copy of the claimants, the owner denied: Claimants share
+		// their storage.
+		var without ownership.Claimants
+		for ts, cl := range set.All() {
+			if ts == owner {
+				cl.Denied = &d
+			}
+			without.Set(ts, cl)
+		}
+		out := p.rule.Resolve(ownership.Contest{Name: name, Owner: owner, Claimants: without, Hold: p.holds()})
+		if !out.Owned() || out.Owner == owner {
+			continue
+		}
+		p.owners[name] = out.Owner
+		for ts := range set.All() {
+			p.pending[ts] = struct{}{}
+		}
+		moved = true
+	}
+	if moved {
+		p.notifyLocked()
+	}
+	return moved
+}
+
+// budgeted returns the owned entries that fit the budget, over being those
+// it denies, and records them as over budget: their owners' verdicts
+// become Denied (OverBudget), and the owners whose set of such names
+// changed are told. p.mu is held.
+func (p *TablePublisher) budgeted(tools []spec.TableTool, over map[string]ownership.Denial) []spec.TableTool {
 	if !maps.EqualFunc(over, p.overBudget, func(a, b ownership.Denial) bool { return a == b }) {
 		for name := range over {
 			if _, ok := p.overBudget[name]; !ok {
