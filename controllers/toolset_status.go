@@ -297,6 +297,12 @@ func setInvalidSpec(ts *v1alpha1.ToolSet, err error) {
 		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidSpec,
 		Message: truncate(err.Error(), 1024), ObservedGeneration: ts.Generation,
 	})
+	// The other conditions describe this generation too: what it claimed
+	// before stands, and nothing else was observed of it. Left at an older
+	// generation, a reader such as kstatus takes them as not yet observed.
+	for i := range ts.Status.Conditions {
+		ts.Status.Conditions[i].ObservedGeneration = ts.Generation
+	}
 }
 
 // retainedReason is the reason of a tool still published while the spec is
