@@ -324,13 +324,12 @@ var _ = Describe("The ownership model", func() {
 					}).Should(MatchError(ContainSubstring("not found")))
 					ts := minimalToolSet(m.key.Namespace, m.key.Name)
 					Expect(k8sClient.Create(ctx, ts)).To(Succeed())
-					m.created, m.uid, m.serving, m.tools = ts.CreationTimestamp.Time, ts.UID, true, randomTools()
-					// The old object's names are let go of.
-					for name, owner := range owners {
-						if owner == m.key {
-							delete(owners, name)
-						}
-					}
+					// A withdraw, then a new claim: the old object's names
+					// go by the rule before the new one claims any (on a tie
+					// of creation seconds, a rival takes them first).
+					m.exists = false
+					owners = modelRule(policySets[policy], owners, toolSets)
+					m.exists, m.created, m.uid, m.serving, m.tools = true, ts.CreationTimestamp.Time, ts.UID, true, randomTools()
 					return "recreate", m
 				case op == 1 && m.exists:
 					unprotect(func(_ string, owner types.NamespacedName) bool { return owner == m.key })
