@@ -267,12 +267,14 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	if !ts.DeletionTimestamp.IsZero() {
-		// Someone else's finalizer holds it; its names go when it is gone.
-		// Until then what it claims stands, and it has been heard from.
-		if _, err := r.Publisher.Retain(ctx, req.NamespacedName); err != nil {
-			return ctrl.Result{}, fmt.Errorf("retaining the tools of a ToolSet being deleted: %w", err)
-		}
-		return ctrl.Result{}, nil
+		// Deleted, and held by someone else's finalizer: its tools leave the
+		// table at once, as if it were gone. Its owner asked for it to go,
+		// its workload is most likely going with it, and nothing would
+		// scrape it again or ever end a hold of its tools (it may stay for
+		// as long as the finalizer's controller is down); the names pass to
+		// the next claimant by the rule. The reconciler has no finalizer of
+		// its own, so the status is left as it was.
+		return ctrl.Result{}, r.withdraw(ctx, req.NamespacedName)
 	}
 	mem := r.memoryOf(req.NamespacedName, ts.UID)
 	// Status and events are computed against what is stored: if the cache

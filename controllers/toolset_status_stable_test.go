@@ -4,10 +4,12 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 )
@@ -48,5 +50,42 @@ var _ = Describe("The ToolSet status, round after round", func() {
 		Expect(statusWrites(ts)).To(Equal(writes), "5 rounds of resets cost no status write")
 		Expect(condition(getToolSet(ctx, Default, ts), v1alpha1.ConditionDegraded).Message).NotTo(MatchRegexp(`:\d+->`),
 			"no local address in the message")
+	})
+})
+
+var _ = Describe("A ToolSet being deleted", func() {
+	It("leaves the table at once while someone else's finalizer holds it, and its names pass on", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		w := newWorkload(tool("held_x"))
+		createReadyPod(ctx, ns, "held-0", map[string]string{"app": "held"}, w.port())
+		held := toolSet(ns, "held")
+		held.Finalizers = []string{"example.com/keep"}
+		createToolSet(ctx, held)
+		DeferCleanup(func(ctx context.Context) {
+			got := &v1alpha1.ToolSet{}
+			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(held), got); err == nil {
+				got.Finalizers = nil
+				Expect(client.IgnoreNotFound(k8sClient.Update(ctx, got))).To(Succeed())
+			}
+		})
+		eventuallyInTable(ctx, held, HaveLen(1))
+		// A rival in another namespace, created later: Conflicted.
+		other := newNamespace(ctx)
+		createReadyPod(ctx, other, "rival-0", map[string]string{"app": "rival"}, newWorkload(tool("held_x")).port())
+		rival := toolSet(other, "rival")
+		createToolSet(ctx, rival)
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, rival).Status.Tools).To(ConsistOf(toolNamed("held_x", v1alpha1.ToolConflicted)))
+		}).Should(Succeed())
+
+		Expect(k8sClient.Delete(ctx, held)).To(Succeed())
+		// Within one interval of the rival (5s), with room for the write.
+		Eventually(func(g Gomega) {
+			g.Expect(tableEntries(ctx, g, client.ObjectKeyFromObject(held))).To(BeEmpty())
+			g.Expect(tableEntries(ctx, g, client.ObjectKeyFromObject(rival))).To(HaveLen(1))
+			g.Expect(getToolSet(ctx, g, rival).Status.Tools).To(ConsistOf(toolNamed("held_x", v1alpha1.ToolPublished)))
+		}).WithTimeout(10 * time.Second).Should(Succeed())
+		got := getToolSet(ctx, Default, held)
+		Expect(got.DeletionTimestamp).NotTo(BeNil(), "the finalizer still holds it")
 	})
 })
