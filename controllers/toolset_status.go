@@ -287,6 +287,48 @@ func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a asse
 	}
 
 	claims.setCondition(set)
+	setProgress(ts)
+}
+
+// setProgress sets Reconciling and Stalled, as kstatus reads them, from the
+// other conditions: Stalled when only the user can unblock the ToolSet,
+// Reconciling while the operator keeps working on it, both False once it
+// is where its spec and its Pods put it.
+func setProgress(ts *v1alpha1.ToolSet) {
+	st := &ts.Status
+	find := func(typ string) *metav1.Condition {
+		if c := meta.FindStatusCondition(st.Conditions, typ); c != nil && c.Status == metav1.ConditionTrue {
+			return c
+		}
+		return nil
+	}
+	var stalled, reconciling *metav1.Condition
+	if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {
+		switch ready.Reason {
+		case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidTools:
+			stalled = ready
+		case v1alpha1.ReasonNoPods, v1alpha1.ReasonScrapeFailed:
+			reconciling = ready
+		}
+	}
+	if stalled == nil && reconciling == nil {
+		if c := find(v1alpha1.ConditionStale); c != nil {
+			reconciling = c
+		} else if c := find(v1alpha1.ConditionDegraded); c != nil && c.Reason == v1alpha1.ReasonRolloutSkew {
+			reconciling = c
+		} else if c := find(v1alpha1.ConditionConflicted); c != nil && c.Reason == v1alpha1.ReasonHandOverPending {
+			reconciling = c
+		}
+	}
+	set := func(typ string, from *metav1.Condition, idle string) {
+		c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy, Message: idle, ObservedGeneration: ts.Generation}
+		if from != nil {
+			c.Status, c.Reason, c.Message = metav1.ConditionTrue, from.Reason, from.Message
+		}
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	set(v1alpha1.ConditionStalled, stalled, "nothing waits for a change by the user")
+	set(v1alpha1.ConditionReconciling, reconciling, "the ToolSet is where its spec and its Pods put it")
 }
 
 // setInvalidSpec reports a spec that cannot be acted on. The last offer
@@ -303,6 +345,7 @@ func setInvalidSpec(ts *v1alpha1.ToolSet, err error) {
 	for i := range ts.Status.Conditions {
 		ts.Status.Conditions[i].ObservedGeneration = ts.Generation
 	}
+	setProgress(ts)
 }
 
 // retainedReason is the reason of a tool still published while the spec is
@@ -363,6 +406,7 @@ func setRetained(ts *v1alpha1.ToolSet, verdicts map[string]ownership.Verdict) {
 		ready.Message = truncate(fmt.Sprintf("%s; %s of the last valid spec still published", ready.Message, plural(int(st.PublishedTools), "tool")), 1024)
 	}
 	claims.setCondition(set)
+	setProgress(ts)
 }
 
 func invalidSummary(a assembly) string {

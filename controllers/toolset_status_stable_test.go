@@ -89,3 +89,27 @@ var _ = Describe("A ToolSet being deleted", func() {
 		Expect(got.DeletionTimestamp).NotTo(BeNil(), "the finalizer still holds it")
 	})
 })
+
+var _ = Describe("The kstatus conditions of a ToolSet", func() {
+	It("say Reconciling while no Pod is ready, and neither Reconciling nor Stalled once published", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		ts := toolSet(ns, "progress")
+		createToolSet(ctx, ts)
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(condition(got, v1alpha1.ConditionReconciling)).To(And(
+				HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.ReasonNoPods)))
+			g.Expect(condition(got, v1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
+		}).Should(Succeed())
+		createReadyPod(ctx, ns, "progress-0", map[string]string{"app": "progress"}, newWorkload(tool("progress_a")).port())
+		Eventually(func(g Gomega) {
+			got := getToolSet(ctx, g, ts)
+			g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
+			g.Expect(condition(got, v1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionFalse))
+			g.Expect(condition(got, v1alpha1.ConditionStalled).Status).To(Equal(metav1.ConditionFalse))
+			for _, c := range got.Status.Conditions {
+				g.Expect(c.ObservedGeneration).To(Equal(got.Generation), c.Type)
+			}
+		}).Should(Succeed())
+	})
+})

@@ -76,6 +76,13 @@ var _ = Describe("The status of the ownership verdicts", func() {
 		for _, c := range ts.Status.Conditions {
 			Expect(c.ObservedGeneration).To(BeEquivalentTo(3), "%s describes the current generation", c.Type)
 		}
+		// kstatus reads it as Stalled: only the user can fix the spec.
+		stalled := meta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionStalled)
+		Expect(stalled).NotTo(BeNil())
+		Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+		Expect(stalled.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+		Expect(stalled.Message).To(Equal(ready.Message))
+		Expect(meta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionFalse))
 	})
 })
 
