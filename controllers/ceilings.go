@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -21,10 +22,20 @@ const (
 	// DefaultMaxToolsPerNamespace bounds the tools the ToolSets of one
 	// namespace publish together.
 	DefaultMaxToolsPerNamespace = 5000
-	// DefaultMaxTableBytes bounds the tool table's JSON, well below what
-	// the publisher can write (spec.MaxTableBytes, and spec.MaxTableParts
-	// parts of gzipped JSON).
-	DefaultMaxTableBytes int64 = 32 << 20
+	// DefaultMaxTableBytes bounds the tool table's JSON at what the
+	// encoder lays out whatever the tools (spec.MaxTableSegmentedBytes,
+	// 31.5 MiB); --max-table-bytes refuses more. The gzipped bytes are
+	// bounded by the ConfigMaps besides (about 11.6 MiB).
+	DefaultMaxTableBytes int64 = spec.MaxTableSegmentedBytes
+	// DefaultMaxDescriptionBytes bounds one tool's description: room for
+	// a long manual page, not for a tenant to fill the table with one tool.
+	DefaultMaxDescriptionBytes = 16 << 10
+	// DefaultMaxTitleBytes bounds one tool's title, and its annotations'.
+	DefaultMaxTitleBytes = 1 << 10
+	// DefaultMaxAnnotationsBytes bounds one tool's annotations, as JSON.
+	DefaultMaxAnnotationsBytes = 4 << 10
+	// DefaultMaxMetaBytes bounds one tool's _meta, as JSON.
+	DefaultMaxMetaBytes = 16 << 10
 	// DefaultMinInterval is the shortest interval a ToolSet gets: the API's
 	// own minimum.
 	DefaultMinInterval = 5 * time.Second
@@ -48,11 +59,38 @@ type Ceilings struct {
 	// MaxTableBytes bounds the tool table's JSON; the table publisher
 	// enforces it.
 	MaxTableBytes int64
+	// MaxDescriptionBytes, MaxTitleBytes, MaxAnnotationsBytes and
+	// MaxMetaBytes bound what one tool carries besides its schemas: its
+	// description, its title (and its annotations' title), its annotations
+	// and its _meta as JSON. A tool past one is Invalid, with the bound
+	// named; the rest of its ToolSet is still published.
+	MaxDescriptionBytes int
+	MaxTitleBytes       int
+	MaxAnnotationsBytes int
+	MaxMetaBytes        int
 	// MinInterval is the shortest interval a ToolSet gets.
 	MinInterval time.Duration
 	// MaxTimeout is the longest timeout of one scrape: no scrape, and so no
 	// reconcile, waits on a Pod for longer.
 	MaxTimeout time.Duration
+}
+
+// Validate refuses ceilings the publisher cannot honour: a table's JSON
+// beyond what the encoder lays out whatever the tools
+// (spec.MaxTableSegmentedBytes), or a negative bound.
+func (c Ceilings) Validate() error {
+	if c.MaxTableBytes > spec.MaxTableSegmentedBytes {
+		return fmt.Errorf("--max-table-bytes %d is above %d, what the publisher lays out whatever the tools", c.MaxTableBytes, spec.MaxTableSegmentedBytes)
+	}
+	for flag, v := range map[string]int64{
+		"max-table-bytes": c.MaxTableBytes, "max-tool-description-bytes": int64(c.MaxDescriptionBytes), "max-tool-title-bytes": int64(c.MaxTitleBytes),
+		"max-tool-annotations-bytes": int64(c.MaxAnnotationsBytes), "max-tool-meta-bytes": int64(c.MaxMetaBytes),
+	} {
+		if v < 0 {
+			return fmt.Errorf("--%s %d is negative", flag, v)
+		}
+	}
+	return nil
 }
 
 // withDefaults fills the zero fields.
@@ -69,6 +107,10 @@ func (c Ceilings) withDefaults() Ceilings {
 	if c.MaxTableBytes <= 0 {
 		c.MaxTableBytes = DefaultMaxTableBytes
 	}
+	c.MaxDescriptionBytes = orDefault(max(c.MaxDescriptionBytes, 0), DefaultMaxDescriptionBytes)
+	c.MaxTitleBytes = orDefault(max(c.MaxTitleBytes, 0), DefaultMaxTitleBytes)
+	c.MaxAnnotationsBytes = orDefault(max(c.MaxAnnotationsBytes, 0), DefaultMaxAnnotationsBytes)
+	c.MaxMetaBytes = orDefault(max(c.MaxMetaBytes, 0), DefaultMaxMetaBytes)
 	if c.MinInterval <= 0 {
 		c.MinInterval = DefaultMinInterval
 	}
@@ -85,6 +127,8 @@ type effective struct {
 	limits   v1alpha1.Limits
 	// maxTools bounds the tools the ToolSet publishes.
 	maxTools int
+	// bounds bound each tool's description, title, annotations and _meta.
+	bounds toolBounds
 	// clamped says what was lowered or raised, one entry per field, empty
 	// when the ToolSet asked for nothing beyond the ceilings.
 	clamped []string
@@ -94,7 +138,9 @@ type effective struct {
 // message is built from the spec and the ceilings, never from the clock.
 func (c Ceilings) effectiveOf(ts *v1alpha1.ToolSet) effective {
 	c = c.withDefaults()
-	e := effective{limits: ts.Spec.Limits, maxTools: c.MaxToolsPerToolSet}
+	e := effective{limits: ts.Spec.Limits, maxTools: c.MaxToolsPerToolSet, bounds: toolBounds{
+		description: c.MaxDescriptionBytes, title: c.MaxTitleBytes, annotations: c.MaxAnnotationsBytes, meta: c.MaxMetaBytes,
+	}}
 
 	e.interval = defaultInterval
 	if ts.Spec.Interval != nil && ts.Spec.Interval.Duration > 0 {
@@ -140,4 +186,43 @@ func overToolSetBudget(tools []spec.TableTool, maxTools int) map[string]ownershi
 		denied[t.Name] = ownership.Denial{Policy: ownership.OverBudget, Reason: reason}
 	}
 	return denied
+}
+
+// toolBounds bound what one tool carries besides its schemas, in bytes.
+type toolBounds struct {
+	description, title, annotations, meta int
+}
+
+// defaultToolBounds are the bounds of the default ceilings.
+var defaultToolBounds = Ceilings{}.effectiveOf(&v1alpha1.ToolSet{}).bounds
+
+// check refuses a tool past a bound, naming the bound and its flag.
+func (b toolBounds) check(t *spec.Tool) error {
+	over := func(field string, n, bound int, flag string) error {
+		return fmt.Errorf("%s is %d bytes, more than %d (--%s)", field, n, bound, flag)
+	}
+	if n := len(t.Description); n > b.description {
+		return over("description", n, b.description, "max-tool-description-bytes")
+	}
+	if n := len(t.Title); n > b.title {
+		return over("title", n, b.title, "max-tool-title-bytes")
+	}
+	if t.Annotations != nil {
+		if n := len(t.Annotations.Title); n > b.title {
+			return over("annotations.title", n, b.title, "max-tool-title-bytes")
+		}
+		if raw, err := json.Marshal(t.Annotations); err != nil || len(raw) > b.annotations {
+			return over("annotations", len(raw), b.annotations, "max-tool-annotations-bytes")
+		}
+	}
+	if t.Meta != nil {
+		raw, err := json.Marshal(t.Meta)
+		if err != nil {
+			return fmt.Errorf("_meta does not encode as JSON: %w", err)
+		}
+		if len(raw) > b.meta {
+			return over("_meta", len(raw), b.meta, "max-tool-meta-bytes")
+		}
+	}
+	return nil
 }

@@ -20,6 +20,12 @@ type Offer struct {
 	// Created orders claimants: when a name is free, the earliest-created
 	// claimant takes it, ties broken by namespace/name.
 	Created metav1.Time
+	// UID is the ToolSet's UID. An offer under a UID other than the one
+	// the publisher knows for the name is a ToolSet deleted and created
+	// again: the old one's claims are withdrawn before the new one's are
+	// recorded, so it claims afresh, by its own creation time. Empty
+	// matches any.
+	UID types.UID
 	// Tools are the valid tools the ToolSet exposes now, under their
 	// published names and sorted by name. Tools held through a scrape outage
 	// (Stale) are included until their grace period ends. A caller never

@@ -40,6 +40,9 @@ const (
 	DefaultTableDebounce = 200 * time.Millisecond
 	// DefaultTableMaxDelay bounds how long a burst can hold back a write.
 	DefaultTableMaxDelay = 2 * time.Second
+	// DefaultShutdownFlushTimeout bounds the write of a burst still pending
+	// when the manager stops, within the default terminationGracePeriod.
+	DefaultShutdownFlushTimeout = 5 * time.Second
 )
 
 // TableManagedByLabel marks every ConfigMap of the table, so that leftover
@@ -111,11 +114,23 @@ type TablePublisher struct {
 	// change came for Debounce, and at most MaxDelay after the first change.
 	Debounce time.Duration
 	MaxDelay time.Duration
+	// ShutdownFlushTimeout bounds the write, when the manager stops, of a
+	// burst still pending (DefaultShutdownFlushTimeout if zero), so that a
+	// graceful stop publishes what the ToolSets were told. Writes carry the
+	// resourceVersion they were computed from, so a replica that lost the
+	// lease meanwhile fails them rather than overwrite the new leader's.
+	ShutdownFlushTimeout time.Duration
 	// Budget caps the tools of each namespace and the table's bytes; the
 	// entries past it are left out of the table and their owners' verdicts
-	// are Denied (OverBudget). The table bytes are capped at
-	// spec.MaxTableBytes whatever it says.
+	// are Denied (OverBudget). The table's JSON is capped at
+	// spec.MaxTableSegmentedBytes whatever it says, and its gzipped bytes
+	// at what the part ConfigMaps hold (see table_publisher_budget.go).
 	Budget ownership.Budget
+	// MaxTableParts bounds the ConfigMaps of the table, the base included
+	// (2 to spec.MaxTableParts; zero for spec.MaxTableParts): set it to the
+	// parts the agents' projected volumes mount. Tools that would not fit
+	// are Denied (OverBudget).
+	MaxTableParts int
 	// Recorder records the table's write failures as events on its
 	// ConfigMap; SetupWithManager sets it.
 	Recorder events.EventRecorder
@@ -123,6 +138,17 @@ type TablePublisher struct {
 	// the index stopped naming it, for readers of the previous index
 	// (DefaultTablePartGracePeriod if zero).
 	PartGracePeriod time.Duration
+	// Informers, if set, delivers the events of the table's ConfigMaps: a
+	// ConfigMap of the table deleted or changed by anyone but the publisher
+	// makes it write the table again at once, so that a part deleted from
+	// outside is repaired without waiting for a change of tools.
+	// SetupWithManager sets it to the manager's cache.
+	Informers informerSource
+
+	// ownWrites holds, by ConfigMap name, the resourceVersion of the
+	// publisher's last write of it ("" for a delete): its own writes'
+	// events trigger nothing.
+	ownWrites sync.Map
 
 	initOnce sync.Once
 	tables   tableStore
@@ -138,6 +164,15 @@ type TablePublisher struct {
 	mu sync.Mutex
 	// overBudget are the owned names left out of the table by Budget.
 	overBudget map[string]ownership.Denial
+	// encodedCeiling, when positive, bounds the compressed weight of the
+	// table: set when a table did not fit its ConfigMaps, lowered until one
+	// does, cleared once the table fits without it (see tighten).
+	encodedCeiling int64
+	// encodedBinding: the last table built under encodedCeiling weighed
+	// more than it, so the ceiling denied tools; encodedKept is the weight
+	// it kept.
+	encodedBinding bool
+	encodedKept    int64
 	// claims are the ToolSets that offer at least one name.
 	claims map[types.NamespacedName]*claim
 	// claimants index claims by name; owners holds the owner of every owned
@@ -160,6 +195,9 @@ type TablePublisher struct {
 	// synced is set once the caches have synced after start; the restore
 	// window runs from then.
 	synced atomic.Bool
+	// parts, if positive, overrides MaxTableParts: the specs lower it to
+	// reach a full table with few tools.
+	parts atomic.Int32
 }
 
 var (
@@ -213,6 +251,9 @@ func (p *TablePublisher) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if p.APIReader == nil {
 		p.APIReader = mgr.GetAPIReader()
+	}
+	if p.Informers == nil {
+		p.Informers = mgr.GetCache()
 	}
 	if p.CacheSynced == nil {
 		c := mgr.GetCache()
@@ -289,10 +330,13 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 	log := ctrl.LoggerFrom(ctx).WithName("table-publisher").WithValues("namespace", p.namespace(), "name", p.name())
 	ctx = ctrl.LoggerInto(ctx, log)
 	if p.tables == nil {
-		p.tables = &configMapTable{
+		store := &configMapTable{
 			client: p.Client, reader: p.reader(), namespace: p.namespace(), name: p.name(),
 			grace: orDefault(p.PartGracePeriod, DefaultTablePartGracePeriod),
 		}
+		store.maxParts = p.maxParts
+		store.wrote = func(name, rv string) { p.ownWrites.Store(name, rv) }
+		p.tables = store
 	}
 
 	// Reading back is retried until it succeeds: answering offers from an
@@ -313,6 +357,10 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 	close(p.loaded)
 
 	go p.pumpChanged(ctx)
+	if err := p.watchTable(ctx); err != nil {
+		// The table is still written on every change; only repairs wait.
+		log.Error(err, "Watching the ConfigMaps of the tool table failed; a part deleted from outside is written again at the next change")
+	}
 
 	// The restore window runs from when the caches have synced: before, no
 	// ToolSet can be reconciled, so waiting then would eat into the window.
@@ -337,6 +385,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			p.flushPending(ctx, burstStart)
 			return nil
 		case <-synced:
 			synced = nil
@@ -355,6 +404,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 		case <-flushTimer.C:
 			wait, err := p.flush(ctx)
 			if err != nil && ctx.Err() != nil {
+				p.flushPending(ctx, time.Now())
 				return nil
 			}
 			p.wroteTable(err)
@@ -370,6 +420,27 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// flushPending writes, within ShutdownFlushTimeout, a burst of changes
+// still pending when ctx ended: what the ToolSets were told is published.
+func (p *TablePublisher) flushPending(ctx context.Context, burstStart time.Time) {
+	select {
+	case <-p.kick:
+	default:
+		if burstStart.IsZero() {
+			return
+		}
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), orDefault(p.ShutdownFlushTimeout, DefaultShutdownFlushTimeout))
+	defer cancel()
+	_, err := p.flush(wctx)
+	p.wroteTable(err)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Writing the tool table's pending changes on shutdown failed; the next leader writes them")
+		return
+	}
+	ctrl.LoggerFrom(ctx).Info("Wrote the tool table's pending changes on shutdown")
 }
 
 // pumpChanged delivers pending Changed events without ever blocking an offer
@@ -424,21 +495,27 @@ func (p *TablePublisher) load(ctx context.Context) error {
 	return nil
 }
 
+// toolSetIdentity is what tells one ToolSet object from another of its name.
+type toolSetIdentity struct {
+	created metav1.Time
+	uid     types.UID
+}
+
 // listToolSets lists the ToolSets that count, in every namespace or in
-// WatchNamespaces, with their creation times.
-func (p *TablePublisher) listToolSets(ctx context.Context) (map[types.NamespacedName]metav1.Time, error) {
+// WatchNamespaces, with their creation times and UIDs.
+func (p *TablePublisher) listToolSets(ctx context.Context) (map[types.NamespacedName]toolSetIdentity, error) {
 	namespaces := p.WatchNamespaces
 	if len(namespaces) == 0 {
 		namespaces = []string{metav1.NamespaceAll}
 	}
-	exists := make(map[types.NamespacedName]metav1.Time)
+	exists := make(map[types.NamespacedName]toolSetIdentity)
 	for _, ns := range namespaces {
 		var list v1alpha1.ToolSetList
 		if err := p.reader().List(ctx, &list, client.InNamespace(ns)); err != nil {
 			return nil, fmt.Errorf("listing ToolSets: %w", err)
 		}
 		for _, ts := range list.Items {
-			exists[types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = ts.CreationTimestamp
+			exists[types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}] = toolSetIdentity{created: ts.CreationTimestamp, uid: ts.UID}
 		}
 	}
 	return exists, nil
@@ -452,6 +529,27 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 	if p.holdWrites {
 		return nil, false
 	}
+	// A denied owner is not an owner: a name over budget whose owner has a
+	// rival passes to it, by the rule, and the budget weighs the table
+	// again, until no denied name has a permitted rival left.
+	for pass := 0; ; pass++ {
+		tools, entries := p.ownedLocked()
+		over := p.overBudgetLocked(entries)
+		if pass < maxPassOns && p.passOnLocked(over) {
+			continue
+		}
+		return &spec.Table{Tools: p.budgeted(tools, over)}, true
+	}
+}
+
+// maxPassOns bounds the rounds of one table's hand-overs of denied names:
+// each round hands over every denied name that has a rival, so it takes
+// more only when a rival is denied in turn.
+const maxPassOns = 8
+
+// ownedLocked returns the entries of every owned name, sorted, and what
+// the budget weighs of each. p.mu is held.
+func (p *TablePublisher) ownedLocked() ([]spec.TableTool, []ownership.Entry) {
 	type ownedEntry struct {
 		claim *claim
 		i     int
@@ -466,22 +564,44 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 	slices.SortFunc(owned, func(a, b ownedEntry) int { return compareToolNames(a.claim.tools[a.i], b.claim.tools[b.i]) })
 	tools := make([]spec.TableTool, len(owned))
 	entries := make([]ownership.Entry, len(owned))
+	weigh := p.encodedCeiling > 0
 	for k, o := range owned {
 		t := o.claim.tools[o.i]
 		tools[k] = t
 		entries[k] = ownership.Entry{Name: t.Name, ToolSet: types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name},
 			Created: o.claim.created.Time, Bytes: int64(o.claim.sizes[o.i])}
+		if weigh {
+			entries[k].Encoded = o.claim.encodedWeight(o.i)
+		}
 	}
-	return &spec.Table{Tools: p.budgeted(tools, entries)}, true
+	return tools, entries
 }
+
+// maxTableTrims bounds how often one flush lowers the compressed ceiling
+// of a table that does not fit its ConfigMaps: each lowers it by a sixth
+// at least, so the last keeps a fifth of the first's weight.
+const maxTableTrims = 10
 
 // flush writes the table if it differs from what is stored, and finishes
 // what the store left for after the grace period. A positive wait asks for
-// another flush after it.
+// another flush after it. A table too large for its ConfigMaps, whatever is
+// stored, is not retried as it is: the budget denies the tools of the
+// namespace that weighs most compressed until it fits, so that one tenant's
+// incompressible tools never stop the table for everyone.
 func (p *TablePublisher) flush(ctx context.Context) (wait time.Duration, err error) {
-	t, ok := p.table()
-	if !ok {
-		return 0, nil
+	for trims := 0; ; trims++ {
+		t, ok := p.table()
+		if !ok {
+			return 0, nil
+		}
+		wait, err = p.tables.write(ctx, t)
+		if !overCapacity(err) || trims == maxTableTrims {
+			if err == nil {
+				p.relax()
+			}
+			return wait, err
+		}
+		ctrl.LoggerFrom(ctx).Info("The tool table does not fit its ConfigMaps; denying the tools that weigh most compressed", "tools", len(t.Tools), "reason", err.Error())
+		p.tighten()
 	}
-	return p.tables.write(ctx, t)
 }

@@ -24,11 +24,17 @@ import (
 // claim is what one ToolSet offers.
 type claim struct {
 	created metav1.Time
+	// uid is the ToolSet's UID, empty if unknown (a table written before
+	// entries carried it, or an offer without one).
+	uid types.UID
 	// tools are sorted by name, each name once. They are often the very
 	// slice the reconciler offered and holds too: never modify them.
 	tools []spec.TableTool
 	// sizes are the bytes each of tools takes in the table (entrySizes).
 	sizes []int32
+	// ratio is how well tools compress together, measured when a table
+	// first needs it (encodedWeight); zero until then.
+	ratio float64
 	// denied are names among tools denied before the rule runs.
 	denied map[string]ownership.Denial
 	// restored: the tools were read back from the table, and the ToolSet
@@ -43,7 +49,7 @@ type claim struct {
 // slice of tools (see [Offer.Tools]), creation time and denials.
 func (c *claim) repeats(o Offer) bool {
 	return !c.restored && len(c.offered) == len(o.Tools) && len(o.Tools) > 0 && &c.offered[0] == &o.Tools[0] &&
-		c.created.Equal(&o.Created) && maps.Equal(c.denied, o.Denied)
+		c.created.Equal(&o.Created) && c.uid == o.UID && maps.Equal(c.denied, o.Denied)
 }
 
 // Offer implements [Publisher]. It blocks until the table has been read back
@@ -79,11 +85,16 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 	sizes := entrySizes(tools)
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if c := p.claims[o.ToolSet]; c != nil && c.uid != "" && o.UID != "" && c.uid != o.UID {
+		// Deleted and created again under the name: the old object lets go
+		// of every name first, and the new one claims as any newcomer.
+		p.release(o.ToolSet, o.ToolSet)
+	}
 	var old []spec.TableTool
 	if c := p.claims[o.ToolSet]; c != nil {
 		old = c.tools
 	}
-	p.setClaim(o.ToolSet, &claim{created: o.Created, tools: tools, sizes: sizes, denied: maps.Clone(o.Denied), offered: o.Tools})
+	p.setClaim(o.ToolSet, &claim{created: o.Created, uid: o.UID, tools: tools, sizes: sizes, denied: maps.Clone(o.Denied), offered: o.Tools})
 	p.offered(o.ToolSet)
 	dirty := false
 	mergeTools(old, tools, func(name string, was, is *spec.TableTool) {
@@ -194,7 +205,7 @@ func (p *TablePublisher) Published(ctx context.Context, toolSet types.Namespaced
 // restore takes the table read back at start (nil if there was none or it
 // was unreadable) as the owners of its names, for the ToolSets that still
 // exist (with their creation times), and opens the restore window.
-func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreadable bool, exists map[types.NamespacedName]metav1.Time) {
+func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreadable bool, exists map[types.NamespacedName]toolSetIdentity) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	restored := make(map[types.NamespacedName]*claim)
@@ -202,14 +213,16 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	if table != nil {
 		for _, t := range table.Tools {
 			ts := types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
-			created, ok := exists[ts]
-			if !ok {
+			id, ok := exists[ts]
+			if !ok || (t.ToolSetUID != "" && id.uid != "" && types.UID(t.ToolSetUID) != id.uid) {
+				// Gone, or gone and created again: the new object is not the
+				// owner the table names, and claims afresh.
 				dropped++
 				continue
 			}
 			c := restored[ts]
 			if c == nil {
-				c = &claim{created: created, restored: true}
+				c = &claim{created: id.created, uid: id.uid, restored: true}
 				restored[ts] = c
 			}
 			c.tools = append(c.tools, t)
@@ -472,11 +485,12 @@ func compareNamespacedName(a, b types.NamespacedName) int {
 // copied: the caller must not modify it afterwards.
 func claimedTools(o Offer) ([]spec.TableTool, error) {
 	ref := spec.ObjectReference{Namespace: o.ToolSet.Namespace, Name: o.ToolSet.Name}
+	uid := string(o.UID)
 	asIs := true
 	for i, t := range o.Tools {
 		// The table names the ToolSet that owns each entry; it is not the
 		// offerer's to choose.
-		if t.ToolSet != ref || (i > 0 && o.Tools[i-1].Name >= t.Name) {
+		if t.ToolSet != ref || t.ToolSetUID != uid || (i > 0 && o.Tools[i-1].Name >= t.Name) {
 			asIs = false
 			break
 		}
@@ -486,7 +500,7 @@ func claimedTools(o Offer) ([]spec.TableTool, error) {
 	}
 	tools := slices.Clone(o.Tools)
 	for i := range tools {
-		tools[i].ToolSet = ref
+		tools[i].ToolSet, tools[i].ToolSetUID = ref, uid
 	}
 	slices.SortStableFunc(tools, compareToolNames)
 	for i := 1; i < len(tools); i++ {

@@ -29,7 +29,9 @@ import (
 // The ownership model test drives real TablePublishers on the API server
 // through random sequences of ToolSet creations and deletions, prefix and
 // tool changes, Pods going ready and unready (offers going empty and coming
-// back), policy changes, restarts and leader failovers (a new publisher that
+// back), a ToolSet deleted and created again under its name with no Withdraw
+// between (a new UID, a new creation time), policy changes, restarts and
+// leader failovers (a new publisher that
 // reads the table back, after the old one stopped cleanly or cut off right
 // after a change it may not have written). After every step it compares the
 // owner of every published name with a reference model of DESIGN §4, and a
@@ -71,6 +73,7 @@ type modelToolSet struct {
 	key     types.NamespacedName
 	exists  bool
 	created time.Time
+	uid     types.UID
 	serving bool
 	prefix  string
 	tools   []string
@@ -241,7 +244,7 @@ var _ = Describe("The ownership model", func() {
 			for _, name := range m.offered() {
 				tools = append(tools, entry(m.key, name, strings.TrimPrefix(name, m.prefix)))
 			}
-			verdicts, err := p.Offer(ctx, Offer{ToolSet: m.key, Created: metav1.NewTime(m.created), Tools: tools})
+			verdicts, err := p.Offer(ctx, Offer{ToolSet: m.key, Created: metav1.NewTime(m.created), UID: m.uid, Tools: tools})
 			Expect(err).NotTo(HaveOccurred())
 			return verdicts
 		}
@@ -305,12 +308,29 @@ var _ = Describe("The ownership model", func() {
 			GinkgoHelper()
 			for {
 				m := toolSets[rng.IntN(len(toolSets))]
-				switch op := rng.IntN(7); {
+				switch op := rng.IntN(8); {
 				case op == 0 && !m.exists:
 					ts := minimalToolSet(m.key.Namespace, m.key.Name)
 					Expect(k8sClient.Create(ctx, ts)).To(Succeed())
-					m.exists, m.created, m.serving, m.prefix, m.tools = true, ts.CreationTimestamp.Time, true, "", randomTools()
+					m.exists, m.created, m.uid, m.serving, m.prefix, m.tools = true, ts.CreationTimestamp.Time, ts.UID, true, "", randomTools()
 					return "create", m
+				case op == 7 && m.exists:
+					// kubectl replace --force: the new object offers before
+					// any Withdraw of the old one.
+					unprotect(func(_ string, owner types.NamespacedName) bool { return owner == m.key })
+					Expect(k8sClient.Delete(ctx, minimalToolSet(m.key.Namespace, m.key.Name))).To(Succeed())
+					Eventually(func() error {
+						return k8sClient.Get(ctx, m.key, &v1alpha1.ToolSet{})
+					}).Should(MatchError(ContainSubstring("not found")))
+					ts := minimalToolSet(m.key.Namespace, m.key.Name)
+					Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+					// A withdraw, then a new claim: the old object's names
+					// go by the rule before the new one claims any (on a tie
+					// of creation seconds, a rival takes them first).
+					m.exists = false
+					owners = modelRule(policySets[policy], owners, toolSets)
+					m.exists, m.created, m.uid, m.serving, m.tools = true, ts.CreationTimestamp.Time, ts.UID, true, randomTools()
+					return "recreate", m
 				case op == 1 && m.exists:
 					unprotect(func(_ string, owner types.NamespacedName) bool { return owner == m.key })
 					Expect(k8sClient.Delete(ctx, minimalToolSet(m.key.Namespace, m.key.Name))).To(Succeed())
@@ -377,7 +397,14 @@ var _ = Describe("The ownership model", func() {
 			Expect(err).NotTo(HaveOccurred(), "the table reads back whole")
 			durable := map[string]types.NamespacedName{}
 			for _, t := range stored.Tools {
-				durable[t.Name] = types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
+				key := types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
+				if i := slices.IndexFunc(toolSets, func(m *modelToolSet) bool { return m.key == key }); i >= 0 &&
+					t.ToolSetUID != "" && types.UID(t.ToolSetUID) != toolSets[i].uid {
+					// Written by an object since deleted and created again:
+					// not the owner any more.
+					continue
+				}
+				durable[t.Name] = key
 			}
 			if !maps.Equal(durable, owners) {
 				counts["unwritten changes at a failover"]++

@@ -65,6 +65,12 @@ type configMapTable struct {
 	name      string
 	grace     time.Duration
 	now       func() time.Time
+	// maxParts, if set, bounds the ConfigMaps of the table (see
+	// spec.TableStored.MaxParts).
+	maxParts func() int
+	// wrote, if set, is told the resourceVersion of every ConfigMap the
+	// store writes ("" for one it deletes).
+	wrote func(name, rv string)
 
 	// encoder keeps the compressed segments of the last table written, so
 	// that the next write compresses only what changed.
@@ -83,6 +89,20 @@ func (s *configMapTable) clock() time.Time {
 		return s.now()
 	}
 	return time.Now()
+}
+
+// note tells wrote, if set, of a write.
+func (s *configMapTable) note(name, rv string) {
+	if s.wrote != nil {
+		s.wrote(name, rv)
+	}
+}
+
+func (s *configMapTable) parts() int {
+	if s.maxParts == nil {
+		return spec.MaxTableParts
+	}
+	return s.maxParts()
 }
 
 func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
@@ -122,13 +142,16 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 	// spec.TableEncoder.Encode.
 	parts, err := s.encoder.Encode(t, s.name, spec.TableStored{Index: prev, Grace: func(name string) int {
 		return s.inGrace(stored[name], named, now)
-	}})
+	}, MaxParts: s.parts()})
 	if err != nil {
 		return 0, fmt.Errorf("encoding the tool table: %w", err)
 	}
 
 	wrote := 0
-	if base := stored[s.name]; base == nil || !holds(base, parts[0]) {
+	// The base alone does not say the table is whole: a part ConfigMap
+	// deleted or edited from outside is written again, though the index
+	// already names its chunks.
+	if base := stored[s.name]; base == nil || !holds(base, parts[0]) || !holdsChunks(stored, parts[1:]) {
 		for _, part := range parts[1:] {
 			cm, wait, err := s.stage(ctx, stored[part.Name], part, named, now)
 			if err != nil || wait > 0 {
@@ -299,6 +322,7 @@ func (s *configMapTable) collect(ctx context.Context, stored map[string]*corev1.
 			continue
 		}
 		if len(data) == 0 && len(bin) == 0 {
+			s.note(name, "")
 			if err := s.client.Delete(ctx, cm, client.Preconditions{ResourceVersion: &cm.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 				return wrote, 0, fmt.Errorf("deleting leftover tool table part %s: %w", name, err)
 			}
@@ -364,6 +388,7 @@ func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name st
 		if err := s.client.Create(ctx, cm); err != nil {
 			return nil, fmt.Errorf("creating tool table part %s: %w", name, err)
 		}
+		s.note(name, cm.ResourceVersion)
 		return cm, nil
 	}
 	cm := cur.DeepCopy()
@@ -375,6 +400,7 @@ func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name st
 	if err := s.client.Update(ctx, cm); err != nil {
 		return nil, fmt.Errorf("updating tool table part %s: %w", name, err)
 	}
+	s.note(name, cm.ResourceVersion)
 	return cm, nil
 }
 
@@ -452,6 +478,23 @@ func namedKeysOf(idx *spec.TableIndex) map[string]bool {
 		}
 	}
 	return named
+}
+
+// holdsChunks reports whether every chunk of parts is stored, as it is, in
+// its ConfigMap, labelled as the publisher's.
+func holdsChunks(stored map[string]*corev1.ConfigMap, parts []spec.TablePart) bool {
+	for _, part := range parts {
+		cm := stored[part.Name]
+		if cm == nil || cm.Labels[TableManagedByLabel] != tableManagedBy {
+			return false
+		}
+		for k, v := range part.BinaryData {
+			if b, ok := cm.BinaryData[k]; !ok || string(b) != string(v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // holds reports whether cm holds exactly part, labelled as the publisher's.

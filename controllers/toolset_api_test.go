@@ -53,6 +53,18 @@ var _ = Describe("The ToolSet API", func() {
 		Expect(got.Spec.Limits.MaxSchemaBytes).To(BeEquivalentTo(65536))
 	})
 
+	It("admits a port by number or by IANA name, and a reference by DNS subdomain", func(ctx context.Context) {
+		for i, port := range []intstr.IntOrString{intstr.FromInt32(1), intstr.FromInt32(65535), intstr.FromString("http"), intstr.FromString("h2c-alt-15chars"), intstr.FromString("x")} {
+			ts := minimalToolSet(ns, fmt.Sprintf("port-%d", i))
+			ts.Spec.Port = port
+			Expect(k8sClient.Create(ctx, ts)).To(Succeed(), "port %s", port.String())
+		}
+		ts := minimalToolSet(ns, "secret-ref")
+		ts.Spec.Scheme = "https"
+		ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "team.tokens-1", Key: "token"}}
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+	})
+
 	It("defaults the path of an MCP ToolSet to /mcp, and keeps a path it is given", func(ctx context.Context) {
 		ts := minimalToolSet(ns, "mcp-tools")
 		ts.Spec.Protocol = v1alpha1.ProtocolMCP
@@ -111,6 +123,17 @@ var _ = Describe("The ToolSet API", func() {
 				ConfigMap: &v1alpha1.KeyReference{Name: "ca", Key: "ca.crt"},
 			}}
 		}, "exactly one of secret and configMap must be set"),
+		Entry("port 0", func(ts *v1alpha1.ToolSet) { ts.Spec.Port = intstr.FromInt32(0) }, "port must be a number from 1 to 65535 or an IANA service name"),
+		Entry("port 65536", func(ts *v1alpha1.ToolSet) { ts.Spec.Port = intstr.FromInt32(65536) }, "port must be a number from 1 to 65535"),
+		Entry("a port name with capitals", func(ts *v1alpha1.ToolSet) { ts.Spec.Port = intstr.FromString("Http") }, "IANA service name"),
+		Entry("a port name of 16 letters", func(ts *v1alpha1.ToolSet) { ts.Spec.Port = intstr.FromString("abcdefghijklmnop") }, "IANA service name"),
+		Entry("a port name of digits only", func(ts *v1alpha1.ToolSet) { ts.Spec.Port = intstr.FromString("8080") }, "IANA service name"),
+		Entry("a port name with two dashes in a row", func(ts *v1alpha1.ToolSet) { ts.Spec.Port = intstr.FromString("my--port") }, "IANA service name"),
+		Entry("an empty port name", func(ts *v1alpha1.ToolSet) { ts.Spec.Port = intstr.FromString("") }, "IANA service name"),
+		Entry("a Secret name that is not a DNS subdomain", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Scheme = "https"
+			ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "Token_Secret", Key: "token"}}
+		}, "spec.authorization.bearerToken.name"),
 		Entry("a service port out of range", func(ts *v1alpha1.ToolSet) {
 			ts.Spec.Service = &v1alpha1.ServiceReference{Name: "crm", Port: 70000}
 		}, "spec.service.port"),

@@ -116,6 +116,10 @@ func (r *ToolSetReconciler) init() {
 // toolSetMemory is what the reconciler keeps of a ToolSet between rounds.
 // Reconciles of one ToolSet never overlap, so only the map needs the lock.
 type toolSetMemory struct {
+	// uid is the UID of the ToolSet object remembered: one deleted and
+	// created again under the name starts with no memory (no held tools,
+	// no baseline, no written status).
+	uid types.UID
 	// pods holds each Pod's last document, by UID, for conditional GETs.
 	pods map[types.UID]podDoc
 	// held are the tools of the last round in which some Pod was scraped,
@@ -199,12 +203,12 @@ func (w *writtenStatus) wrote(from string, ts *v1alpha1.ToolSet) {
 // assemble is assemble, reusing the last round's result when the spec and
 // every Pod's document are the very same: a round of 304s costs no schema
 // compilation.
-func (m *toolSetMemory) assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int) assembly {
+func (m *toolSetMemory) assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, bounds toolBounds) assembly {
 	last := &m.assembled
 	if last.docs != nil && last.generation == ts.Generation && last.blind == blind && slices.Equal(last.docs, docs) {
 		return last.a
 	}
-	a := assemble(ts, docs, blind)
+	a := assembleWithin(ts, docs, blind, bounds)
 	last.generation, last.docs, last.blind, last.a = ts.Generation, slices.Clone(docs), blind, a
 	return a
 }
@@ -263,14 +267,16 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	if !ts.DeletionTimestamp.IsZero() {
-		// Someone else's finalizer holds it; its names go when it is gone.
-		// Until then what it claims stands, and it has been heard from.
-		if _, err := r.Publisher.Retain(ctx, req.NamespacedName); err != nil {
-			return ctrl.Result{}, fmt.Errorf("retaining the tools of a ToolSet being deleted: %w", err)
-		}
-		return ctrl.Result{}, nil
+		// Deleted, and held by someone else's finalizer: its tools leave the
+		// table at once, as if it were gone. Its owner asked for it to go,
+		// its workload is most likely going with it, and nothing would
+		// scrape it again or ever end a hold of its tools (it may stay for
+		// as long as the finalizer's controller is down); the names pass to
+		// the next claimant by the rule. The reconciler has no finalizer of
+		// its own, so the status is left as it was.
+		return ctrl.Result{}, r.withdraw(ctx, req.NamespacedName)
 	}
-	mem := r.memoryOf(req.NamespacedName)
+	mem := r.memoryOf(req.NamespacedName, ts.UID)
 	// Status and events are computed against what is stored: if the cache
 	// has not seen this reconciler's last status write yet, against that.
 	mem.written.base(ts)
@@ -375,7 +381,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		// A ready Pod whose scrape failed still takes traffic: it counts
 		// with the last document it served, or, if it never served one,
 		// as serving none of the tools.
-		a = mem.assemble(&view, append(slices.Clone(rd.docs), rd.lastKnown...), rd.blind)
+		a = mem.assemble(&view, append(slices.Clone(rd.docs), rd.lastKnown...), rd.blind, eff.bounds)
 		offered = a.tools
 		mem.held, mem.heldRevision = a.tools, a.revision
 		mem.outageSince, mem.dropped = time.Time{}, false
@@ -397,7 +403,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}
 
-	verdicts, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, Tools: offered,
+	verdicts, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, UID: ts.UID, Tools: offered,
 		Denied: overToolSetBudget(offered, eff.maxTools)})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("offering tools to the publisher: %w", err)
@@ -471,12 +477,19 @@ func (r *ToolSetReconciler) withdraw(ctx context.Context, key types.NamespacedNa
 	return nil
 }
 
-func (r *ToolSetReconciler) memoryOf(key types.NamespacedName) *toolSetMemory {
+// memoryOf returns what the reconciler remembers of the ToolSet object
+// key names now, uid: a fresh memory for a new object under an old name.
+func (r *ToolSetReconciler) memoryOf(key types.NamespacedName, uid types.UID) *toolSetMemory {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	m := r.memory[key]
-	if m == nil {
-		m = &toolSetMemory{pods: map[types.UID]podDoc{}}
+	if m != nil && m.uid != uid {
+		// A round of the old object must not stand for the new one's.
+		r.runs.forget(key)
+		r.scraper.forget(key)
+	}
+	if m == nil || m.uid != uid {
+		m = &toolSetMemory{uid: uid, pods: map[types.UID]podDoc{}}
 		r.memory[key] = m
 	}
 	return m

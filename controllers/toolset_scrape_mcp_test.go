@@ -136,7 +136,7 @@ func TestListMCPFromServerEverything(t *testing.T) {
 		}
 	}
 	for _, tl := range doc.Tools {
-		if err := validateTool(tl.Name, tl, v1alpha1.Limits{MaxSchemaBytes: 65536}); err != nil {
+		if err := validateTool(tl.Name, tl, v1alpha1.Limits{MaxSchemaBytes: 65536}, defaultToolBounds); err != nil {
 			t.Errorf("tool %s: %v", tl.Name, err)
 		}
 	}

@@ -170,10 +170,24 @@ func TestValidateTool(t *testing.T) {
 		{"relative $ref under a remote $id", "x", with("x", `{"$id":"https://example.com/root.json","type":"object","properties":{"a":{"$ref":"other.json"}}}`, ""), "external $ref is not allowed"},
 		{"input schema over the limit", "x", with("x", `{"type":"object","description":"`+strings.Repeat("d", 600)+`"}`, ""), "more than limits.maxSchemaBytes 512"},
 		{"output schema not an object schema", "x", with("x", `{"type":"object"}`, `{"type":"string"}`), `outputSchema must be`},
+		{"description over its bound", "x", describe(with("x", `{"type":"object"}`, ""), func(t *spec.Tool) { t.Description = strings.Repeat("d", 101) }),
+			"description is 101 bytes, more than 100 (--max-tool-description-bytes)"},
+		{"title over its bound", "x", describe(with("x", `{"type":"object"}`, ""), func(t *spec.Tool) { t.Title = strings.Repeat("t", 21) }),
+			"title is 21 bytes, more than 20 (--max-tool-title-bytes)"},
+		{"annotations' title over its bound", "x", describe(with("x", `{"type":"object"}`, ""), func(t *spec.Tool) { t.Annotations = &spec.Annotations{Title: strings.Repeat("t", 21)} }),
+			"annotations.title is 21 bytes"},
+		{"annotations over their bound", "x", describe(with("x", `{"type":"object"}`, ""), func(t *spec.Tool) { t.Annotations = &spec.Annotations{Title: strings.Repeat("t", 20)} }),
+			"more than 30 (--max-tool-annotations-bytes)"},
+		{"_meta over its bound", "x", describe(with("x", `{"type":"object"}`, ""), func(t *spec.Tool) { t.Meta = map[string]any{"k": strings.Repeat("m", 60)} }),
+			"more than 50 (--max-tool-meta-bytes)"},
+		{"everything at its bound", "x", describe(with("x", `{"type":"object"}`, ""), func(t *spec.Tool) {
+			t.Description, t.Title, t.Meta = strings.Repeat("d", 100), strings.Repeat("t", 20), map[string]any{"k": strings.Repeat("m", 42)}
+		}), ""},
 	}
+	bounds := toolBounds{description: 100, title: 20, annotations: 30, meta: 50}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := validateTool(tt.published, tt.tool, limits)
+			err := validateTool(tt.published, tt.tool, limits, bounds)
 			if tt.wantErr == "" {
 				if err != nil {
 					t.Fatalf("validateTool() = %v, want nil", err)
@@ -418,7 +432,7 @@ func BenchmarkAssemble(b *testing.B) {
 	b.Run("unchanged", func(b *testing.B) {
 		mem := &toolSetMemory{}
 		for b.Loop() {
-			_ = mem.assemble(ts, docs, 0)
+			_ = mem.assemble(ts, docs, 0, defaultToolBounds)
 		}
 	})
 }
@@ -589,4 +603,10 @@ func TestServiceURL(t *testing.T) {
 	if got := serviceURL(ts, svc, spec.MCPPath); got != "http://crm-tools.crm.svc:8443/mcp" {
 		t.Errorf("scheme from spec.service.scheme: %s", got)
 	}
+}
+
+// describe returns t changed by fn.
+func describe(t spec.Tool, fn func(*spec.Tool)) spec.Tool {
+	fn(&t)
+	return t
 }

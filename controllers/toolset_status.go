@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -61,7 +62,7 @@ func newRound(pods []*corev1.Pod, results []podResult, credErr error, last map[t
 	rd := round{selected: len(pods), credErr: credErr}
 	for _, res := range results {
 		if res.err != nil {
-			rd.failures = append(rd.failures, fmt.Sprintf("pod %s: %v", res.pod.Name, res.err))
+			rd.failures = append(rd.failures, fmt.Sprintf("pod %s: %s", res.pod.Name, stableError(res.err)))
 			if prev, ok := last[res.pod.UID]; ok && prev.doc != nil {
 				rd.lastKnown = append(rd.lastKnown, prev.doc)
 			} else {
@@ -286,6 +287,48 @@ func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a asse
 	}
 
 	claims.setCondition(set)
+	setProgress(ts)
+}
+
+// setProgress sets Reconciling and Stalled, as kstatus reads them, from the
+// other conditions: Stalled when only the user can unblock the ToolSet,
+// Reconciling while the operator keeps working on it, both False once it
+// is where its spec and its Pods put it.
+func setProgress(ts *v1alpha1.ToolSet) {
+	st := &ts.Status
+	find := func(typ string) *metav1.Condition {
+		if c := meta.FindStatusCondition(st.Conditions, typ); c != nil && c.Status == metav1.ConditionTrue {
+			return c
+		}
+		return nil
+	}
+	var stalled, reconciling *metav1.Condition
+	if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {
+		switch ready.Reason {
+		case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidTools:
+			stalled = ready
+		case v1alpha1.ReasonNoPods, v1alpha1.ReasonScrapeFailed:
+			reconciling = ready
+		}
+	}
+	if stalled == nil && reconciling == nil {
+		if c := find(v1alpha1.ConditionStale); c != nil {
+			reconciling = c
+		} else if c := find(v1alpha1.ConditionDegraded); c != nil && c.Reason == v1alpha1.ReasonRolloutSkew {
+			reconciling = c
+		} else if c := find(v1alpha1.ConditionConflicted); c != nil && c.Reason == v1alpha1.ReasonHandOverPending {
+			reconciling = c
+		}
+	}
+	set := func(typ string, from *metav1.Condition, idle string) {
+		c := metav1.Condition{Type: typ, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy, Message: idle, ObservedGeneration: ts.Generation}
+		if from != nil {
+			c.Status, c.Reason, c.Message = metav1.ConditionTrue, from.Reason, from.Message
+		}
+		meta.SetStatusCondition(&st.Conditions, c)
+	}
+	set(v1alpha1.ConditionStalled, stalled, "nothing waits for a change by the user")
+	set(v1alpha1.ConditionReconciling, reconciling, "the ToolSet is where its spec and its Pods put it")
 }
 
 // setInvalidSpec reports a spec that cannot be acted on. The last offer
@@ -296,6 +339,13 @@ func setInvalidSpec(ts *v1alpha1.ToolSet, err error) {
 		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonInvalidSpec,
 		Message: truncate(err.Error(), 1024), ObservedGeneration: ts.Generation,
 	})
+	// The other conditions describe this generation too: what it claimed
+	// before stands, and nothing else was observed of it. Left at an older
+	// generation, a reader such as kstatus takes them as not yet observed.
+	for i := range ts.Status.Conditions {
+		ts.Status.Conditions[i].ObservedGeneration = ts.Generation
+	}
+	setProgress(ts)
 }
 
 // retainedReason is the reason of a tool still published while the spec is
@@ -356,6 +406,7 @@ func setRetained(ts *v1alpha1.ToolSet, verdicts map[string]ownership.Verdict) {
 		ready.Message = truncate(fmt.Sprintf("%s; %s of the last valid spec still published", ready.Message, plural(int(st.PublishedTools), "tool")), 1024)
 	}
 	claims.setCondition(set)
+	setProgress(ts)
 }
 
 func invalidSummary(a assembly) string {
@@ -399,4 +450,19 @@ func (r *ToolSetReconciler) patchStatus(ctx context.Context, before, ts *v1alpha
 		"published", ts.Status.PublishedTools, "conflicted", ts.Status.ConflictedTools)
 	r.emitTransitions(before, ts)
 	return nil
+}
+
+// localAddress matches the local end of a connection in a net.OpError's
+// text, "127.0.0.1:60364->" or "[::1]:60364->": an ephemeral port, new on
+// every connection.
+var localAddress = regexp.MustCompile(`(?:\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.%a-zA-Z0-9]+\]):\d{1,5}->`)
+
+// stableError returns err's text for status: the same for the same failure
+// on every round, so that a Pod that keeps failing the same way costs no
+// status write. The local end of a connection is left out (a Pod that
+// resets connections put a new ephemeral port in every message); the
+// remote address, the URL and the error's class stay. Logs and events keep
+// the whole error.
+func stableError(err error) string {
+	return localAddress.ReplaceAllString(err.Error(), "")
 }

@@ -46,6 +46,8 @@ var _ = Describe("The status of the ownership verdicts", func() {
 
 	It("says what stands of a spec that became invalid: retained tools, and what the last scrape rejected", func() {
 		ts := &v1alpha1.ToolSet{}
+		ts.Generation = 3
+		ts.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy, ObservedGeneration: 2}}
 		ts.Status.Tools = []v1alpha1.ToolStatus{
 			{Name: "a", State: v1alpha1.ToolPublished},
 			{Name: "b", State: v1alpha1.ToolConflicted, Owner: other.String()},
@@ -71,6 +73,16 @@ var _ = Describe("The status of the ownership verdicts", func() {
 		Expect(ready.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
 		Expect(ready.Message).To(HaveSuffix("; 2 tools of the last valid spec still published"))
 		Expect(meta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionConflicted).Reason).To(Equal(v1alpha1.ReasonNameConflict))
+		for _, c := range ts.Status.Conditions {
+			Expect(c.ObservedGeneration).To(BeEquivalentTo(3), "%s describes the current generation", c.Type)
+		}
+		// kstatus reads it as Stalled: only the user can fix the spec.
+		stalled := meta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionStalled)
+		Expect(stalled).NotTo(BeNil())
+		Expect(stalled.Status).To(Equal(metav1.ConditionTrue))
+		Expect(stalled.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+		Expect(stalled.Message).To(Equal(ready.Message))
+		Expect(meta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionReconciling).Status).To(Equal(metav1.ConditionFalse))
 	})
 })
 

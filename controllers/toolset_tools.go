@@ -88,6 +88,11 @@ type form struct {
 // documents give (ties broken by the form's bytes, so that the outcome never
 // depends on the order of the Pods).
 func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int) assembly {
+	return assembleWithin(ts, docs, blind, defaultToolBounds)
+}
+
+// assembleWithin is assemble under the admin's bounds of each tool.
+func assembleWithin(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, bounds toolBounds) assembly {
 	var a assembly
 	byName := map[string]*served{}
 	revisions := map[string]int{}
@@ -157,7 +162,7 @@ func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int) assembly {
 			continue
 		}
 		t := majorityForm(s.forms)
-		if err := validateTool(published, t, ts.Spec.Limits); err != nil {
+		if err := validateTool(published, t, ts.Spec.Limits, bounds); err != nil {
 			reject(v1alpha1.ToolInvalid, err.Error())
 			continue
 		}
@@ -265,7 +270,7 @@ func validatePatterns(s *v1alpha1.ToolSetSpec) error {
 
 // validateTool checks one tool against the rules of the table: the
 // published name, the schemas and the limits.
-func validateTool(published string, t spec.Tool, limits v1alpha1.Limits) error {
+func validateTool(published string, t spec.Tool, limits v1alpha1.Limits, bounds toolBounds) error {
 	if !toolNameRE.MatchString(published) {
 		// The rule before the name: a long name is cut from the reason, and
 		// status.tools[].name shows it anyway.
@@ -273,6 +278,9 @@ func validateTool(published string, t spec.Tool, limits v1alpha1.Limits) error {
 	}
 	if t.Name == "." || t.Name == ".." {
 		return fmt.Errorf("name %q cannot be addressed in an invoke URL", t.Name)
+	}
+	if err := bounds.check(&t); err != nil {
+		return err
 	}
 	if err := validateSchema("inputSchema", t.InputSchema, limits.MaxSchemaBytes, true); err != nil {
 		return err
@@ -360,6 +368,7 @@ func tableTool(ts *v1alpha1.ToolSet, ep toolSetEndpoints, published string, t sp
 		Meta:         t.Meta,
 		SchemaDigest: spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations),
 		ToolSet:      spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name},
+		ToolSetUID:   string(ts.UID),
 	}
 	switch svc := ts.Spec.Service; {
 	case svc == nil:

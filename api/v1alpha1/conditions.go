@@ -20,6 +20,22 @@ const (
 	ConditionClamped = "Clamped"
 )
 
+// The condition pair that kstatus (and so kubectl wait, Flux and Argo CD
+// health checks) reads of any resource. Their reasons are those of the
+// condition they summarise; ReasonHealthy when False.
+const (
+	// ConditionReconciling is True while the operator keeps working towards
+	// what the spec asks for and progress needs no change by the user: no
+	// Pod is ready yet, no Pod could be scraped (retried every interval),
+	// tools are held through an outage, replicas disagree during a rollout,
+	// or names wait for a hand-over after a restart.
+	ConditionReconciling = "Reconciling"
+	// ConditionStalled is True when no retry can make progress until the
+	// user changes something: the spec cannot be acted on, or no tool is
+	// valid.
+	ConditionStalled = "Stalled"
+)
+
 // Condition reasons of a ToolSet.
 const (
 	// ReasonPublished: every selected Pod was scraped and the tools are published.

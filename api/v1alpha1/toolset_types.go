@@ -32,9 +32,13 @@ type ToolSetSpec struct {
 
 	// port is the container port that serves the spec endpoint (with
 	// protocol MCP, the MCP endpoint), by name (as declared in the Pod's
-	// containers[].ports[].name) or by number.
+	// containers[].ports[].name) or by number: a number from 1 to 65535, or
+	// an IANA service name (1 to 15 lowercase letters, digits and dashes,
+	// with at least one letter, neither starting nor ending with a dash nor
+	// holding two in a row).
 	// +required
 	// +kubebuilder:validation:XIntOrString
+	// +kubebuilder:validation:XValidation:rule="type(self) == int ? (self >= 1 && self <= 65535) : (size(self) <= 15 && self.matches('^[a-z0-9]([a-z0-9-]*[a-z0-9])?$') && self.matches('[a-z]') && !self.contains('--'))",message="port must be a number from 1 to 65535 or an IANA service name"
 	Port intstr.IntOrString `json:"port"`
 
 	// path is the HTTP path the tools are listed from on each Pod. Left
@@ -195,10 +199,12 @@ type CASource struct {
 
 // KeyReference names one key of an object in the ToolSet's namespace.
 type KeyReference struct {
-	// name is the name of the object.
+	// name is the name of the object: a DNS subdomain, as every Secret's
+	// and ConfigMap's.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 	// key is the key within the object's data.
 	// +required

@@ -99,7 +99,16 @@ func main() {
 	flag.IntVar(&ceilings.MaxToolsPerNamespace, "max-tools-per-namespace", controllers.DefaultMaxToolsPerNamespace,
 		"The most tools the ToolSets of one namespace publish together; the rest are Denied (OverBudget).")
 	flag.Int64Var(&ceilings.MaxTableBytes, "max-table-bytes", controllers.DefaultMaxTableBytes,
-		"The largest tool table, in bytes of JSON; tools that would pass it are Denied (OverBudget). At most 64 MiB, what the publisher can write.")
+		fmt.Sprintf("The largest tool table, in bytes of JSON; tools that would pass it are Denied (OverBudget). At most %d (31.5 MiB), what the publisher lays out whatever the tools; "+
+			"tools that would not fit the ConfigMaps once gzipped are Denied besides.", spec.MaxTableSegmentedBytes))
+	flag.IntVar(&ceilings.MaxDescriptionBytes, "max-tool-description-bytes", controllers.DefaultMaxDescriptionBytes,
+		"The longest description of one tool, in bytes; a tool with a longer one is Invalid.")
+	flag.IntVar(&ceilings.MaxTitleBytes, "max-tool-title-bytes", controllers.DefaultMaxTitleBytes,
+		"The longest title of one tool (and of its annotations), in bytes; a tool with a longer one is Invalid.")
+	flag.IntVar(&ceilings.MaxAnnotationsBytes, "max-tool-annotations-bytes", controllers.DefaultMaxAnnotationsBytes,
+		"The largest annotations of one tool, in bytes of JSON; a tool with larger ones is Invalid.")
+	flag.IntVar(&ceilings.MaxMetaBytes, "max-tool-meta-bytes", controllers.DefaultMaxMetaBytes,
+		"The largest _meta of one tool, in bytes of JSON; a tool with a larger one is Invalid.")
 	flag.DurationVar(&ceilings.MinInterval, "min-interval", controllers.DefaultMinInterval, "The shortest scrape interval any ToolSet gets.")
 	flag.DurationVar(&ceilings.MaxTimeout, "max-timeout", controllers.DefaultMaxTimeout,
 		"The longest scrape timeout any ToolSet gets: no scrape waits on a Pod for longer.")
@@ -109,8 +118,8 @@ func main() {
 
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("setup")
-	if ceilings.MaxTableBytes > spec.MaxTableBytes {
-		log.Error(nil, "--max-table-bytes is above what the publisher can write", "max", spec.MaxTableBytes)
+	if err := ceilings.Validate(); err != nil {
+		log.Error(err, "Invalid admin ceiling")
 		os.Exit(2)
 	}
 	podCache := cache.ByObject{Transform: controllers.TrimPodForCache}

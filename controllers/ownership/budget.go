@@ -23,6 +23,13 @@ type Budget struct {
 	MaxToolsPerNamespace int
 	// MaxTableBytes bounds the sum of the entries' sizes.
 	MaxTableBytes int64
+	// MaxEncodedBytes bounds the sum of the entries' encoded weights: what
+	// the table takes once compressed, which the ConfigMaps bound whatever
+	// the JSON's size. Describe names the ceiling in the denials as EncodedCeiling says.
+	MaxEncodedBytes int64
+	// EncodedCeiling names MaxEncodedBytes in denials, for status: what
+	// bounds it and where it comes from.
+	EncodedCeiling string
 }
 
 // Entry is one owned tool, as the budget weighs it.
@@ -35,6 +42,9 @@ type Entry struct {
 	Created time.Time
 	// Bytes is the size of the tool's table entry.
 	Bytes int64
+	// Encoded is the tool's share of the compressed table, as the caller
+	// estimates it; only MaxEncodedBytes weighs it.
+	Encoded int64
 }
 
 // Apply decides which entries fit the budget, and returns a denial for
@@ -49,8 +59,10 @@ type Entry struct {
 //     weighs most (ties by name), its last tool in claim order first, until
 //     the rest fits: the namespace that bloats the table pays for it, and
 //     every other keeps publishing.
+//   - Past MaxEncodedBytes, likewise by the entries' Encoded weights, among
+//     the entries left: the namespace whose tools compress worst pays.
 func (b Budget) Apply(entries []Entry) map[string]Denial {
-	if b.MaxToolsPerNamespace <= 0 {
+	if b.MaxToolsPerNamespace <= 0 && b.MaxEncodedBytes <= 0 {
 		// The common case, on every write of the table: no cap per
 		// namespace, and a table within its bytes. Nothing to sort.
 		var total int64
@@ -84,24 +96,48 @@ func (b Budget) Apply(entries []Entry) map[string]Denial {
 		total += w.bytes
 		heap.Push(q, w)
 	}
-	if b.MaxTableBytes <= 0 {
-		return denied
+	if b.MaxTableBytes > 0 {
+		trim(q, total, b.MaxTableBytes, func(e Entry) int64 { return e.Bytes }, func(e Entry, ns string) {
+			denied[e.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+				"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}
+		})
 	}
-	for total > b.MaxTableBytes && q.Len() > 0 {
+	if b.MaxEncodedBytes > 0 {
+		// The same namespaces, weighed anew by what is left of them.
+		var encoded int64
+		for _, w := range *q {
+			w.bytes = 0
+			for _, e := range w.entries {
+				w.bytes += e.Encoded
+			}
+			encoded += w.bytes
+		}
+		heap.Init(q)
+		ceiling := cmp.Or(b.EncodedCeiling, fmt.Sprintf("%d bytes compressed", b.MaxEncodedBytes))
+		trim(q, encoded, b.MaxEncodedBytes, func(e Entry) int64 { return e.Encoded }, func(e Entry, ns string) {
+			denied[e.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+				"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}
+		})
+	}
+	return denied
+}
+
+// trim denies entries from the namespace of q that weighs most, its last
+// in claim order first, until total is within ceiling.
+func trim(q *weights, total, ceiling int64, weigh func(Entry) int64, deny func(Entry, string)) {
+	for total > ceiling && q.Len() > 0 {
 		w := (*q)[0]
 		last := w.entries[len(w.entries)-1]
 		w.entries = w.entries[:len(w.entries)-1]
-		w.bytes -= last.Bytes
-		total -= last.Bytes
-		denied[last.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-			"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, w.ns)}
+		w.bytes -= weigh(last)
+		total -= weigh(last)
+		deny(last, w.ns)
 		if len(w.entries) == 0 {
 			heap.Pop(q)
 		} else {
 			heap.Fix(q, 0)
 		}
 	}
-	return denied
 }
 
 // claimOrder orders entries by their ToolSet's creation, then its

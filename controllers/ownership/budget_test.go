@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -102,4 +103,33 @@ func TestBudgetApply(t *testing.T) {
 			}
 		}
 	})
+}
+
+func TestBudgetApplyEncoded(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	weigh := func(es []Entry, encoded int64) []Entry {
+		for i := range es {
+			es[i].Encoded = encoded
+		}
+		return es
+	}
+	// The large namespace in JSON compresses well; the small one does not:
+	// the one that weighs most compressed pays.
+	es := append(weigh(entries("verbose", "a", t0, 10, 1000), 50), weigh(entries("noise", "b", t0.Add(time.Hour), 10, 300), 300)...)
+	// 500 + 3000 compressed; at most 2000.
+	d := Budget{MaxTableBytes: 1 << 20, MaxEncodedBytes: 2000, EncodedCeiling: "the test's parts"}.Apply(es)
+	want := []string{"noise_b_005", "noise_b_006", "noise_b_007", "noise_b_008", "noise_b_009"}
+	if got := deniedNames(d); !slices.Equal(got, want) {
+		t.Fatalf("denied %v, want %v", got, want)
+	}
+	if r := d["noise_b_009"].Reason; d["noise_b_009"].Policy != OverBudget || !strings.Contains(r, "the test's parts") || !strings.Contains(r, "noise") {
+		t.Fatalf("denial %+v names neither OverBudget, the ceiling nor the namespace", d["noise_b_009"])
+	}
+	// The JSON ceiling first, then the compressed one over what is left.
+	d = Budget{MaxTableBytes: 10_000, MaxEncodedBytes: 2000}.Apply(es)
+	// 13,000 of JSON: verbose pays 3 tools (3,000); then 350 + 3000 compressed: noise pays 5.
+	want = []string{"noise_b_005", "noise_b_006", "noise_b_007", "noise_b_008", "noise_b_009", "verbose_a_007", "verbose_a_008", "verbose_a_009"}
+	if got := deniedNames(d); !slices.Equal(got, want) {
+		t.Fatalf("denied %v, want %v", got, want)
+	}
 }

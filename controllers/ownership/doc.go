@@ -21,6 +21,11 @@
 //   - While the caller holds hand-overs ([Contest.Hold], after a restart until
 //     every ToolSet has spoken), a name without an owner stays unowned and its
 //     permitted claimants are [Pending].
+//   - A denied owner is not an owner. [Budget.Apply] decides which owned
+//     names the cluster's budgets deny (tools per namespace, the table's
+//     JSON bytes and its compressed bytes); the publisher resolves each such
+//     name again with the owner's claim [Claimant.Denied], so that it passes
+//     to the next permitted claimant, which the budget then weighs in turn.
 //
 // The outcome depends only on the inputs, never on the order claims arrive
 // in or are listed in.

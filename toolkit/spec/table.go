@@ -35,6 +35,11 @@ type TableTool struct {
 	// existed.
 	SchemaDigest string          `json:"schemaDigest,omitempty"`
 	ToolSet      ObjectReference `json:"toolSet"`
+	// ToolSetUID is the UID of the ToolSet that owns the entry, so that
+	// whoever reads the table back tells that ToolSet from one deleted and
+	// created again under its name, a new claimant. Empty in tables
+	// written before it existed; readers that do not know it ignore it.
+	ToolSetUID string `json:"toolSetUID,omitempty"`
 	// Protocol is how agents call the tool: "" for a toolkit workload,
 	// which serves both endpoints, or [ProtocolMCP] for any other MCP
 	// server, whose only endpoint is MCP: call it with tools/call under

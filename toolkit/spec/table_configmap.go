@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -139,6 +140,18 @@ const (
 	MaxTableBytes = 64 << 20
 	// MaxTableParts bounds the number of chunks of an indexed table.
 	MaxTableParts = 64
+	// MaxTableChunkBytes bounds the gzipped bytes of every chunk of an
+	// indexed table but the first, so that two fit in one part ConfigMap:
+	// a table holds at most (MaxTableParts-1)·MaxTableChunkBytes of gzipped
+	// JSON, about 11.6 MiB, however its JSON compresses.
+	MaxTableChunkBytes = tableChunkBytes
+	// MaxTableSegmentedBytes is the largest table's JSON the encoder lays
+	// out whatever its tools: every segment but the last holds at least
+	// 512 KiB, unless a tool of more than 512 KiB of JSON ends one early,
+	// and an index names at most MaxTableParts-1 segments. A publisher's
+	// ceiling on the table's JSON must not pass it; the gzipped bytes are
+	// bounded by MaxTableChunkBytes besides.
+	MaxTableSegmentedBytes = (MaxTableParts - 1) * tableSegmentMin
 
 	// tableFirstChunkBytes is the raw size of chunk 0: its base64 (480 KiB)
 	// leaves room for the index of MaxTableParts chunks next to it.
@@ -165,6 +178,13 @@ var (
 	// ErrTableTooLarge means the table passes [MaxTableBytes] or
 	// [MaxTableParts].
 	ErrTableTooLarge = errors.New("toolkit: tool table too large")
+	// ErrTablePartsFull means the chunks of a table fit the part ConfigMaps
+	// alone, but not next to the chunks of the stored index and those in
+	// their grace period: a publisher waits for the grace, or writes fewer
+	// changes at once. [TableEncoder.Encode] wraps it with
+	// [ErrTableTooLarge], so that errors.Is(err, ErrTableTooLarge) holds for
+	// both; a table too large whatever is stored does not wrap it.
+	ErrTablePartsFull = errors.New("toolkit: tool table parts full")
 	// ErrTableMalformed means the files hold no table, or an unreadable one.
 	ErrTableMalformed = errors.New("toolkit: malformed tool table")
 	// ErrDuplicateTool means two tools of a table share a name.
@@ -250,6 +270,19 @@ type TableStored struct {
 	// stay until their grace period has passed, and anything else a
 	// publisher keeps there.
 	Grace func(configMap string) int
+	// MaxParts, if between 2 and [MaxTableParts], bounds the ConfigMaps
+	// the table may take, the base included: a publisher whose readers
+	// mount fewer parts than MaxTableParts-1 sets it, and a table that needs
+	// more fails with [ErrTableTooLarge]. Zero means MaxTableParts.
+	MaxParts int
+}
+
+// maxParts returns the ConfigMaps the table may take.
+func (s TableStored) maxParts() int {
+	if s.MaxParts >= 2 && s.MaxParts < MaxTableParts {
+		return s.MaxParts
+	}
+	return MaxTableParts
 }
 
 // TableEncoder encodes successive revisions of a table. It remembers the
@@ -305,11 +338,10 @@ type TableEncoder struct {
 // part is deleted after the grace).
 //
 // It fails with [ErrDuplicateTool] if two tools share a name and with
-// [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts], or if the
-// chunks of the stored index and of t together overflow the part
-// ConfigMaps.
-// It fails with [ErrDuplicateTool] if two tools share a name and with
-// [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts].
+// [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts] (or
+// stored.MaxParts); and with [ErrTablePartsFull], wrapped in
+// ErrTableTooLarge, if the chunks of the stored index and of t together
+// overflow the part ConfigMaps although t's alone would fit.
 func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]TablePart, error) {
 	entries, err := MarshalTableEntries(t)
 	if err != nil {
@@ -381,13 +413,14 @@ func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, 
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	ends := j.segments(lim)
-	if len(ends) >= MaxTableParts {
-		return nil, fmt.Errorf("%w: %d segments of JSON, at most %d", ErrTableTooLarge, len(ends), MaxTableParts-1)
+	maxParts := stored.maxParts()
+	if len(ends) >= maxParts {
+		return nil, fmt.Errorf("%w: %d segments of JSON, at most %d", ErrTableTooLarge, len(ends), maxParts-1)
 	}
 	if e.zw == nil {
 		e.zw, _ = gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
 	}
-	seg := segmenter{j: j, lim: lim, cache: e.members, used: map[[sha256.Size]byte][]byte{}, zw: e.zw}
+	seg := segmenter{j: j, lim: lim, cache: e.members, used: map[[sha256.Size]byte][]byte{}, zw: e.zw, maxChunks: maxParts}
 	head, err := seg.member(j.head)
 	if err != nil {
 		return nil, err
@@ -397,6 +430,13 @@ func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, 
 	from := 0
 	for _, to := range ends {
 		if err := seg.pack(from, to, &chunks); err != nil {
+			// A table too large keeps what it compressed, next to the last
+			// encoding's: a publisher that denies some of its tools next
+			// compresses only the segments they leave.
+			if e.members == nil {
+				e.members = map[[sha256.Size]byte][]byte{}
+			}
+			maps.Copy(e.members, seg.used)
 			return nil, err
 		}
 		from = to
@@ -417,7 +457,7 @@ func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, 
 		sum := sha256.Sum256(c)
 		digests[i] = hex.EncodeToString(sum[:])
 	}
-	names, err := placeChunks(baseName, chunks, digests, stored, lim.fill)
+	names, err := placeChunks(baseName, chunks, digests, stored, lim.fill, maxParts)
 	if err != nil {
 		return nil, err
 	}
@@ -452,7 +492,7 @@ func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, 
 
 // placeChunks returns the ConfigMap of each chunk: see
 // [TableEncoder.Encode].
-func placeChunks(baseName string, chunks [][]byte, digests []string, stored TableStored, fill int) ([]string, error) {
+func placeChunks(baseName string, chunks [][]byte, digests []string, stored TableStored, fill, maxParts int) ([]string, error) {
 	names := make([]string, len(digests))
 	names[0] = baseName
 	if len(digests) == 1 {
@@ -489,7 +529,7 @@ func placeChunks(baseName string, chunks [][]byte, digests []string, stored Tabl
 	now := map[string]int{}
 	next := map[string]int{}
 	grace := map[string]int{}
-	for n := 1; n < MaxTableParts; n++ {
+	for n := 1; n < maxParts; n++ {
 		cm := TablePartName(baseName, n)
 		if stored.Grace != nil {
 			grace[cm] = stored.Grace(cm)
@@ -536,12 +576,12 @@ func placeChunks(baseName string, chunks [][]byte, digests []string, stored Tabl
 		}
 		// 2. The fullest part that the new index fills to at most fill,
 		// then the lowest empty one, so parts follow the compressed size.
-		for n := 1; best == "" && n < MaxTableParts; n++ {
+		for n := 1; best == "" && n < maxParts; n++ {
 			if cm := TablePartName(baseName, n); packs(cm) && (best == "" || next[cm] > next[best]) {
 				best = cm
 			}
 		}
-		for n := 1; best == "" && n < MaxTableParts; n++ {
+		for n := 1; best == "" && n < maxParts; n++ {
 			if cm := TablePartName(baseName, n); next[cm] == 0 && now[cm] == 0 {
 				best = cm
 			}
@@ -553,7 +593,7 @@ func placeChunks(baseName string, chunks [][]byte, digests []string, stored Tabl
 		if best == "" {
 			bestLoad := 0
 			for _, withGrace := range []bool{true, false} {
-				for n := 1; n < MaxTableParts; n++ {
+				for n := 1; n < maxParts; n++ {
 					cm := TablePartName(baseName, n)
 					load := now[cm]
 					if !withGrace {
@@ -569,7 +609,7 @@ func placeChunks(baseName string, chunks [][]byte, digests []string, stored Tabl
 			}
 		}
 		if best == "" {
-			return nil, fmt.Errorf("%w: the chunks of the stored index and of the new one do not fit in %d ConfigMaps together", ErrTableTooLarge, MaxTableParts-1)
+			return nil, fmt.Errorf("%w: %w: the chunks of the stored index and of the new one do not fit in %d ConfigMaps together", ErrTableTooLarge, ErrTablePartsFull, maxParts-1)
 		}
 		names[i] = best
 		now[best] += size
@@ -771,6 +811,8 @@ type segmenter struct {
 	cache map[[sha256.Size]byte][]byte
 	used  map[[sha256.Size]byte][]byte
 	zw    *gzip.Writer
+	// maxChunks bounds the chunks, the first included.
+	maxChunks int
 }
 
 // pack appends the chunks of tools [from, to) to chunks: one gzip member of
@@ -847,8 +889,8 @@ func (s *segmenter) add(chunks *[][]byte, z []byte) error {
 	if len(z) > s.lim.chunk {
 		return fmt.Errorf("%w: a chunk of %d bytes, at most %d", ErrTableTooLarge, len(z), s.lim.chunk)
 	}
-	if len(*chunks) >= MaxTableParts {
-		return fmt.Errorf("%w: more than %d parts of gzipped JSON", ErrTableTooLarge, MaxTableParts)
+	if len(*chunks) >= s.maxChunks {
+		return fmt.Errorf("%w: more than %d parts of gzipped JSON", ErrTableTooLarge, s.maxChunks)
 	}
 	*chunks = append(*chunks, z)
 	return nil
