@@ -1,0 +1,196 @@
+package search
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"testing"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+func tool(ns, set, name, desc, schema string) spec.TableTool {
+	if schema == "" {
+		schema = `{"type":"object"}`
+	}
+	return spec.TableTool{Name: name, SourceName: name, Description: desc, InputSchema: json.RawMessage(schema),
+		ToolSet: spec.ObjectReference{Namespace: ns, Name: set}}
+}
+
+func table(tools ...spec.TableTool) *spec.Table {
+	spec.SortTableTools(tools)
+	return &spec.Table{SchemaVersion: spec.SchemaVersion, Revision: spec.TableRevision(tools), Tools: tools}
+}
+
+func sampleTable() *spec.Table {
+	ro := tool("crm", "crm-tools", "crm_query_customer", "Look up a customer record by email address.",
+		`{"type":"object","properties":{"email":{"type":"string","description":"The customer's e-mail"}}}`)
+	ro.Annotations = &spec.Annotations{ReadOnlyHint: ptr(true)}
+	del := tool("crm", "crm-tools", "crm_deleteCustomer", "Remove a customer permanently.", "")
+	del.Annotations = &spec.Annotations{DestructiveHint: ptr(true)}
+	gh := tool("dev", "github", "github.create_issue", "Open a new issue in a repository.",
+		`{"type":"object","properties":{"repo":{"type":"string"},"title":{"type":"string"},"labels":{"type":"array","items":{"type":"string","enum":["bug","enhancement"]}}}}`)
+	gh.Meta = map[string]any{CategoryMeta: "Issue-Tracking"}
+	fs := tool("dev", "files", "read_text_file", "Read the complete contents of a file as text.",
+		`{"type":"object","properties":{"path":{"type":"string"}}}`)
+	fs.Annotations = &spec.Annotations{ReadOnlyHint: ptr(true)}
+	return table(ro, del, gh, fs, tool("ops", "k8s", "scale-deployment", "Change the number of replicas of a Deployment.", ""))
+}
+
+func names(t *spec.Table, hits []Hit) []string {
+	out := []string{}
+	for _, h := range hits {
+		out = append(out, t.Tools[h.Index].Name)
+	}
+	return out
+}
+
+func TestSearchRanksTheToolATaskNeeds(t *testing.T) {
+	tb := sampleTable()
+	x := New(tb, nil)
+	if x.Len() != 5 || x.Revision() != tb.Revision {
+		t.Fatalf("Len %d Revision %q", x.Len(), x.Revision())
+	}
+	for q, want := range map[string]string{
+		"find the customer with this email": "crm_query_customer",
+		"delete a customer":                 "crm_deleteCustomer",  // camelCase split, stemmed
+		"report a bug in my repositories":   "github.create_issue", // enum value, stem of repositories
+		"show me what is in this file":      "read_text_file",
+		"scale up replicas":                 "scale-deployment",
+		"issue tracking":                    "github.create_issue", // category
+	} {
+		hits := x.Search(context.Background(), q, Filter{})
+		if got := names(tb, hits); len(got) == 0 || got[0] != want {
+			t.Errorf("%q: got %v, want %s first", q, got, want)
+		}
+		for i := 1; i < len(hits); i++ {
+			if hits[i].Score > hits[i-1].Score {
+				t.Errorf("%q: hits not best first: %v", q, hits)
+			}
+		}
+	}
+}
+
+func TestSearchWithoutWordsHasNoHits(t *testing.T) {
+	x := New(sampleTable(), nil)
+	for _, q := range []string{"", "   ", "the of and", "___"} {
+		if hits := x.Search(context.Background(), q, Filter{}); len(hits) != 0 {
+			t.Errorf("%q: %v", q, hits)
+		}
+	}
+	if hits := New(nil, nil).Search(context.Background(), "customer", Filter{}); len(hits) != 0 {
+		t.Errorf("empty index: %v", hits)
+	}
+}
+
+func TestFilters(t *testing.T) {
+	tb := sampleTable()
+	x := New(tb, nil)
+	q := "customer file issue replicas"
+	for name, c := range map[string]struct {
+		f    Filter
+		want []string
+	}{
+		"namespace":       {Filter{Namespace: "crm"}, []string{"crm_deleteCustomer", "crm_query_customer"}},
+		"toolset":         {Filter{ToolSet: &spec.ObjectReference{Namespace: "dev", Name: "files"}}, []string{"read_text_file"}},
+		"read only":       {Filter{ReadOnly: ptr(true)}, []string{"crm_query_customer", "read_text_file"}},
+		"not destructive": {Filter{Destructive: ptr(false)}, []string{"crm_query_customer", "read_text_file"}},
+		"destructive":     {Filter{Destructive: ptr(true)}, []string{"crm_deleteCustomer", "github.create_issue", "scale-deployment"}},
+		"category":        {Filter{Category: "issue-tracking"}, []string{"github.create_issue"}},
+		"limit":           {Filter{Limit: 1, Namespace: "dev", ToolSet: &spec.ObjectReference{Namespace: "dev", Name: "github"}}, []string{"github.create_issue"}},
+	} {
+		got := names(tb, x.Search(context.Background(), q, c.f))
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: got %v, want %v", name, got, c.want)
+		}
+	}
+}
+
+func TestAllowIsAskedBestFirstUntilTheLimit(t *testing.T) {
+	tb := sampleTable()
+	x := New(tb, nil)
+	q := "customer file issue replicas"
+	all := x.Search(context.Background(), q, Filter{})
+	if len(all) != 5 {
+		t.Fatalf("want every tool to match, got %v", names(tb, all))
+	}
+	var asked []int
+	hits := x.Search(context.Background(), q, Filter{Limit: 2, Allow: func(i int) bool {
+		asked = append(asked, i)
+		return i != all[0].Index // deny the best
+	}})
+	if want := []int{all[0].Index, all[1].Index, all[2].Index}; !slices.Equal(asked, want) {
+		t.Errorf("asked %v, want %v", asked, want)
+	}
+	if len(hits) != 2 || hits[0].Index != all[1].Index || hits[1].Index != all[2].Index {
+		t.Errorf("hits %v, want the 2nd and 3rd of %v", hits, all)
+	}
+	// Filtered-out tools are never asked about.
+	asked = nil
+	x.Search(context.Background(), q, Filter{Namespace: "ops", Allow: func(i int) bool { asked = append(asked, i); return true }})
+	if len(asked) != 1 || tb.Tools[asked[0]].ToolSet.Namespace != "ops" {
+		t.Errorf("asked %v", asked)
+	}
+}
+
+func TestLimitIsCapped(t *testing.T) {
+	var tools []spec.TableTool
+	for i := range 80 {
+		tools = append(tools, tool("ns", "s", "tool_"+string(rune('a'+i/26))+string(rune('a'+i%26)), "Send a message.", ""))
+	}
+	x := New(table(tools...), nil)
+	if n := len(x.Search(context.Background(), "send message", Filter{Limit: 1000})); n != MaxLimit {
+		t.Errorf("limit 1000: %d hits", n)
+	}
+	if n := len(x.Search(context.Background(), "send message", Filter{})); n != DefaultLimit {
+		t.Errorf("default limit: %d hits", n)
+	}
+}
+
+func TestUpdateFollowsTheTable(t *testing.T) {
+	tb := sampleTable()
+	x := New(tb, nil)
+	tools := slices.Clone(tb.Tools)
+	tools = slices.DeleteFunc(tools, func(t spec.TableTool) bool { return t.Name == "read_text_file" })
+	tools = append(tools, tool("dev", "files", "write_file", "Create or overwrite a file with new content.", ""))
+	tb2 := table(tools...)
+	y := x.Update(tb2)
+	if y.Revision() != tb2.Revision || y.Len() != 5 {
+		t.Fatalf("Revision %q Len %d", y.Revision(), y.Len())
+	}
+	for _, h := range y.Search(context.Background(), "read file contents", Filter{}) {
+		if tb2.Tools[h.Index].Name == "read_text_file" {
+			t.Errorf("removed tool returned")
+		}
+	}
+	if got := names(tb2, y.Search(context.Background(), "overwrite a file", Filter{})); len(got) == 0 || got[0] != "write_file" {
+		t.Errorf("new tool not found first: %v", got)
+	}
+	// The old index is unchanged.
+	if got := names(tb, x.Search(context.Background(), "read file contents", Filter{})); len(got) == 0 || got[0] != "read_text_file" {
+		t.Errorf("old index changed: %v", got)
+	}
+	if x.Update(tb) != x {
+		t.Errorf("an update to the same revision is not a no-op")
+	}
+}
+
+func TestWords(t *testing.T) {
+	for in, want := range map[string][]string{
+		"github.create_issue":   {"github", "create", "issue"},
+		"getHTTPResponseCode":   {"get", "HTTP", "Response", "Code"},
+		"s3-list-buckets":       {"s3", "list", "buckets"},
+		"browser_navigate_back": {"browser", "navigate", "back"},
+		"ABC":                   {"ABC"},
+		"naïveÜber":             {"naïve", "Über"},
+	} {
+		var got []string
+		words(in, func(w string) { got = append(got, w) })
+		if !slices.Equal(got, want) {
+			t.Errorf("%q: %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package search
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxQueryBytes bounds the query text that Search reads; the rest is
+// ignored. A task is a sentence or two, not a document.
+const MaxQueryBytes = 1024
+
+// maxQueryTerms bounds the distinct terms of one query.
+const maxQueryTerms = 32
+
+// scratch is one search's working memory, pooled per index: a score per
+// document and the documents touched.
+type scratch struct {
+	score   []float32
+	touched []uint32
+	cands   candHeap
+}
+
+// Search returns the tools that best match q and pass f, best first. A
+// query without a word to search by (empty, or only stop words) has no
+// hits. ctx bounds the optional semantic stage only; lexical ranking is
+// in memory and does not wait.
+func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
+	limit := f.Limit
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
+	limit = min(limit, MaxLimit)
+	terms := queryTerms(q)
+	if len(terms) == 0 || len(x.table.Tools) == 0 {
+		return nil
+	}
+
+	s := x.getScratch()
+	defer x.pool.Put(s)
+	x.score(terms, s)
+
+	s.cands = s.cands[:0]
+	for _, d := range s.touched {
+		if x.keep(int(d), &f) {
+			s.cands = append(s.cands, cand{doc: d, score: s.score[d]})
+		}
+		s.score[d] = 0
+	}
+	s.touched = s.touched[:0]
+
+	heap.Init(&s.cands)
+	hits := make([]Hit, 0, min(limit, len(s.cands)))
+	for len(hits) < limit && len(s.cands) > 0 {
+		c := heap.Pop(&s.cands).(cand)
+		if f.Allow != nil && !f.Allow(int(c.doc)) {
+			continue
+		}
+		hits = append(hits, Hit{Index: int(c.doc), Score: float64(c.score)})
+	}
+	return hits
+}
+
+// score adds each term's BM25F share to the score of every document that
+// holds it.
+func (x *Index) score(terms []string, s *scratch) {
+	n := len(x.table.Tools)
+	for _, t := range terms {
+		id, ok := x.dict[t]
+		if !ok {
+			continue
+		}
+		post := x.post[id]
+		w := idf(n, len(post))
+		for _, p := range post {
+			if s.score[p.doc] == 0 {
+				s.touched = append(s.touched, p.doc)
+			}
+			s.score[p.doc] += w * p.w
+		}
+	}
+}
+
+// keep reports whether document d passes f's own filters (not Allow).
+func (x *Index) keep(d int, f *Filter) bool {
+	t := &x.table.Tools[d]
+	if f.Namespace != "" && t.ToolSet.Namespace != f.Namespace {
+		return false
+	}
+	if f.ToolSet != nil && t.ToolSet != *f.ToolSet {
+		return false
+	}
+	info := x.docs[d]
+	if f.ReadOnly != nil && *f.ReadOnly != (info.flags&flagReadOnly != 0) {
+		return false
+	}
+	if f.Destructive != nil && *f.Destructive != (info.flags&flagDestructive != 0) {
+		return false
+	}
+	if f.Category != "" && !strings.EqualFold(f.Category, info.category) {
+		return false
+	}
+	return true
+}
+
+func (x *Index) getScratch() *scratch {
+	if s, ok := x.pool.Get().(*scratch); ok {
+		return s
+	}
+	return &scratch{score: make([]float32, len(x.table.Tools))}
+}
+
+// queryTerms analyzes q into its distinct terms, in order.
+func queryTerms(q string) []string {
+	if len(q) > MaxQueryBytes {
+		q = q[:MaxQueryBytes]
+		for !utf8.ValidString(q) {
+			q = q[:len(q)-1]
+		}
+	}
+	var terms []string
+	a := analyzer{stems: map[string]string{}}
+	a.terms(q, func(t string) {
+		if len(terms) >= maxQueryTerms {
+			return
+		}
+		for _, u := range terms {
+			if u == t {
+				return
+			}
+		}
+		terms = append(terms, t)
+	})
+	return terms
+}
+
+// cand is a document that may be a hit.
+type cand struct {
+	doc   uint32
+	score float32
+}
+
+// candHeap is a max-heap of candidates: higher score first, then lower
+// table index, so that equal scores come in the table's (name) order.
+type candHeap []cand
+
+func (h candHeap) Len() int { return len(h) }
+func (h candHeap) Less(i, j int) bool {
+	if h[i].score != h[j].score {
+		return h[i].score > h[j].score
+	}
+	return cmp.Less(h[i].doc, h[j].doc)
+}
+func (h candHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *candHeap) Push(v any)   { *h = append(*h, v.(cand)) }
+func (h *candHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}

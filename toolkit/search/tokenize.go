@@ -1,0 +1,129 @@
+package search
+
+import (
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/kljensen/snowball/english"
+)
+
+// maxTokenBytes bounds one token: longer runs (base64, hashes) are cut, so
+// that a hostile description cannot make the dictionary hold megabyte keys.
+const maxTokenBytes = 48
+
+// words calls fn for each word of s: a run of letters and digits, further
+// split at camelCase boundaries ("getHTTPResponse" → get, HTTP, Response)
+// and cut at maxTokenBytes. Separators are everything else, so names split
+// on _ . - and spaces alike. Words keep their case; fn lowercases.
+func words(s string, fn func(w string)) {
+	start := -1
+	var prev rune
+	emit := func(end int) {
+		if start >= 0 && end > start {
+			w := s[start:end]
+			if len(w) > maxTokenBytes {
+				w = w[:maxTokenBytes]
+				for !utf8.ValidString(w) {
+					w = w[:len(w)-1]
+				}
+			}
+			fn(w)
+		}
+		start = -1
+	}
+	for i, r := range s {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+			emit(i)
+			prev = r
+			continue
+		}
+		if start < 0 {
+			start = i
+			prev = r
+			continue
+		}
+		switch {
+		case unicode.IsLower(prev) && unicode.IsUpper(r):
+			// fooBar → foo | Bar
+			emit(i)
+			start = i
+		case unicode.IsUpper(prev) && unicode.IsUpper(r):
+			// HTTPServer → HTTP | Server: split before the last capital
+			// of a run when a lowercase letter follows it.
+			if next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):]); unicode.IsLower(next) && i+utf8.RuneLen(r) < len(s) {
+				emit(i)
+				start = i
+			}
+		}
+		prev = r
+	}
+	emit(len(s))
+}
+
+// stopWords are English function words that carry no meaning for finding a
+// tool. It is the Snowball English list without the words that do in tool
+// descriptions: "not", "only", "up", "down", "off", "all", "before",
+// "after", "over", "under", "same", "more", "most", "few", "out", "own".
+var stopWords = func() map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(`a about above again against am an and any are as at be because been being
+		below between both but by can did do does doing don during each for from further had has have having
+		he her here hers herself him himself his how i if in into is it its itself just me my myself no nor now
+		of on once or other our ours ourselves s she should so some such t than that the their theirs them
+		themselves then there these they this those through to too until very was we were what when where which
+		while who whom why will with you your yours yourself yourselves would could also may might must shall
+		e g eg ie etc please want need like`) {
+		m[w] = true
+	}
+	return m
+}()
+
+// stem returns the Snowball (Porter2) English stem of a lowercase word.
+// Words with digits are kept whole ("s3", "ec2", "v2").
+func stem(w string) string {
+	for i := 0; i < len(w); i++ {
+		if w[i] >= '0' && w[i] <= '9' {
+			return w
+		}
+	}
+	return english.Stem(w, true)
+}
+
+// analyzer turns text into index terms: words, lowercased, without stop
+// words, stemmed. It memoizes stems, so it is not safe for concurrent use;
+// each build has its own.
+type analyzer struct {
+	stems map[string]string
+}
+
+func newAnalyzer() *analyzer { return &analyzer{stems: make(map[string]string, 1024)} }
+
+// terms calls fn for each term of s.
+func (a *analyzer) terms(s string, fn func(term string)) {
+	words(s, func(w string) {
+		lw := lower(w)
+		if stopWords[lw] {
+			return
+		}
+		st, ok := a.stems[lw]
+		if !ok {
+			st = stem(lw)
+			if len(a.stems) < 1<<20 {
+				a.stems[strings.Clone(lw)] = st
+			}
+		}
+		fn(st)
+	})
+}
+
+// lower is strings.ToLower without an allocation for lowercase ASCII.
+func lower(w string) string {
+	for i := 0; i < len(w); i++ {
+		c := w[i]
+		if c >= utf8.RuneSelf || ('A' <= c && c <= 'Z') {
+			return strings.ToLower(w)
+		}
+	}
+	return w
+}
