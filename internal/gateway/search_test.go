@@ -15,6 +15,7 @@ import (
 
 	"github.com/toolplane/toolplane/internal/gateway"
 	"github.com/toolplane/toolplane/toolkit"
+	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -482,4 +483,27 @@ func TestSearchNeverShowsAToolTheCallerMayNotCall(t *testing.T) {
 
 func bearerClient(token string) *http.Client {
 	return &http.Client{Transport: headerTransport{"Authorization": "Bearer " + token}}
+}
+
+// TestDiscoverySearchesThroughTheGateway: toolkit/discovery's remote
+// search reads /v1/search as the gateway writes it, with the caller's
+// token and grants.
+func TestDiscoverySearchesThroughTheGateway(t *testing.T) {
+	f := newSearchFixture(t, gateway.Options{Auth: grants{of: map[string][]string{"crm": {"crm/"}}}})
+	c := &discovery.Client{TableHTTPClient: bearerClient("crm")}
+	res, err := c.SearchURL(bounded(t), f.url+"/v1/search", "refund a customer's order", &discovery.SearchOptions{Limit: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res) == 0 || res[0].Name != "crm_refund_order" || res[0].Score <= 0 || len(res[0].InputSchema) == 0 {
+		t.Fatalf("results %+v", res)
+	}
+	for _, r := range res {
+		if r.ToolSet.Namespace != "crm" {
+			t.Errorf("crm found %s of %s", r.Name, r.ToolSet)
+		}
+	}
+	if _, err := (&discovery.Client{}).SearchURL(bounded(t), f.url+"/v1/search", "refund", nil); err == nil {
+		t.Error("a search without a token was answered")
+	}
 }
