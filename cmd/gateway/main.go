@@ -47,7 +47,7 @@ func main() {
 		o                            gateway.Options
 		metricsSecure                bool
 	)
-	flag.StringVar(&addr, "addr", ":8080", "The address that serves MCP (/mcp and its views) and GET /v1/tools.")
+	flag.StringVar(&addr, "addr", ":8080", "The address that serves MCP (/mcp, its views and /mcp/search), GET /v1/tools, GET /v1/search and the catalog (/catalog).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address that serves /healthz and /readyz (ready once a good tool table is held).")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8082", `The address that serves Prometheus metrics at /metrics; "0" disables it.`)
 	flag.BoolVar(&metricsSecure, "metrics-secure", true,

@@ -78,7 +78,7 @@ func searchAgent(ctx context.Context, gw *harness.Gateway, r *report) error {
 		return fmt.Errorf("call_tool %s: the tool answered with an error: %s", best, textOf(res))
 	}
 	r.detail("→ %s", clip(textOf(res)))
-	r.detail("what it read to find the tool: %d bytes, where tools/list is every tool's definition", len(b))
+	r.detail("search_tools' structured result: %d tools with their full schemas, %d bytes", len(found.Tools), len(b))
 	return nil
 }
 
