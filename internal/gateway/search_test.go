@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -505,5 +506,46 @@ func TestDiscoverySearchesThroughTheGateway(t *testing.T) {
 	}
 	if _, err := (&discovery.Client{}).SearchURL(bounded(t), f.url+"/v1/search", "refund", nil); err == nil {
 		t.Error("a search without a token was answered")
+	}
+}
+
+// countingAuth grants nothing and counts the questions it is asked.
+type countingAuth struct{ asked atomic.Int64 }
+
+func (a *countingAuth) Authenticate(context.Context, string) (*gateway.Caller, error) {
+	return &gateway.Caller{User: "nobody"}, nil
+}
+
+func (a *countingAuth) Allowed(context.Context, *gateway.Caller, string, string) (bool, error) {
+	a.asked.Add(1)
+	return false, nil
+}
+
+// TestOneSearchAsksABoundedNumberOfQuestions: a caller granted nothing
+// whose query matches every one of 5,000 tools cannot make one search
+// authorize the whole table.
+func TestOneSearchAsksABoundedNumberOfQuestions(t *testing.T) {
+	tools := make([]spec.TableTool, 5000)
+	for i := range tools {
+		n := fmt.Sprintf("lookup_record_%04d", i)
+		tools[i] = spec.TableTool{
+			Name: n, SourceName: n, Description: "Looks up one record",
+			InputSchema: json.RawMessage(`{"type":"object"}`),
+			ToolSet:     spec.ObjectReference{Namespace: fmt.Sprintf("team-%d", i%7), Name: "bulk"},
+			Endpoints:   &spec.Endpoints{Invoke: fmt.Sprintf("http://bulk.team-%d.svc:8080/tools/%s", i%7, n)},
+		}
+	}
+	auth := &countingAuth{}
+	g, u := newGateway(t, nil, gateway.Options{Auth: auth})
+	if err := g.SetTable(table(tools)); err != nil {
+		t.Fatal(err)
+	}
+	if n := search(t, u, "q=lookup+record&limit=50", "x").names(t); len(n) != 0 {
+		t.Fatalf("found %v", n)
+	}
+	// Three questions a candidate at most (every namespace, the tool's
+	// namespace, the tool), for at most 200 candidates.
+	if asked := auth.asked.Load(); asked > 3*200 || asked == 0 {
+		t.Errorf("one search asked %d authorization questions", asked)
 	}
 }
