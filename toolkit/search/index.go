@@ -98,6 +98,9 @@ var (
 const bm25K1 = 1.2
 
 // idf is BM25's inverse document frequency of a term in df of n documents.
+// An index's df counts dead postings too, so it is capped at n, which keeps
+// idf positive.
 func idf(n, df int) float32 {
+	df = min(df, n)
 	return float32(math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5)))
 }

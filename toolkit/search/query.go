@@ -33,6 +33,7 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 		limit = DefaultLimit
 	}
 	limit = min(limit, MaxLimit)
+	q = clipQuery(q)
 	terms := queryTerms(q)
 	if len(terms) == 0 || len(x.table.Tools) == 0 {
 		return nil
@@ -44,41 +45,58 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 
 	s.cands = s.cands[:0]
 	for _, d := range s.touched {
-		if x.keep(int(d), &f) {
-			s.cands = append(s.cands, cand{doc: d, score: s.score[d]})
+		if i := x.tableOf[d]; i >= 0 && x.keep(int(i), &f) {
+			s.cands = append(s.cands, cand{idx: uint32(i), score: s.score[d]})
 		}
 		s.score[d] = 0
 	}
 	s.touched = s.touched[:0]
 
 	heap.Init(&s.cands)
+	if x.sem != nil {
+		if vs := x.vecs.Load(); vs != nil {
+			if qv := x.sem.queryVector(ctx, q, vs.dim); qv != nil {
+				return x.fused(qv, vs, &f, &s.cands, limit)
+			}
+		}
+	}
 	hits := make([]Hit, 0, min(limit, len(s.cands)))
 	for len(hits) < limit && len(s.cands) > 0 {
 		c := heap.Pop(&s.cands).(cand)
-		if f.Allow != nil && !f.Allow(int(c.doc)) {
+		if f.Allow != nil && !f.Allow(int(c.idx)) {
 			continue
 		}
-		hits = append(hits, Hit{Index: int(c.doc), Score: float64(c.score)})
+		hits = append(hits, Hit{Index: int(c.idx), Score: float64(c.score)})
 	}
 	return hits
 }
 
 // score adds each term's BM25F share to the score of every document that
-// holds it.
+// holds it, in the base segment and the delta.
 func (x *Index) score(terms []string, s *scratch) {
 	n := len(x.table.Tools)
 	for _, t := range terms {
-		id, ok := x.dict[t]
-		if !ok {
+		var lists [2][]posting
+		if id, ok := x.base.dict[t]; ok {
+			lists[0] = x.base.post[id]
+		}
+		if x.delta != nil {
+			if id, ok := x.delta.dict[t]; ok {
+				lists[1] = x.delta.post[id]
+			}
+		}
+		df := len(lists[0]) + len(lists[1])
+		if df == 0 {
 			continue
 		}
-		post := x.post[id]
-		w := idf(n, len(post))
-		for _, p := range post {
-			if s.score[p.doc] == 0 {
-				s.touched = append(s.touched, p.doc)
+		w := idf(n, df)
+		for _, post := range lists {
+			for _, p := range post {
+				if s.score[p.doc] == 0 {
+					s.touched = append(s.touched, p.doc)
+				}
+				s.score[p.doc] += w * p.w
 			}
-			s.score[p.doc] += w * p.w
 		}
 	}
 }
@@ -109,17 +127,22 @@ func (x *Index) getScratch() *scratch {
 	if s, ok := x.pool.Get().(*scratch); ok {
 		return s
 	}
-	return &scratch{score: make([]float32, len(x.table.Tools))}
+	return &scratch{score: make([]float32, len(x.tableOf))}
 }
 
-// queryTerms analyzes q into its distinct terms, in order.
-func queryTerms(q string) []string {
+// clipQuery cuts q to MaxQueryBytes, at a character boundary.
+func clipQuery(q string) string {
 	if len(q) > MaxQueryBytes {
 		q = q[:MaxQueryBytes]
 		for !utf8.ValidString(q) {
 			q = q[:len(q)-1]
 		}
 	}
+	return q
+}
+
+// queryTerms analyzes q into its distinct terms, in order.
+func queryTerms(q string) []string {
 	var terms []string
 	a := analyzer{stems: map[string]string{}}
 	a.terms(q, func(t string) {
@@ -136,9 +159,9 @@ func queryTerms(q string) []string {
 	return terms
 }
 
-// cand is a document that may be a hit.
+// cand is a tool that may be a hit, by table index.
 type cand struct {
-	doc   uint32
+	idx   uint32
 	score float32
 }
 
@@ -151,7 +174,7 @@ func (h candHeap) Less(i, j int) bool {
 	if h[i].score != h[j].score {
 		return h[i].score > h[j].score
 	}
-	return cmp.Less(h[i].doc, h[j].doc)
+	return cmp.Less(h[i].idx, h[j].idx)
 }
 func (h candHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *candHeap) Push(v any)   { *h = append(*h, v.(cand)) }
