@@ -41,7 +41,7 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 
 	s := x.getScratch()
 	defer x.pool.Put(s)
-	x.score(terms, s)
+	x.score(expand(terms), s)
 
 	s.cands = s.cands[:0]
 	for _, d := range s.touched {
@@ -73,9 +73,10 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 
 // score adds each term's BM25F share to the score of every document that
 // holds it, in the base segment and the delta.
-func (x *Index) score(terms []string, s *scratch) {
+func (x *Index) score(terms []qterm, s *scratch) {
 	n := len(x.table.Tools)
-	for _, t := range terms {
+	for _, qt := range terms {
+		t := qt.term
 		var lists [2][]posting
 		if id, ok := x.base.dict[t]; ok {
 			lists[0] = x.base.post[id]
@@ -89,7 +90,7 @@ func (x *Index) score(terms []string, s *scratch) {
 		if df == 0 {
 			continue
 		}
-		w := idf(n, df)
+		w := qt.w * idf(n, df)
 		for _, post := range lists {
 			for _, p := range post {
 				if s.score[p.doc] == 0 {
