@@ -40,6 +40,7 @@ type Index struct {
 type segment struct {
 	dict map[string]uint32 // term → id
 	post [][]posting       // by term id, by document ascending
+	maxW []float32         // by term id: the largest w of its postings
 	docs int               // documents 0 … docs-1 of the index hold its postings
 	// avgLen is each field's mean length in terms over the base segment,
 	// which the updates that follow it reuse so that their weights are
@@ -301,6 +302,12 @@ func buildSegment(tools []spec.TableTool, base, prev *segment) *segment {
 	for i := range n {
 		for _, dt := range all[starts[i]:starts[i+1]] {
 			s.post[dt.term] = append(s.post[dt.term], posting{doc: uint32(first + i), w: s.weight(dt.tf, lens[i])})
+		}
+	}
+	s.maxW = make([]float32, len(s.post))
+	for id, post := range s.post {
+		for _, p := range post {
+			s.maxW[id] = max(s.maxW[id], p.w)
 		}
 	}
 	return s

@@ -21,6 +21,11 @@ type scratch struct {
 	score   []float32
 	touched []uint32
 	cands   candHeap
+	// for topK
+	curs   []cursor
+	prefix []float32
+	top    []cand
+	asked  map[uint32]bool
 }
 
 // Search returns the tools that best match q and pass f, best first. A
@@ -28,11 +33,7 @@ type scratch struct {
 // hits. ctx bounds the optional semantic stage only; lexical ranking is
 // in memory and does not wait.
 func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	limit = min(limit, MaxLimit)
+	limit := f.limit()
 	q = clipQuery(q)
 	terms := queryTerms(q)
 	if len(terms) == 0 || len(x.table.Tools) == 0 {
@@ -41,34 +42,81 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 
 	s := x.getScratch()
 	defer x.pool.Put(s)
-	x.score(expand(terms), s)
+	qterms := expand(terms)
+	if x.sem != nil {
+		if vs := x.vecs.Load(); vs != nil {
+			if qv := x.sem.queryVector(ctx, q, vs.dim); qv != nil {
+				x.candidates(qterms, &f, s)
+				return x.fused(qv, vs, &f, &s.cands, limit)
+			}
+		}
+	}
 
+	// The best limit by MaxScore; when Allow refuses some, the best 4×
+	// as many, and so on, asking Allow only about those it was not asked
+	// about yet.
+	hits := make([]Hit, 0, limit)
+	if s.asked == nil {
+		s.asked = map[uint32]bool{}
+	}
+	defer clear(s.asked)
+	for k := limit; ; k *= 4 {
+		if k > maxTopK {
+			return x.exhaustive(qterms, &f, s, limit, hits)
+		}
+		top, exhausted := x.topK(qterms, &f, k, s)
+		for _, c := range top {
+			if len(hits) == limit {
+				return hits
+			}
+			if s.asked[c.idx] {
+				continue
+			}
+			s.asked[c.idx] = true
+			if f.Allow == nil || f.Allow(int(c.idx)) {
+				hits = append(hits, Hit{Index: int(c.idx), Score: float64(c.score)})
+			}
+		}
+		if len(hits) == limit || exhausted {
+			return hits
+		}
+	}
+}
+
+// maxTopK is the largest k that topK is asked for before the search turns
+// exhaustive: past it, Allow refuses so much that scoring everything once
+// is cheaper than pruning again.
+const maxTopK = 1024
+
+// exhaustive scores every document the query matches and adds hits to
+// hits, best first, asking Allow about those it was not asked about yet.
+func (x *Index) exhaustive(terms []qterm, f *Filter, s *scratch, limit int, hits []Hit) []Hit {
+	x.candidates(terms, f, s)
+	for len(hits) < limit && len(s.cands) > 0 {
+		c := heap.Pop(&s.cands).(cand)
+		if s.asked[c.idx] {
+			continue
+		}
+		if f.Allow == nil || f.Allow(int(c.idx)) {
+			hits = append(hits, Hit{Index: int(c.idx), Score: float64(c.score)})
+		}
+	}
+	return hits
+}
+
+// candidates scores every document the query matches, term at a time,
+// into s.cands as a heap, those f's own filters keep.
+func (x *Index) candidates(terms []qterm, f *Filter, s *scratch) {
+	x.score(terms, s)
 	s.cands = s.cands[:0]
 	for _, d := range s.touched {
-		if i := x.tableOf[d]; i >= 0 && x.keep(int(i), &f) {
+		if i := x.tableOf[d]; i >= 0 && x.keep(int(i), f) {
 			s.cands = append(s.cands, cand{idx: uint32(i), score: s.score[d]})
 		}
 		s.score[d] = 0
 	}
 	s.touched = s.touched[:0]
-
 	heap.Init(&s.cands)
-	if x.sem != nil {
-		if vs := x.vecs.Load(); vs != nil {
-			if qv := x.sem.queryVector(ctx, q, vs.dim); qv != nil {
-				return x.fused(qv, vs, &f, &s.cands, limit)
-			}
-		}
-	}
-	hits := make([]Hit, 0, min(limit, len(s.cands)))
-	for len(hits) < limit && len(s.cands) > 0 {
-		c := heap.Pop(&s.cands).(cand)
-		if f.Allow != nil && !f.Allow(int(c.idx)) {
-			continue
-		}
-		hits = append(hits, Hit{Index: int(c.idx), Score: float64(c.score)})
-	}
-	return hits
 }
 
 // score adds each term's BM25F share to the score of every document that
@@ -184,4 +232,12 @@ func (h *candHeap) Pop() any {
 	c := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return c
+}
+
+// limit is the number of hits f asks for.
+func (f *Filter) limit() int {
+	if f.Limit <= 0 {
+		return DefaultLimit
+	}
+	return min(f.Limit, MaxLimit)
 }

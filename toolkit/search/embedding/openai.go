@@ -150,7 +150,7 @@ func (o *OpenAI) embedBatch(ctx context.Context, texts []string) ([][]float32, e
 	}
 	var r response
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadResponse, err)
+		return nil, fmt.Errorf("%w: %w", ErrBadResponse, err)
 	}
 	if len(r.Data) != len(texts) {
 		return nil, fmt.Errorf("%w: %d vectors for %d texts", ErrBadResponse, len(r.Data), len(texts))

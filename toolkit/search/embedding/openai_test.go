@@ -34,7 +34,7 @@ const dims = 64
 // word) hashed into one of dims dimensions.
 func embed(text string) []float32 {
 	v := make([]float32, dims)
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !('a' <= r && r <= 'z') }) {
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return r < 'a' || r > 'z' }) {
 		if c, ok := concepts[w]; ok {
 			w = c
 		}
@@ -102,7 +102,7 @@ func newServer(t *testing.T) *server {
 		s.inputs = append(s.inputs, req.Input...)
 		s.mu.Unlock()
 		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(resp)
+		_ = json.NewEncoder(w).Encode(resp)
 	}))
 	t.Cleanup(s.Close)
 	return s
@@ -155,7 +155,7 @@ func TestOpenAIRefusesBadReplies(t *testing.T) {
 		"bad index":     `{"data":[{"index":7,"embedding":[1,0]}]}`,
 		"no dimensions": `{"data":[{"index":0,"embedding":[]}]}`,
 	} {
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.Write([]byte(body)) }))
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { _, _ = w.Write([]byte(body)) }))
 		_, err := (&embedding.OpenAI{URL: srv.URL}).Embed(t.Context(), []string{"x"})
 		srv.Close()
 		if !errors.Is(err, embedding.ErrBadResponse) {
@@ -163,7 +163,7 @@ func TestOpenAIRefusesBadReplies(t *testing.T) {
 		}
 	}
 	big := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Write([]byte(`{"data":[{"index":0,"embedding":[` + strings.Repeat("1,", 1000) + `1]}]}`))
+		_, _ = w.Write([]byte(`{"data":[{"index":0,"embedding":[` + strings.Repeat("1,", 1000) + `1]}]}`))
 	}))
 	defer big.Close()
 	if _, err := (&embedding.OpenAI{URL: big.URL, MaxResponseBytes: 100}).Embed(t.Context(), []string{"x"}); !errors.Is(err, embedding.ErrBadResponse) {
