@@ -79,6 +79,10 @@ run: manifests generate ## Run the manager against the cluster in the current ku
 bench-scale: build envtest ## Measure BENCH_SIZE ToolSets of 10 tools (default 1000; 5000 is the larger size) against the API server's own limit: convergence, steady state, churn; prints the figure line last (BENCH_SCALE_FLAGS=-h for knobs).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./hack/bench/scale --manager $(LOCALBIN)/manager --toolsets $(BENCH_SIZE) $(BENCH_SCALE_FLAGS)
 
+.PHONY: bench-search
+bench-search: ## Rank the tasks of hack/search/corpus (978 real tools of 38 MCP servers) with toolkit/search and plain BM25 side by side; prints one figure line (recall, MRR, latency, index size, bytes read).
+	go run ./hack/search $(BENCH_SEARCH_FLAGS)
+
 ##@ Development
 
 .PHONY: manifests

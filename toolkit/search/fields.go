@@ -2,6 +2,7 @@ package search
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -32,17 +33,56 @@ const (
 )
 
 // schemaNode is what the index reads of a JSON Schema: property names and
-// the words describing them. Items and the combinators are kept raw and
-// decoded only when walked, since they may be arrays or booleans.
+// the words describing them. Properties decode in the same pass as their
+// parent; items and the combinators are kept raw and decoded only when
+// walked, since they may be arrays or booleans.
 type schemaNode struct {
+	Title       string                 `json:"title"`
+	Description string                 `json:"description"`
+	Enum        []json.RawMessage      `json:"enum"`
+	Properties  map[string]*schemaNode `json:"properties"`
+	Items       json.RawMessage        `json:"items"`
+	AnyOf       []json.RawMessage      `json:"anyOf"`
+	OneOf       []json.RawMessage      `json:"oneOf"`
+	AllOf       []json.RawMessage      `json:"allOf"`
+}
+
+// rawNode is a schema node whose properties stay raw: the slower walk, for
+// a schema that does not decode as schemaNode (a property that is a
+// boolean schema, a title that is not a string).
+type rawNode struct {
 	Title       string                     `json:"title"`
 	Description string                     `json:"description"`
-	Enum        []any                      `json:"enum"`
+	Enum        []json.RawMessage          `json:"enum"`
 	Properties  map[string]json.RawMessage `json:"properties"`
 	Items       json.RawMessage            `json:"items"`
 	AnyOf       []json.RawMessage          `json:"anyOf"`
 	OneOf       []json.RawMessage          `json:"oneOf"`
 	AllOf       []json.RawMessage          `json:"allOf"`
+}
+
+// decodeNode decodes raw as a schema node in one pass if it can, and
+// property by property if not.
+func decodeNode(raw json.RawMessage) *schemaNode {
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	var n schemaNode
+	if json.Unmarshal(raw, &n) == nil {
+		return &n
+	}
+	var r rawNode
+	if json.Unmarshal(raw, &r) != nil {
+		return nil
+	}
+	n = schemaNode{Title: r.Title, Description: r.Description, Enum: r.Enum, Items: r.Items, AnyOf: r.AnyOf, OneOf: r.OneOf, AllOf: r.AllOf}
+	if len(r.Properties) > 0 {
+		n.Properties = make(map[string]*schemaNode, len(r.Properties))
+		for k, v := range r.Properties {
+			n.Properties[k] = decodeNode(v)
+		}
+	}
+	return &n
 }
 
 // toolText is the text of each field of one tool.
@@ -61,40 +101,49 @@ func textOf(t *spec.TableTool) toolText {
 
 	var names, descs strings.Builder
 	props := 0
-	var walk func(raw json.RawMessage, depth int)
-	walk = func(raw json.RawMessage, depth int) {
-		if depth > maxSchemaDepth || len(raw) == 0 || raw[0] != '{' {
-			return
+	var walkNode func(n *schemaNode, depth int)
+	walkRaw := func(raw json.RawMessage, depth int) {
+		if depth <= maxSchemaDepth {
+			walkNode(decodeNode(raw), depth)
 		}
-		var n schemaNode
-		if json.Unmarshal(raw, &n) != nil {
+	}
+	walkNode = func(n *schemaNode, depth int) {
+		if n == nil || depth > maxSchemaDepth {
 			return
 		}
 		if depth > 0 {
 			addText(&descs, n.Title)
 			addText(&descs, n.Description)
 			for _, e := range n.Enum {
-				if s, ok := e.(string); ok {
+				var s string
+				if len(e) > 0 && e[0] == '"' && json.Unmarshal(e, &s) == nil {
 					addText(&descs, s)
 				}
 			}
 		}
-		for name, sub := range n.Properties {
+		// Property names in order, so that the text is the same on every
+		// build (bounded by maxSchemaProps).
+		keys := make([]string, 0, len(n.Properties))
+		for name := range n.Properties {
+			keys = append(keys, name)
+		}
+		slices.Sort(keys)
+		for _, name := range keys {
 			if props >= maxSchemaProps {
 				return
 			}
 			props++
 			addText(&names, name)
-			walk(sub, depth+1)
+			walkNode(n.Properties[name], depth+1)
 		}
-		walk(n.Items, depth+1)
+		walkRaw(n.Items, depth+1)
 		for _, l := range [][]json.RawMessage{n.AnyOf, n.OneOf, n.AllOf} {
 			for _, sub := range l {
-				walk(sub, depth+1)
+				walkRaw(sub, depth+1)
 			}
 		}
 	}
-	walk(t.InputSchema, 0)
+	walkRaw(t.InputSchema, 0)
 	out[fieldParamName] = clip(names.String())
 	out[fieldParamDesc] = clip(descs.String())
 

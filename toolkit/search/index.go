@@ -91,13 +91,16 @@ func (f EmbedderFunc) Embed(ctx context.Context, texts []string) ([][]float32, e
 // by; b is the strength of length normalization per field (names and
 // titles are short and similar in length, descriptions vary).
 var (
-	fieldWeight = [numFields]float32{fieldName: 3, fieldTitle: 2, fieldDesc: 1, fieldParamName: 1, fieldParamDesc: 0.4, fieldTags: 0.8}
-	fieldB      = [numFields]float32{fieldName: 0.3, fieldTitle: 0.3, fieldDesc: 0.75, fieldParamName: 0.5, fieldParamDesc: 0.75, fieldTags: 0.3}
+	fieldWeight = [numFields]float32{fieldName: 1.5, fieldTitle: 0.4, fieldDesc: 1, fieldParamName: 0.2, fieldParamDesc: 0.4, fieldTags: 1.5}
+	fieldB      = [numFields]float32{fieldName: 1, fieldTitle: 0.3, fieldDesc: 0.75, fieldParamName: 0, fieldParamDesc: 0.9, fieldTags: 0.3}
 )
 
-const bm25K1 = 1.2
+var bm25K1 float32 = 1.2
 
 // idf is BM25's inverse document frequency of a term in df of n documents.
+// An index's df counts dead postings too, so it is capped at n, which keeps
+// idf positive.
 func idf(n, df int) float32 {
+	df = min(df, n)
 	return float32(math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5)))
 }

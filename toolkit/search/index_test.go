@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"slices"
 	"testing"
 
@@ -192,5 +193,57 @@ func TestWords(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
+	}
+}
+
+// candidates returns every tool of x that q matches, by table index: Allow
+// refusing every candidate is asked about all of them.
+func candidates(x *Index, q string) map[int]bool {
+	out := map[int]bool{}
+	x.Search(context.Background(), q, Filter{Allow: func(i int) bool { out[i] = true; return false }})
+	return out
+}
+
+func TestUpdateMatchesAFullBuild(t *testing.T) {
+	words := []string{"customer", "invoice", "file", "issue", "deploy", "branch", "query", "message", "calendar", "browser"}
+	rnd := uint64(1)
+	next := func(n int) int { rnd = rnd*6364136223846793005 + 1442695040888963407; return int(rnd>>33) % n }
+	mk := func(k int) spec.TableTool {
+		desc := words[next(len(words))] + " " + words[next(len(words))] + " records"
+		return tool("ns"+string(rune('a'+k%3)), "set", "tool_"+string(rune('a'+k/26%26))+string(rune('a'+k%26)), desc,
+			`{"type":"object","properties":{"`+words[next(len(words))]+`_id":{"type":"string"}}}`)
+	}
+	var tools []spec.TableTool
+	for k := range 300 {
+		tools = append(tools, mk(k))
+	}
+	x := New(table(slices.Clone(tools)...), nil)
+	for step := range 120 {
+		switch next(3) {
+		case 0: // remove one
+			i := next(len(tools))
+			tools = slices.Delete(tools, i, i+1)
+		case 1: // change one
+			i := next(len(tools))
+			tools[i].Description = words[next(len(words))] + " changed"
+		default: // add one
+			tools = append(tools, mk(300+step))
+		}
+		tb := table(slices.Clone(tools)...)
+		y := x.Update(tb)
+		full := New(tb, nil)
+		if y.Len() != len(tb.Tools) {
+			t.Fatalf("step %d: Len %d, want %d", step, y.Len(), len(tb.Tools))
+		}
+		for _, w := range words {
+			got, want := candidates(y, w), candidates(full, w)
+			if !maps.Equal(got, want) {
+				t.Fatalf("step %d, %q: update matches %v, a full build %v", step, w, got, want)
+			}
+		}
+		if step < 20 && y.base != x.base {
+			t.Fatalf("step %d: a one-tool change rebuilt the index", step)
+		}
+		x = y
 	}
 }

@@ -21,6 +21,11 @@ type scratch struct {
 	score   []float32
 	touched []uint32
 	cands   candHeap
+	// for topK
+	curs   []cursor
+	prefix []float32
+	top    []cand
+	asked  map[uint32]bool
 }
 
 // Search returns the tools that best match q and pass f, best first. A
@@ -28,11 +33,8 @@ type scratch struct {
 // hits. ctx bounds the optional semantic stage only; lexical ranking is
 // in memory and does not wait.
 func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
-	limit := f.Limit
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
-	limit = min(limit, MaxLimit)
+	limit := f.limit()
+	q = clipQuery(q)
 	terms := queryTerms(q)
 	if len(terms) == 0 || len(x.table.Tools) == 0 {
 		return nil
@@ -40,45 +42,110 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 
 	s := x.getScratch()
 	defer x.pool.Put(s)
-	x.score(terms, s)
-
-	s.cands = s.cands[:0]
-	for _, d := range s.touched {
-		if x.keep(int(d), &f) {
-			s.cands = append(s.cands, cand{doc: d, score: s.score[d]})
+	qterms := expand(terms)
+	if x.sem != nil {
+		if vs := x.vecs.Load(); vs != nil {
+			if qv := x.sem.queryVector(ctx, q, vs.dim); qv != nil {
+				x.candidates(qterms, &f, s)
+				return x.fused(qv, vs, &f, &s.cands, limit)
+			}
 		}
-		s.score[d] = 0
 	}
-	s.touched = s.touched[:0]
 
-	heap.Init(&s.cands)
-	hits := make([]Hit, 0, min(limit, len(s.cands)))
+	// The best limit by MaxScore; when Allow refuses some, the best 4×
+	// as many, and so on, asking Allow only about those it was not asked
+	// about yet.
+	hits := make([]Hit, 0, limit)
+	if s.asked == nil {
+		s.asked = map[uint32]bool{}
+	}
+	defer clear(s.asked)
+	for k := limit; ; k *= 4 {
+		if k > maxTopK {
+			return x.exhaustive(qterms, &f, s, limit, hits)
+		}
+		top, exhausted := x.topK(qterms, &f, k, s)
+		for _, c := range top {
+			if len(hits) == limit {
+				return hits
+			}
+			if s.asked[c.idx] {
+				continue
+			}
+			s.asked[c.idx] = true
+			if f.Allow == nil || f.Allow(int(c.idx)) {
+				hits = append(hits, Hit{Index: int(c.idx), Score: float64(c.score)})
+			}
+		}
+		if len(hits) == limit || exhausted {
+			return hits
+		}
+	}
+}
+
+// maxTopK is the largest k that topK is asked for before the search turns
+// exhaustive: past it, Allow refuses so much that scoring everything once
+// is cheaper than pruning again.
+const maxTopK = 1024
+
+// exhaustive scores every document the query matches and adds hits to
+// hits, best first, asking Allow about those it was not asked about yet.
+func (x *Index) exhaustive(terms []qterm, f *Filter, s *scratch, limit int, hits []Hit) []Hit {
+	x.candidates(terms, f, s)
 	for len(hits) < limit && len(s.cands) > 0 {
 		c := heap.Pop(&s.cands).(cand)
-		if f.Allow != nil && !f.Allow(int(c.doc)) {
+		if s.asked[c.idx] {
 			continue
 		}
-		hits = append(hits, Hit{Index: int(c.doc), Score: float64(c.score)})
+		if f.Allow == nil || f.Allow(int(c.idx)) {
+			hits = append(hits, Hit{Index: int(c.idx), Score: float64(c.score)})
+		}
 	}
 	return hits
 }
 
+// candidates scores every document the query matches, term at a time,
+// into s.cands as a heap, those f's own filters keep.
+func (x *Index) candidates(terms []qterm, f *Filter, s *scratch) {
+	x.score(terms, s)
+	s.cands = s.cands[:0]
+	for _, d := range s.touched {
+		if i := x.tableOf[d]; i >= 0 && x.keep(int(i), f) {
+			s.cands = append(s.cands, cand{idx: uint32(i), score: s.score[d]})
+		}
+		s.score[d] = 0
+	}
+	s.touched = s.touched[:0]
+	heap.Init(&s.cands)
+}
+
 // score adds each term's BM25F share to the score of every document that
-// holds it.
-func (x *Index) score(terms []string, s *scratch) {
+// holds it, in the base segment and the delta.
+func (x *Index) score(terms []qterm, s *scratch) {
 	n := len(x.table.Tools)
-	for _, t := range terms {
-		id, ok := x.dict[t]
-		if !ok {
+	for _, qt := range terms {
+		t := qt.term
+		var lists [2][]posting
+		if id, ok := x.base.dict[t]; ok {
+			lists[0] = x.base.post[id]
+		}
+		if x.delta != nil {
+			if id, ok := x.delta.dict[t]; ok {
+				lists[1] = x.delta.post[id]
+			}
+		}
+		df := len(lists[0]) + len(lists[1])
+		if df == 0 {
 			continue
 		}
-		post := x.post[id]
-		w := idf(n, len(post))
-		for _, p := range post {
-			if s.score[p.doc] == 0 {
-				s.touched = append(s.touched, p.doc)
+		w := qt.w * idf(n, df)
+		for _, post := range lists {
+			for _, p := range post {
+				if s.score[p.doc] == 0 {
+					s.touched = append(s.touched, p.doc)
+				}
+				s.score[p.doc] += w * p.w
 			}
-			s.score[p.doc] += w * p.w
 		}
 	}
 }
@@ -109,17 +176,22 @@ func (x *Index) getScratch() *scratch {
 	if s, ok := x.pool.Get().(*scratch); ok {
 		return s
 	}
-	return &scratch{score: make([]float32, len(x.table.Tools))}
+	return &scratch{score: make([]float32, len(x.tableOf))}
 }
 
-// queryTerms analyzes q into its distinct terms, in order.
-func queryTerms(q string) []string {
+// clipQuery cuts q to MaxQueryBytes, at a character boundary.
+func clipQuery(q string) string {
 	if len(q) > MaxQueryBytes {
 		q = q[:MaxQueryBytes]
 		for !utf8.ValidString(q) {
 			q = q[:len(q)-1]
 		}
 	}
+	return q
+}
+
+// queryTerms analyzes q into its distinct terms, in order.
+func queryTerms(q string) []string {
 	var terms []string
 	a := analyzer{stems: map[string]string{}}
 	a.terms(q, func(t string) {
@@ -136,9 +208,9 @@ func queryTerms(q string) []string {
 	return terms
 }
 
-// cand is a document that may be a hit.
+// cand is a tool that may be a hit, by table index.
 type cand struct {
-	doc   uint32
+	idx   uint32
 	score float32
 }
 
@@ -151,7 +223,7 @@ func (h candHeap) Less(i, j int) bool {
 	if h[i].score != h[j].score {
 		return h[i].score > h[j].score
 	}
-	return cmp.Less(h[i].doc, h[j].doc)
+	return cmp.Less(h[i].idx, h[j].idx)
 }
 func (h candHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
 func (h *candHeap) Push(v any)   { *h = append(*h, v.(cand)) }
@@ -160,4 +232,12 @@ func (h *candHeap) Pop() any {
 	c := old[len(old)-1]
 	*h = old[:len(old)-1]
 	return c
+}
+
+// limit is the number of hits f asks for.
+func (f *Filter) limit() int {
+	if f.Limit <= 0 {
+		return DefaultLimit
+	}
+	return min(f.Limit, MaxLimit)
 }
