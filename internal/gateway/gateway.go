@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -58,6 +59,10 @@ type Gateway struct {
 	client *http.Client
 	slots  chan struct{}
 
+	// access keeps what each caller may see of the table (table.go).
+	access       *accessCache
+	accessFlight singleflight.Group
+
 	closeOnce sync.Once
 }
 
@@ -73,6 +78,7 @@ func New(opts *Options) *Gateway {
 		logger:  o.Logger,
 		metrics: newMetrics(o.Registerer),
 		slots:   make(chan struct{}, o.MaxConcurrentCalls),
+		access:  newAccessCache(maxAccessCacheTools),
 	}
 	g.client = newWorkloadClient(&o)
 	if ka, ok := o.Auth.(*KubernetesAuth); ok && ka.metrics == nil {
