@@ -7,6 +7,7 @@ import (
 	"embed"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"html/template"
 	"net/http"
@@ -155,8 +156,19 @@ func (g *Gateway) browse(ctx context.Context, c *Caller, s *snapshot) ([]int, bo
 		}
 		all = append(all, i)
 	}
+	ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
 	ok, err := g.permitted(ctx, c, s, all)
-	if err != nil {
+	switch {
+	case errors.Is(err, ErrReviewBudget):
+		// The tools decided so far, and a note that there may be more.
+		var out []int
+		for k, i := range all {
+			if ok[k] && len(out) < catalogBrowseLimit {
+				out = append(out, i)
+			}
+		}
+		return out, true, nil
+	case err != nil:
 		return nil, false, err
 	}
 	var out []int

@@ -87,6 +87,9 @@ func (g *Gateway) searchMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if header.Get(searchHeader) == "" {
 			return next(ctx, method, req)
 		}
+		// One budget of authorization questions for the request: a
+		// call_tool's own call draws from it too.
+		ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
 		switch r := req.(type) {
 		case *mcp.ListToolsRequest:
 			res := &mcp.ListToolsResult{Tools: metaTools}

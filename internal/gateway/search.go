@@ -43,7 +43,9 @@ const (
 	// one search asks, when the caller may call only some tools: a caller
 	// granted few of many matching tools gets fewer results rather than a
 	// request that authorizes the whole table. The index asks in rank
-	// order, so the best candidates are asked first.
+	// order, so the best candidates are asked first. The questions that
+	// cost a review are bounded apart, by Options.MaxReviewsPerRequest: a
+	// search that spends it answers with the tools decided so far.
 	maxSearchAuthorized = maxScanFactor * MaxSearchLimit
 )
 
@@ -122,10 +124,14 @@ func (g *Gateway) search(ctx context.Context, c *Caller, s *snapshot, q searchQu
 	if q.v.name != "" {
 		f.ToolSet = &spec.ObjectReference{Namespace: q.v.namespace, Name: q.v.name}
 	}
+	// One budget of authorization questions for the whole request (the
+	// MCP middleware has set it already for search_tools).
+	ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
 	var (
 		mu      sync.Mutex
 		asked   int
 		cutOff  bool
+		spent   bool
 		authErr error
 	)
 	f.Allow = func(i int) bool {
@@ -136,8 +142,8 @@ func (g *Gateway) search(ctx context.Context, c *Caller, s *snapshot, q searchQu
 			return true
 		}
 		mu.Lock()
-		if authErr != nil || asked >= maxSearchAuthorized {
-			cutOff = cutOff || authErr == nil
+		if authErr != nil || spent || asked >= maxSearchAuthorized {
+			cutOff = cutOff || (authErr == nil && !spent)
 			mu.Unlock()
 			return false
 		}
@@ -146,7 +152,11 @@ func (g *Gateway) search(ctx context.Context, c *Caller, s *snapshot, q searchQu
 		ok, err := g.permits(ctx, c, s, i)
 		if err != nil {
 			mu.Lock()
-			if authErr == nil {
+			// A spent budget ends the search with what it found: every
+			// tool returned was decided, none of the rest is.
+			if errors.Is(err, ErrReviewBudget) {
+				spent = true
+			} else if authErr == nil {
 				authErr = err
 			}
 			mu.Unlock()
@@ -161,8 +171,8 @@ func (g *Gateway) search(ctx context.Context, c *Caller, s *snapshot, q searchQu
 	if authErr != nil {
 		return nil, fmt.Errorf("authorizing tools: %w", authErr)
 	}
-	if cutOff {
-		g.logger.Debug("Cut a search short at its bound of authorization questions", "asked", asked)
+	if cutOff || spent {
+		g.logger.Debug("Cut a search short at its bound of authorization questions", "candidates", asked, "budgetSpent", spent)
 	}
 	out := make([]hit, 0, len(hits))
 	for _, h := range hits {

@@ -548,4 +548,21 @@ func TestOneSearchAsksABoundedNumberOfQuestions(t *testing.T) {
 	if asked := auth.asked.Load(); asked > 3*200 || asked == 0 {
 		t.Errorf("one search asked %d authorization questions", asked)
 	}
+
+	// A request's budget of reviews ends the search with what it decided,
+	// not with an error.
+	tight := &countingAuth{}
+	g2, u2 := newGateway(t, nil, gateway.Options{Auth: tight, MaxReviewsPerRequest: 30})
+	if err := g2.SetTable(table(tools)); err != nil {
+		t.Fatal(err)
+	}
+	if n := search(t, u2, "q=lookup+record", "x").names(t); len(n) != 0 {
+		t.Fatalf("found %v", n)
+	}
+	if asked := tight.asked.Load(); asked > 30 || asked == 0 {
+		t.Errorf("a budget of 30 reviews let one search ask %d", asked)
+	}
+	if code, body, _ := getPage(t, u2+"/catalog", "x"); code != http.StatusOK || strings.Contains(body, "lookup_record_") {
+		t.Errorf("the catalog under a spent budget: %d", code)
+	}
 }
