@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"strings"
 	"time"
 	"unicode"
@@ -19,10 +21,11 @@ import (
 
 type searchOptions struct {
 	*options
-	limit   int
-	output  string
-	gateway string
-	timeout time.Duration
+	limit     int
+	output    string
+	gateway   string
+	tokenFile string
+	timeout   time.Duration
 }
 
 func newSearchCommand(o *options) *cobra.Command {
@@ -58,6 +61,7 @@ With -o json it prints the result as /v1/search answers it: table entries with a
 	cmd.Flags().IntVar(&so.limit, "limit", search.DefaultLimit, fmt.Sprintf("The most tools to show (at most %d).", search.MaxLimit))
 	cmd.Flags().StringVarP(&so.output, "output", "o", "", "Output format: wide or json.")
 	cmd.Flags().StringVar(&so.gateway, "gateway", "", "Ask the gateway at this base URL (its GET /v1/search) instead of ranking the cluster's table here.")
+	cmd.Flags().StringVar(&so.tokenFile, "token-file", "", "With --gateway: a file holding the bearer token to present, for a gateway that authenticates callers (kubectl create token SA > FILE).")
 	cmd.Flags().DurationVar(&so.timeout, "timeout", 30*time.Second, "How long to wait for the gateway's answer.")
 	return cmd
 }
@@ -77,6 +81,9 @@ func (so *searchOptions) run(ctx context.Context, query string) error {
 	if strings.TrimSpace(query) == "" {
 		return errors.New("the query is empty: say in a few words what the tool should do")
 	}
+	if so.tokenFile != "" && so.gateway == "" {
+		return errors.New("--token-file is for --gateway")
+	}
 	if so.limit < 1 {
 		return fmt.Errorf("--limit must be at least 1")
 	}
@@ -94,6 +101,17 @@ func (so *searchOptions) run(ctx context.Context, query string) error {
 	)
 	if so.gateway != "" {
 		d := &discovery.Client{Timeout: so.timeout}
+		if so.tokenFile != "" {
+			b, err := os.ReadFile(so.tokenFile)
+			if err != nil {
+				return fmt.Errorf("reading --token-file: %w", err)
+			}
+			tok := strings.TrimSpace(string(b))
+			if tok == "" || len(tok) > 16<<10 {
+				return fmt.Errorf("--token-file %s holds no usable token", so.tokenFile)
+			}
+			d.TableHTTPClient = &http.Client{Transport: bearerToken(tok)}
+		}
 		out.Tools, err = d.SearchURL(ctx, strings.TrimSuffix(so.gateway, "/")+"/v1/search", query, opts)
 		if err != nil {
 			return fmt.Errorf("searching at the gateway %s: %w", so.gateway, err)
@@ -147,6 +165,15 @@ func (so *searchOptions) run(ctx context.Context, query string) error {
 		fmt.Fprintln(w, row)
 	}
 	return w.Flush()
+}
+
+// bearerToken presents a token on every request of the gateway's client.
+type bearerToken string
+
+func (t bearerToken) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+string(t))
+	return http.DefaultTransport.RoundTrip(r)
 }
 
 // cell is the first line of s, cut to n runes, for a table cell.

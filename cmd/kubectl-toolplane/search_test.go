@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -84,5 +86,36 @@ var _ = Describe("kubectl toolplane search", Ordered, func() {
 		Expect(strings.Fields(lines[0])).To(ContainElements("SOURCE", "ENDPOINT"))
 		Expect(strings.Fields(lines[1])[0]).To(Equal("search_refund_order"))
 		Expect(lines[1]).To(ContainSubstring("http://shop-tools.search-shop.svc:8080/tools/search_refund_order"))
+
+		By("a gateway that authenticates callers: the token of --token-file, and only its grants")
+		ga := gateway.New(&gateway.Options{Auth: shopOnly{}})
+		DeferCleanup(ga.Close)
+		Expect(ga.SetTable(&t)).To(Succeed())
+		srvAuth := httptest.NewServer(ga)
+		DeferCleanup(srvAuth.Close)
+		tokenFile := filepath.Join(GinkgoT().TempDir(), "token")
+		Expect(os.WriteFile(tokenFile, []byte("shop-agent\n"), 0o600)).To(Succeed())
+		out, _, code = run("search", "refund an order, or the weather forecast", "--gateway", srvAuth.URL, "--token-file", tokenFile)
+		Expect(code).To(Equal(0))
+		Expect(out).To(ContainSubstring("search_refund_order"))
+		Expect(out).NotTo(ContainSubstring("search_weather_forecast"))
+		_, errOut, code := run("search", "refund", "--gateway", srvAuth.URL)
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(ContainSubstring("401"))
 	})
 })
+
+// shopOnly lets the caller of token shop-agent call the tools of
+// namespace search-shop, and nothing else.
+type shopOnly struct{}
+
+func (shopOnly) Authenticate(_ context.Context, token string) (*gateway.Caller, error) {
+	if token != "shop-agent" {
+		return nil, gateway.ErrUnauthenticated
+	}
+	return &gateway.Caller{User: token}, nil
+}
+
+func (shopOnly) Allowed(_ context.Context, _ *gateway.Caller, namespace, name string) (bool, error) {
+	return namespace == "search-shop" && name == "", nil
+}
