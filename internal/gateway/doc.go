@@ -58,10 +58,14 @@
 // Under Options.Auth the index asks Gateway.permits about its candidates
 // through search.Filter.Allow, best first and only until the limit is
 // filled, so a search never returns a tool the caller may not call and its
-// limit still fills with tools it may; one search asks about at most 200
-// candidates (a caller granted few of many matches gets fewer results, not
-// a request that authorizes the table), and an authorizer that fails
-// answers nothing (503, or a JSON-RPC error) rather than too much.
+// limit still fills with tools it may. One search asks about at most 2,000
+// candidates and draws on the request's review budget
+// (Options.MaxReviewsPerRequest, shared with call_tool's call): a caller
+// granted few of many matches gets fewer results, not a request that
+// authorizes the table, and since decisions are cached the same search
+// asked again goes further. A spent budget answers with the tools decided
+// so far; an authorizer that fails answers nothing (503, or a JSON-RPC
+// error) rather than too much.
 //
 // # Catalog
 //

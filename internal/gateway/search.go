@@ -40,13 +40,15 @@ const (
 	// by a document pasted whole.
 	MaxQueryBytes = 1024
 	// maxSearchAuthorized bounds the ranked candidates whose authorization
-	// one search asks, when the caller may call only some tools: a caller
-	// granted few of many matching tools gets fewer results rather than a
-	// request that authorizes the whole table. The index asks in rank
-	// order, so the best candidates are asked first. The questions that
-	// cost a review are bounded apart, by Options.MaxReviewsPerRequest: a
-	// search that spends it answers with the tools decided so far.
-	maxSearchAuthorized = maxScanFactor * MaxSearchLimit
+	// one search asks, when the caller may call only some tools, as a
+	// tools/list request's scan is bounded: a caller granted few of many
+	// matching tools gets fewer results rather than a request that
+	// authorizes the whole table. The index asks in rank order, so the
+	// best candidates are asked first. The questions that cost a review
+	// are bounded apart, by Options.MaxReviewsPerRequest: a search that
+	// spends it answers with the tools decided so far, and since decisions
+	// are cached, the same search asked again goes further.
+	maxSearchAuthorized = maxScanFactor * DefaultPageSize
 )
 
 // newSearchIndex returns the search index of table t, the next of prev's
