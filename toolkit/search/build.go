@@ -255,6 +255,9 @@ func buildSegment(tools []spec.TableTool, base, prev *segment) *segment {
 		clear(local)
 		for f := range numFields {
 			a.terms(text[f], func(term string) {
+				if f == fieldOwner {
+					term = ownerTerm(term)
+				}
 				id := termID(term)
 				j, ok := local[id]
 				if !ok {
@@ -329,6 +332,7 @@ func (s *segment) weight(tf [numFields]uint16, lens [numFields]uint16) float32 {
 
 func infoOf(t *spec.TableTool) docInfo {
 	d := docInfo{category: category(t), flags: flagDestructive}
+
 	if a := t.Annotations; a != nil {
 		if a.ReadOnlyHint != nil && *a.ReadOnlyHint {
 			d.flags = flagReadOnly

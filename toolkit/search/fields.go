@@ -16,7 +16,8 @@ const (
 	fieldDesc             // description
 	fieldParamName        // property names of the input schema, nested ones too
 	fieldParamDesc        // their descriptions, titles and string enum values
-	fieldTags             // annotations as words, _meta category, the ToolSet's name
+	fieldTags             // annotations as words, _meta category
+	fieldOwner            // the owner ToolSet's name and namespace: the product, usually
 	numFields
 )
 
@@ -160,8 +161,14 @@ func textOf(t *spec.TableTool) toolText {
 		}
 	}
 	addText(&tags, category(t))
-	addText(&tags, t.ToolSet.Name)
 	out[fieldTags] = clip(tags.String())
+	var owner strings.Builder
+	words(t.ToolSet.Name+" "+t.ToolSet.Namespace, func(w string) {
+		if lw := strings.ToLower(w); !genericOwnerWords[lw] && strings.Trim(lw, "0123456789") != "" {
+			addText(&owner, lw)
+		}
+	})
+	out[fieldOwner] = owner.String()
 	return out
 }
 
@@ -190,3 +197,14 @@ func category(t *spec.TableTool) string {
 	}
 	return ""
 }
+
+// genericOwnerWords name no product: words of ToolSet names and namespaces
+// that say nothing about what the tools do.
+var genericOwnerWords = map[string]bool{
+	"mcp": true, "server": true, "servers": true, "tool": true, "tools": true, "toolset": true,
+	"team": true, "system": true, "default": true, "prod": true, "production": true, "staging": true, "dev": true,
+}
+
+// ownerTerm marks a term of fieldOwner, so that a query's product word
+// scores apart from the same word in other fields.
+func ownerTerm(t string) string { return "\x00" + t }

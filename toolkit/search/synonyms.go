@@ -12,6 +12,9 @@ import "strings"
 // rebuild's cost beyond a new binary.
 var expansionWeight float32 = 0.4
 
+// ownerWeight is the weight of a query word as a ToolSet's name.
+var ownerWeight float32 = 1
+
 var synonymGroups = []string{
 	"create new add make generate setup",
 	"delete remove drop erase destroy purge discard trash rid",
@@ -160,6 +163,11 @@ func expand(terms []string) []qterm {
 		for _, e := range expansions[t] {
 			add(e, expansionWeight)
 		}
+	}
+	// A word of the query that names a ToolSet (a product, usually)
+	// favours its tools.
+	for _, t := range terms {
+		add(ownerTerm(t), ownerWeight)
 	}
 	return out
 }
