@@ -254,9 +254,16 @@ func buildSegment(tools []spec.TableTool, base, prev *segment) *segment {
 		starts[i] = len(all)
 		clear(local)
 		for f := range numFields {
-			a.terms(text[f], func(term string) {
-				if f == fieldOwner {
+			each := a.terms
+			if f == fieldExact {
+				each = exactWords
+			}
+			each(text[f], func(term string) {
+				switch f {
+				case fieldOwner:
 					term = ownerTerm(term)
+				case fieldExact:
+					term = exactTerm(term)
 				}
 				id := termID(term)
 				j, ok := local[id]

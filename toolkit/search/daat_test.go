@@ -29,7 +29,7 @@ func TestTopKIsTheExhaustiveTopK(t *testing.T) {
 			for _, k := range tasks {
 				got := idx.Search(ctx, k.Task, f)
 				s := idx.getScratch()
-				want := idx.exhaustive(expand(queryTerms(k.Task)), &f, s, f.limit(), nil)
+				want := idx.exhaustive(expand(queryTerms(k.Task), queryWords(k.Task)), &f, s, f.limit(), nil)
 				if len(got) != len(want) {
 					t.Fatalf("%q %+v: %d hits, exhaustive %d", k.Task, f, len(got), len(want))
 				}

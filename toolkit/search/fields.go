@@ -18,6 +18,7 @@ const (
 	fieldParamDesc        // their descriptions, titles and string enum values
 	fieldTags             // annotations as words, _meta category
 	fieldOwner            // the owner ToolSet's name and namespace: the product, usually
+	fieldExact            // name and description, words as they are: not stemmed
 	numFields
 )
 
@@ -169,6 +170,7 @@ func textOf(t *spec.TableTool) toolText {
 		}
 	})
 	out[fieldOwner] = owner.String()
+	out[fieldExact] = clip(t.Name + " " + t.Description)
 	return out
 }
 
@@ -208,3 +210,6 @@ var genericOwnerWords = map[string]bool{
 // ownerTerm marks a term of fieldOwner, so that a query's product word
 // scores apart from the same word in other fields.
 func ownerTerm(t string) string { return "\x00" + t }
+
+// exactTerm marks a term of fieldExact, a word as written, lowercased.
+func exactTerm(t string) string { return "\x01" + t }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -42,7 +43,7 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 
 	s := x.getScratch()
 	defer x.pool.Put(s)
-	qterms := expand(terms)
+	qterms := expand(terms, queryWords(q))
 	if x.sem != nil {
 		if vs := x.vecs.Load(); vs != nil {
 			if qv := x.sem.queryVector(ctx, q, vs.dim); qv != nil {
@@ -240,4 +241,16 @@ func (f *Filter) limit() int {
 		return DefaultLimit
 	}
 	return min(f.Limit, MaxLimit)
+}
+
+// queryWords is q's distinct words as written, lowercased, bounded like
+// its terms.
+func queryWords(q string) []string {
+	var out []string
+	exactWords(q, func(w string) {
+		if len(out) < maxQueryTerms && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	})
+	return out
 }

@@ -15,6 +15,9 @@ var expansionWeight float32 = 0.4
 // ownerWeight is the weight of a query word as a ToolSet's name.
 var ownerWeight float32 = 1
 
+// exactWeight is the weight of a query's words as written.
+var exactWeight float32 = 0.3
+
 var synonymGroups = []string{
 	"create new add make generate setup",
 	"delete remove drop erase destroy purge discard trash rid",
@@ -137,7 +140,7 @@ func contains2(l []string, s string) bool {
 
 // expand adds the expansions of terms, each once, below every term the
 // query holds itself.
-func expand(terms []string) []qterm {
+func expand(terms, raw []string) []qterm {
 	out := make([]qterm, 0, 2*len(terms))
 	has := map[string]int{}
 	add := func(t string, w float32) {
@@ -168,6 +171,9 @@ func expand(terms []string) []qterm {
 	// favours its tools.
 	for _, t := range terms {
 		add(ownerTerm(t), ownerWeight)
+	}
+	for _, w := range raw {
+		add(exactTerm(w), exactWeight)
 	}
 	return out
 }
