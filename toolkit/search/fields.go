@@ -53,9 +53,9 @@ type schemaNode struct {
 // a schema that does not decode as schemaNode (a property that is a
 // boolean schema, a title that is not a string).
 type rawNode struct {
-	Title       string                     `json:"title"`
-	Description string                     `json:"description"`
-	Enum        []json.RawMessage          `json:"enum"`
+	Title       json.RawMessage            `json:"title"`
+	Description json.RawMessage            `json:"description"`
+	Enum        json.RawMessage            `json:"enum"`
 	Properties  map[string]json.RawMessage `json:"properties"`
 	Items       json.RawMessage            `json:"items"`
 	AnyOf       []json.RawMessage          `json:"anyOf"`
@@ -77,7 +77,10 @@ func decodeNode(raw json.RawMessage) *schemaNode {
 	if json.Unmarshal(raw, &r) != nil {
 		return nil
 	}
-	n = schemaNode{Title: r.Title, Description: r.Description, Enum: r.Enum, Items: r.Items, AnyOf: r.AnyOf, OneOf: r.OneOf, AllOf: r.AllOf}
+	n = schemaNode{Items: r.Items, AnyOf: r.AnyOf, OneOf: r.OneOf, AllOf: r.AllOf}
+	_ = json.Unmarshal(r.Title, &n.Title)
+	_ = json.Unmarshal(r.Description, &n.Description)
+	_ = json.Unmarshal(r.Enum, &n.Enum)
 	if len(r.Properties) > 0 {
 		n.Properties = make(map[string]*schemaNode, len(r.Properties))
 		for k, v := range r.Properties {
