@@ -36,10 +36,9 @@
 // weights, which an engine such as Bleve provides only with a document
 // store, analyzers and segment files that cost more memory than the index
 // itself, and a dependency tree far larger than this module's. Postings hold
-// each term's saturated BM25F weight, so a query sums them; the best Limit
-// are taken by MaxScore (documents scored in order, the weak terms of a
-// query only skipped through once they cannot lift a document into the top
-// Limit), which returns exactly the top Limit of an exhaustive evaluation.
+// each term's saturated BM25F weight, so a query is a sum over its terms'
+// postings into a pooled score array, and the best Limit are taken from the
+// documents it touched by a bounded heap, in one comparison for most of them.
 //
 // # Filtering
 //
