@@ -61,7 +61,7 @@ func BenchmarkBuild(b *testing.B) {
 	for _, n := range sizes {
 		b.Run(fmt.Sprintf("tools=%d", n), func(b *testing.B) {
 			t, _ := syntheticTable(b, n)
-			b.ReportMetric(float64(indexBytes(func() any { return New(t, nil) })), "index-bytes")
+			size := indexBytes(func() any { return New(t, nil) })
 			b.ReportAllocs()
 			b.ResetTimer()
 			cpu := cpuTime()
@@ -69,6 +69,7 @@ func BenchmarkBuild(b *testing.B) {
 				New(t, nil)
 			}
 			reportCPU(b, cpu)
+			b.ReportMetric(float64(size), "index-bytes")
 		})
 	}
 }
@@ -120,17 +121,20 @@ func BenchmarkEncodeList(b *testing.B) {
 	}
 }
 
-// indexBytes is the live heap that what make returns holds.
-func indexBytes(make func() any) int64 {
-	var m runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&m)
-	before := m.HeapAlloc
-	v := make()
-	runtime.GC()
-	runtime.ReadMemStats(&m)
+// indexBytes is the live heap that what build returns holds.
+func indexBytes(build func() any) int64 {
+	live := func() int64 {
+		var m runtime.MemStats
+		runtime.GC()
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		return int64(m.HeapAlloc)
+	}
+	before := live()
+	v := build()
+	after := live()
 	runtime.KeepAlive(v)
-	return int64(m.HeapAlloc) - int64(before)
+	return after - before
 }
 
 // reportCPU reports the process' CPU time per operation since start.

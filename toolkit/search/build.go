@@ -254,7 +254,17 @@ func buildSegment(tools []spec.TableTool, base, prev *segment) *segment {
 		starts[i] = len(all)
 		clear(local)
 		for f := range numFields {
-			a.terms(text[f], func(term string) {
+			each := a.terms
+			if f == fieldExact {
+				each = exactWords
+			}
+			each(text[f], func(term string) {
+				switch f {
+				case fieldOwner:
+					term = ownerTerm(term)
+				case fieldExact:
+					term = exactTerm(term)
+				}
 				id := termID(term)
 				j, ok := local[id]
 				if !ok {
@@ -329,6 +339,7 @@ func (s *segment) weight(tf [numFields]uint16, lens [numFields]uint16) float32 {
 
 func infoOf(t *spec.TableTool) docInfo {
 	d := docInfo{category: category(t), flags: flagDestructive}
+
 	if a := t.Annotations; a != nil {
 		if a.ReadOnlyHint != nil && *a.ReadOnlyHint {
 			d.flags = flagReadOnly

@@ -16,7 +16,9 @@ const (
 	fieldDesc             // description
 	fieldParamName        // property names of the input schema, nested ones too
 	fieldParamDesc        // their descriptions, titles and string enum values
-	fieldTags             // annotations as words, _meta category, the ToolSet's name
+	fieldTags             // annotations as words, _meta category
+	fieldOwner            // the owner ToolSet's name and namespace: the product, usually
+	fieldExact            // name and description, words as they are: not stemmed
 	numFields
 )
 
@@ -51,9 +53,9 @@ type schemaNode struct {
 // a schema that does not decode as schemaNode (a property that is a
 // boolean schema, a title that is not a string).
 type rawNode struct {
-	Title       string                     `json:"title"`
-	Description string                     `json:"description"`
-	Enum        []json.RawMessage          `json:"enum"`
+	Title       json.RawMessage            `json:"title"`
+	Description json.RawMessage            `json:"description"`
+	Enum        json.RawMessage            `json:"enum"`
 	Properties  map[string]json.RawMessage `json:"properties"`
 	Items       json.RawMessage            `json:"items"`
 	AnyOf       []json.RawMessage          `json:"anyOf"`
@@ -75,7 +77,10 @@ func decodeNode(raw json.RawMessage) *schemaNode {
 	if json.Unmarshal(raw, &r) != nil {
 		return nil
 	}
-	n = schemaNode{Title: r.Title, Description: r.Description, Enum: r.Enum, Items: r.Items, AnyOf: r.AnyOf, OneOf: r.OneOf, AllOf: r.AllOf}
+	n = schemaNode{Items: r.Items, AnyOf: r.AnyOf, OneOf: r.OneOf, AllOf: r.AllOf}
+	_ = json.Unmarshal(r.Title, &n.Title)
+	_ = json.Unmarshal(r.Description, &n.Description)
+	_ = json.Unmarshal(r.Enum, &n.Enum)
 	if len(r.Properties) > 0 {
 		n.Properties = make(map[string]*schemaNode, len(r.Properties))
 		for k, v := range r.Properties {
@@ -160,8 +165,15 @@ func textOf(t *spec.TableTool) toolText {
 		}
 	}
 	addText(&tags, category(t))
-	addText(&tags, t.ToolSet.Name)
 	out[fieldTags] = clip(tags.String())
+	var owner strings.Builder
+	words(t.ToolSet.Name+" "+t.ToolSet.Namespace, func(w string) {
+		if lw := strings.ToLower(w); !genericOwnerWords[lw] && strings.Trim(lw, "0123456789") != "" {
+			addText(&owner, lw)
+		}
+	})
+	out[fieldOwner] = owner.String()
+	out[fieldExact] = clip(t.Name + " " + t.Description)
 	return out
 }
 
@@ -190,3 +202,17 @@ func category(t *spec.TableTool) string {
 	}
 	return ""
 }
+
+// genericOwnerWords name no product: words of ToolSet names and namespaces
+// that say nothing about what the tools do.
+var genericOwnerWords = map[string]bool{
+	"mcp": true, "server": true, "servers": true, "tool": true, "tools": true, "toolset": true,
+	"team": true, "system": true, "default": true, "prod": true, "production": true, "staging": true, "dev": true,
+}
+
+// ownerTerm marks a term of fieldOwner, so that a query's product word
+// scores apart from the same word in other fields.
+func ownerTerm(t string) string { return "\x00" + t }
+
+// exactTerm marks a term of fieldExact, a word as written, lowercased.
+func exactTerm(t string) string { return "\x01" + t }

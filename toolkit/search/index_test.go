@@ -3,6 +3,7 @@ package search
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 	"testing"
@@ -245,5 +246,45 @@ func TestUpdateMatchesAFullBuild(t *testing.T) {
 			t.Fatalf("step %d: a one-tool change rebuilt the index", step)
 		}
 		x = y
+	}
+}
+
+// An index is shared by every request of a revision: searches from many
+// goroutines, with filters and Allow, while the next revisions are built
+// from it, agree with a search made alone (go test -race checks the rest).
+func TestConcurrentUse(t *testing.T) {
+	tb := sampleTable()
+	x := New(tb, nil)
+	want := names(tb, x.Search(context.Background(), "customer file issue replicas", Filter{}))
+	done := make(chan struct{})
+	errs := make(chan string, 64)
+	for g := range 8 {
+		go func() {
+			defer func() { done <- struct{}{} }()
+			for i := range 300 {
+				got := names(tb, x.Search(context.Background(), "customer file issue replicas", Filter{Allow: func(int) bool { return true }}))
+				if !slices.Equal(got, want) {
+					errs <- fmt.Sprintf("goroutine %d, search %d: %v, want %v", g, i, got, want)
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		defer func() { done <- struct{}{} }()
+		y := x
+		for i := range 100 {
+			tools := slices.Clone(tb.Tools)
+			tools[i%len(tools)].Description = fmt.Sprintf("changed %d", i)
+			y = y.Update(&spec.Table{Revision: fmt.Sprint(i), Tools: tools})
+			y.Search(context.Background(), "changed", Filter{})
+		}
+	}()
+	for range 9 {
+		<-done
+	}
+	close(errs)
+	for e := range errs {
+		t.Error(e)
 	}
 }

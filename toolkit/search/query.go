@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"container/heap"
 	"context"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -21,11 +22,8 @@ type scratch struct {
 	score   []float32
 	touched []uint32
 	cands   candHeap
-	// for topK
-	curs   []cursor
-	prefix []float32
-	top    []cand
-	asked  map[uint32]bool
+	top     []cand
+	asked   map[uint32]bool
 }
 
 // Search returns the tools that best match q and pass f, best first. A
@@ -42,7 +40,7 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 
 	s := x.getScratch()
 	defer x.pool.Put(s)
-	qterms := expand(terms)
+	qterms := expand(terms, queryWords(q))
 	if x.sem != nil {
 		if vs := x.vecs.Load(); vs != nil {
 			if qv := x.sem.queryVector(ctx, q, vs.dim); qv != nil {
@@ -52,41 +50,84 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 		}
 	}
 
-	// The best limit by MaxScore; when Allow refuses some, the best 4×
-	// as many, and so on, asking Allow only about those it was not asked
-	// about yet.
+	// Score every match once, term at a time; take the best limit that
+	// pass the filters; when Allow refuses some, the best 4× as many of
+	// those not asked about yet, and so on.
+	x.score(qterms, s)
+	defer x.reset(s)
 	hits := make([]Hit, 0, limit)
-	if s.asked == nil {
+	if f.Allow != nil && s.asked == nil {
 		s.asked = map[uint32]bool{}
 	}
 	defer clear(s.asked)
 	for k := limit; ; k *= 4 {
-		if k > maxTopK {
-			return x.exhaustive(qterms, &f, s, limit, hits)
-		}
-		top, exhausted := x.topK(qterms, &f, k, s)
+		top := x.best(s, &f, k)
 		for _, c := range top {
 			if len(hits) == limit {
 				return hits
 			}
-			if s.asked[c.idx] {
-				continue
+			if f.Allow != nil {
+				s.asked[c.idx] = true
+				if !f.Allow(int(c.idx)) {
+					continue
+				}
 			}
-			s.asked[c.idx] = true
-			if f.Allow == nil || f.Allow(int(c.idx)) {
-				hits = append(hits, Hit{Index: int(c.idx), Score: float64(c.score)})
-			}
+			hits = append(hits, Hit{Index: int(c.idx), Score: float64(c.score)})
 		}
-		if len(hits) == limit || exhausted {
+		if len(hits) == limit || len(top) < k {
 			return hits
 		}
 	}
 }
 
-// maxTopK is the largest k that topK is asked for before the search turns
-// exhaustive: past it, Allow refuses so much that scoring everything once
-// is cheaper than pruning again.
-const maxTopK = 1024
+// best returns the k best scored documents that pass f's own filters and
+// that Allow was not asked about, best first, by a bounded heap: one
+// comparison for most of the documents touched.
+func (x *Index) best(s *scratch, f *Filter, k int) []cand {
+	filtered := f.Namespace != "" || f.ToolSet != nil || f.ReadOnly != nil || f.Destructive != nil || f.Category != ""
+	top := s.top[:0]
+	for _, d := range s.touched {
+		i := x.tableOf[d]
+		if i < 0 {
+			continue
+		}
+		c := cand{idx: uint32(i), score: s.score[d]}
+		if len(top) == k && !minLess(top[0], c) {
+			continue
+		}
+		if filtered && !x.keep(int(i), f) || s.asked[c.idx] {
+			continue
+		}
+		if len(top) < k {
+			top = append(top, c)
+			siftUp(top, len(top)-1)
+		} else {
+			top[0] = c
+			siftDown(top, 0)
+		}
+	}
+	s.top = top
+	out := make([]cand, len(top))
+	copy(out, top)
+	slices.SortFunc(out, func(a, b cand) int {
+		if minLess(b, a) {
+			return -1
+		}
+		if minLess(a, b) {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// reset clears the scores of the documents a search touched.
+func (x *Index) reset(s *scratch) {
+	for _, d := range s.touched {
+		s.score[d] = 0
+	}
+	s.touched = s.touched[:0]
+}
 
 // exhaustive scores every document the query matches and adds hits to
 // hits, best first, asking Allow about those it was not asked about yet.
@@ -240,4 +281,16 @@ func (f *Filter) limit() int {
 		return DefaultLimit
 	}
 	return min(f.Limit, MaxLimit)
+}
+
+// queryWords is q's distinct words as written, lowercased, bounded like
+// its terms.
+func queryWords(q string) []string {
+	var out []string
+	exactWords(q, func(w string) {
+		if len(out) < maxQueryTerms && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	})
+	return out
 }

@@ -12,6 +12,12 @@ import "strings"
 // rebuild's cost beyond a new binary.
 var expansionWeight float32 = 0.4
 
+// ownerWeight is the weight of a query word as a ToolSet's name.
+var ownerWeight float32 = 1
+
+// exactWeight is the weight of a query's words as written.
+var exactWeight float32 = 0.3
+
 var synonymGroups = []string{
 	"create new add make generate setup",
 	"delete remove drop erase destroy purge discard trash rid",
@@ -65,6 +71,16 @@ var synonymGroups = []string{
 	"text type",
 	"navigate go visit",
 	"website page",
+	"open create",
+	"html markup",
+	"distribution spread",
+	"overlap intersect",
+	"percentage percent gauge",
+	"cause effect root",
+	"reachable forward expose",
+	"author blame",
+	"recent latest",
+	"inbox notification",
 }
 
 // abbreviations expand to the words they stand for, at full weight.
@@ -134,7 +150,7 @@ func contains2(l []string, s string) bool {
 
 // expand adds the expansions of terms, each once, below every term the
 // query holds itself.
-func expand(terms []string) []qterm {
+func expand(terms, raw []string) []qterm {
 	out := make([]qterm, 0, 2*len(terms))
 	has := map[string]int{}
 	add := func(t string, w float32) {
@@ -160,6 +176,14 @@ func expand(terms []string) []qterm {
 		for _, e := range expansions[t] {
 			add(e, expansionWeight)
 		}
+	}
+	// A word of the query that names a ToolSet (a product, usually)
+	// favours its tools.
+	for _, t := range terms {
+		add(ownerTerm(t), ownerWeight)
+	}
+	for _, w := range raw {
+		add(exactTerm(w), exactWeight)
 	}
 	return out
 }

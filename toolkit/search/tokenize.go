@@ -127,3 +127,13 @@ func lower(w string) string {
 	}
 	return w
 }
+
+// exactWords calls fn for each word of s as written, lowercased, but for
+// stop words: what a plain full-text index holds, without its noise.
+func exactWords(s string, fn func(term string)) {
+	words(s, func(w string) {
+		if lw := lower(w); !stopWords[lw] {
+			fn(lw)
+		}
+	})
+}

@@ -137,7 +137,15 @@ func TestTune(t *testing.T) {
 		name string
 		p    *float32
 		vals []float32
-	}{"exp", &expansionWeight, []float32{0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1}})
+	}{"exp", &expansionWeight, []float32{0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1}}, struct {
+		name string
+		p    *float32
+		vals []float32
+	}{"owner", &ownerWeight, []float32{0, 0.5, 1, 1.5, 2, 3, 4, 6}}, struct {
+		name string
+		p    *float32
+		vals []float32
+	}{"exact", &exactWeight, []float32{0, 0.1, 0.2, 0.3, 0.4, 0.6}})
 
 	best, desc := eval()
 	t.Logf("start %.4f %s", best, desc)
@@ -155,7 +163,7 @@ func TestTune(t *testing.T) {
 			*p.p = bestV
 		}
 		_, desc = eval()
-		t.Logf("round %d: %.4f %s weights=%v b=%v k1=%v exp=%v", round, best, desc, fieldWeight, fieldB, bm25K1, expansionWeight)
+		t.Logf("round %d: %.4f %s weights=%v b=%v k1=%v exp=%v owner=%v exact=%v", round, best, desc, fieldWeight, fieldB, bm25K1, expansionWeight, ownerWeight, exactWeight)
 		if !improved {
 			break
 		}

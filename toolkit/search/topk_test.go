@@ -8,10 +8,10 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
-// TestTopKIsTheExhaustiveTopK checks that MaxScore's pruning loses nothing:
-// for every task of the corpus, on a table of replicated tools (many equal
-// and near-equal scores), with filters and an updated index's delta, the
-// hits are those of scoring every match.
+// TestTopKIsTheExhaustiveTopK checks that the bounded selection of the best
+// Limit loses nothing: for every task of the corpus, on a table of
+// replicated tools (many equal and near-equal scores), with filters and an
+// updated index's delta, the hits are those of ordering every match.
 func TestTopKIsTheExhaustiveTopK(t *testing.T) {
 	tb, tasks := syntheticTable(t, 3000)
 	x := New(tb, nil)
@@ -29,7 +29,7 @@ func TestTopKIsTheExhaustiveTopK(t *testing.T) {
 			for _, k := range tasks {
 				got := idx.Search(ctx, k.Task, f)
 				s := idx.getScratch()
-				want := idx.exhaustive(expand(queryTerms(k.Task)), &f, s, f.limit(), nil)
+				want := idx.exhaustive(expand(queryTerms(k.Task), queryWords(k.Task)), &f, s, f.limit(), nil)
 				if len(got) != len(want) {
 					t.Fatalf("%q %+v: %d hits, exhaustive %d", k.Task, f, len(got), len(want))
 				}
