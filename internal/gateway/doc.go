@@ -55,6 +55,12 @@
 //     the view's header filters the search and limits call_tool as it
 //     limits tools/call on the view.
 //
+// With Options.Search.Embedder the index has a semantic stage fused with
+// the lexical ranks: each new revision's new and changed tools are
+// embedded by a goroutine of the gateway, retried with backoff while the
+// endpoint fails and abandoned once a newer revision is served; until then,
+// and for a query that cannot be embedded in time, searches are lexical.
+//
 // Under Options.Auth the index asks Gateway.permits about its candidates
 // through search.Filter.Allow, best first and only until the limit is
 // filled, so a search never returns a tool the caller may not call and its

@@ -187,7 +187,7 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 		g.metrics.rejected.WithLabelValues("invalid").Inc()
 		return err
 	}
-	s.search = newSearchIndex(g.snap.Load(), s.table)
+	s.search = g.newSearchIndex(g.snap.Load(), s.table)
 	old := g.snap.Swap(s)
 	g.metrics.setTable(s)
 	if old != nil && old.table.Revision == s.table.Revision {

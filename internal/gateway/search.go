@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/toolplane/toolplane/toolkit/search"
@@ -53,12 +54,50 @@ const (
 
 // newSearchIndex returns the search index of table t, the next of prev's
 // when there is one: the index updates what changed rather than rebuild.
-func newSearchIndex(prev *snapshot, t *spec.Table) *search.Index {
+// With an Embedder it starts embedding the new index's tools in the
+// background.
+func (g *Gateway) newSearchIndex(prev *snapshot, t *spec.Table) *search.Index {
+	var x *search.Index
 	if prev != nil && prev.search != nil {
-		return prev.search.Update(t)
+		x = prev.search.Update(t)
+	} else {
+		x = search.New(t, g.opts.Search)
 	}
-	return search.New(t, nil)
+	if g.opts.Search != nil && g.opts.Search.Embedder != nil {
+		go g.embed(x)
+	}
+	return x
 }
+
+// embed computes the vectors of x's tools, retrying with backoff while the
+// endpoint fails, until it succeeds or x is no longer the index served.
+// Searches are lexical meanwhile.
+func (g *Gateway) embed(x *search.Index) {
+	wait := embedRetryMin
+	for attempt := 1; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), embedTimeout)
+		err := x.Embed(ctx)
+		cancel()
+		if err == nil {
+			g.logger.Debug("Embedded the tools for semantic search", "revision", x.Revision(), "tools", x.Len())
+			return
+		}
+		g.logger.Warn("Embedding the tools for semantic search failed: searches stay lexical", "revision", x.Revision(),
+			"attempt", attempt, "retryIn", wait, "error", err)
+		time.Sleep(wait)
+		if s := g.snap.Load(); s == nil || s.search != x {
+			return
+		}
+		wait = min(2*wait, embedRetryMax)
+	}
+}
+
+// Bounds of embedding one table revision in the background.
+const (
+	embedTimeout  = 10 * time.Minute
+	embedRetryMin = 5 * time.Second
+	embedRetryMax = 5 * time.Minute
+)
 
 // searchQuery is one search, as /v1/search, search_tools and the catalog
 // ask it.
