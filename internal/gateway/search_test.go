@@ -566,3 +566,24 @@ func TestOneSearchAsksABoundedNumberOfQuestions(t *testing.T) {
 		t.Errorf("the catalog under a spent budget: %d", code)
 	}
 }
+
+// TestSearchWithSessions: with Options.Sessions a 2025-era client of
+// /mcp/search gets a session, and the session is still the search
+// endpoint's on every request.
+func TestSearchWithSessions(t *testing.T) {
+	f := newSearchFixture(t, gateway.Options{Sessions: true})
+	cs := connect(t, f.url+"/mcp/search", "2025-11-25", nil, nil)
+	if cs.ID() == "" {
+		t.Fatal("no session")
+	}
+	if got, _ := listAll(t, cs); !slices.Equal(got, []string{"search_tools", "call_tool"}) {
+		t.Fatalf("tools/list in a session at /mcp/search gives %v", got)
+	}
+	if n := searchTools(t, cs, "weather forecast", 0).names(t); len(n) == 0 || n[0] != "weather_forecast" {
+		t.Errorf("search_tools in a session found %v", n)
+	}
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "weather_forecast", "arguments": map[string]any{"city": "Oslo"}}})
+	if err != nil || res.IsError || text(res) != "Oslo: sunny for 1 days" {
+		t.Errorf("call_tool in a session: %v %+v", err, res)
+	}
+}
