@@ -234,7 +234,7 @@ func clipQuery(q string) string {
 // queryTerms analyzes q into its distinct terms, in order.
 func queryTerms(q string) []string {
 	var terms []string
-	a := analyzer{stems: map[string]string{}}
+	a := analyzer{stems: map[string]string{}, whole: true}
 	a.terms(q, func(t string) {
 		if len(terms) >= maxQueryTerms {
 			return
@@ -287,7 +287,7 @@ func (f *Filter) limit() int {
 // its terms.
 func queryWords(q string) []string {
 	var out []string
-	exactWords(q, func(w string) {
+	exactWholeWords(q, func(w string) {
 		if len(out) < maxQueryTerms && !slices.Contains(out, w) {
 			out = append(out, w)
 		}
