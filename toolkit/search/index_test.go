@@ -203,6 +203,22 @@ func TestWords(t *testing.T) {
 	}
 }
 
+// A URL in a task is "url", not the words of its host and path, and a
+// number is the user's data: neither ranks a tool that merely says them.
+func TestURLsAndNumbersAreTheUsersData(t *testing.T) {
+	tb := table(
+		tool("web", "web", "web_fetch", "Fetch a URL and return its content as markdown.", ""),
+		tool("billing", "billing", "billing_pricing", "Pricing of the example plans, from 1 to 3 seats.", ""),
+	)
+	x := New(tb, nil)
+	if got := names(tb, x.Search(context.Background(), "get https://example.com/pricing for plan 3", Filter{})); len(got) == 0 || got[0] != "web_fetch" {
+		t.Errorf("got %v, want web_fetch first", got)
+	}
+	if got := x.Search(context.Background(), "17 2.3 #99", Filter{}); len(got) != 0 {
+		t.Errorf("numbers only: %v, want no hits", got)
+	}
+}
+
 // A product written in camelCase is one word of the query: "GitLab" is not
 // "git" and "lab", which would rank a tool that says "Git" and "lab"
 // (or GitHub's) above the one of the ToolSet named gitlab.
