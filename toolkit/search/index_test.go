@@ -183,17 +183,54 @@ func TestUpdateFollowsTheTable(t *testing.T) {
 func TestWords(t *testing.T) {
 	for in, want := range map[string][]string{
 		"github.create_issue":   {"github", "create", "issue"},
-		"getHTTPResponseCode":   {"get", "HTTP", "Response", "Code"},
+		"getHTTPResponseCode":   {"get", "HTTP", "Response", "Code", "getHTTPResponseCode"},
+		"GitLab MongoDB":        {"Git", "Lab", "GitLab", "Mongo", "DB", "MongoDB"},
 		"s3-list-buckets":       {"s3", "list", "buckets"},
 		"browser_navigate_back": {"browser", "navigate", "back"},
 		"ABC":                   {"ABC"},
-		"naïveÜber":             {"naïve", "Über"},
+		"naïveÜber":             {"naïve", "Über", "naïveÜber"},
 	} {
 		var got []string
 		words(in, func(w string) { got = append(got, w) })
 		if !slices.Equal(got, want) {
 			t.Errorf("%q: %q, want %q", in, got, want)
 		}
+	}
+	var got []string
+	wholeWords("file a GitLab issue_now", func(w string) { got = append(got, w) })
+	if want := []string{"file", "a", "GitLab", "issue", "now"}; !slices.Equal(got, want) {
+		t.Errorf("wholeWords: %q, want %q", got, want)
+	}
+}
+
+// A URL in a task is "url", not the words of its host and path, and a
+// number is the user's data: neither ranks a tool that merely says them.
+func TestURLsAndNumbersAreTheUsersData(t *testing.T) {
+	tb := table(
+		tool("web", "web", "web_fetch", "Fetch a URL and return its content as markdown.", ""),
+		tool("billing", "billing", "billing_pricing", "Pricing of the example plans, from 1 to 3 seats.", ""),
+	)
+	x := New(tb, nil)
+	if got := names(tb, x.Search(context.Background(), "get https://example.com/pricing for plan 3", Filter{})); len(got) == 0 || got[0] != "web_fetch" {
+		t.Errorf("got %v, want web_fetch first", got)
+	}
+	if got := x.Search(context.Background(), "17 2.3 #99", Filter{}); len(got) != 0 {
+		t.Errorf("numbers only: %v, want no hits", got)
+	}
+}
+
+// A product written in camelCase is one word of the query: "GitLab" is not
+// "git" and "lab", which would rank a tool that says "Git" and "lab"
+// (or GitHub's) above the one of the ToolSet named gitlab.
+func TestCamelCaseQueryWordIsWhole(t *testing.T) {
+	tb := table(
+		tool("gitlab", "gitlab", "gitlab_create_issue", "Create a new issue in a project.", ""),
+		tool("github", "github", "github_create_issue", "Create a new issue in a Git repository.", ""),
+		tool("lab", "lab", "lab_create_issue", "Create an issue for a lab sample.", ""),
+	)
+	x := New(tb, nil)
+	if got := names(tb, x.Search(context.Background(), "create an issue in GitLab", Filter{})); len(got) == 0 || got[0] != "gitlab_create_issue" {
+		t.Errorf("got %v, want gitlab_create_issue first", got)
 	}
 }
 

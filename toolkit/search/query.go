@@ -32,7 +32,7 @@ type scratch struct {
 // in memory and does not wait.
 func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 	limit := f.limit()
-	q = clipQuery(q)
+	q = plainQuery(clipQuery(q))
 	terms := queryTerms(q)
 	if len(terms) == 0 || len(x.table.Tools) == 0 {
 		return nil
@@ -231,12 +231,39 @@ func clipQuery(q string) string {
 	return q
 }
 
-// queryTerms analyzes q into its distinct terms, in order.
+// plainQuery reads a task the way it names a tool: a URL in it is the word
+// "url" (what tools that take one say), not the words of its host and path,
+// which are the user's data.
+func plainQuery(q string) string {
+	if !strings.Contains(q, "://") && !strings.Contains(q, "www.") {
+		return q
+	}
+	f := strings.Fields(q)
+	for i, w := range f {
+		if l := strings.ToLower(w); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "www.") {
+			f[i] = "url"
+		}
+	}
+	return strings.Join(f, " ")
+}
+
+// number reports whether a term is digits only: in a task, an identifier
+// or a value (issue #17, port 5432, release 1.4), not a word of a tool.
+func number(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// queryTerms analyzes q into its distinct terms, in order, without numbers.
 func queryTerms(q string) []string {
 	var terms []string
-	a := analyzer{stems: map[string]string{}}
+	a := analyzer{stems: map[string]string{}, whole: true}
 	a.terms(q, func(t string) {
-		if len(terms) >= maxQueryTerms {
+		if len(terms) >= maxQueryTerms || number(t) {
 			return
 		}
 		for _, u := range terms {
@@ -287,8 +314,8 @@ func (f *Filter) limit() int {
 // its terms.
 func queryWords(q string) []string {
 	var out []string
-	exactWords(q, func(w string) {
-		if len(out) < maxQueryTerms && !slices.Contains(out, w) {
+	exactWholeWords(q, func(w string) {
+		if len(out) < maxQueryTerms && !number(w) && !slices.Contains(out, w) {
 			out = append(out, w)
 		}
 	})

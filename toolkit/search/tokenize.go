@@ -14,51 +14,81 @@ const maxTokenBytes = 48
 
 // words calls fn for each word of s: a run of letters and digits, further
 // split at camelCase boundaries ("getHTTPResponse" → get, HTTP, Response)
-// and cut at maxTokenBytes. Separators are everything else, so names split
-// on _ . - and spaces alike. Words keep their case; fn lowercases.
+// and cut at maxTokenBytes. A run split so is also a word whole, after its
+// parts ("GitLab" → Git, Lab, GitLab), since a product's name written in
+// camelCase is one word to the people who search for it. Separators are
+// everything else, so names split on _ . - and spaces alike. Words keep
+// their case; fn lowercases.
 func words(s string, fn func(w string)) {
-	start := -1
-	var prev rune
-	emit := func(end int) {
-		if start >= 0 && end > start {
-			w := s[start:end]
-			if len(w) > maxTokenBytes {
-				w = w[:maxTokenBytes]
-				for !utf8.ValidString(w) {
-					w = w[:len(w)-1]
-				}
-			}
+	splitWords(s, func(w string, _ bool) { fn(w) })
+}
+
+// wholeWords is words without the parts of a split run: how a query is
+// read, so that "GitLab" in a task counts once, as the word the tools'
+// text holds whole too, and not as "git" and "lab" besides.
+func wholeWords(s string, fn func(w string)) {
+	splitWords(s, func(w string, part bool) {
+		if !part {
 			fn(w)
+		}
+	})
+}
+
+// splitWords calls fn for each word of s as words describes, saying of
+// each whether it is a part of a longer run that fn also gets whole.
+func splitWords(s string, fn func(w string, part bool)) {
+	start, run := -1, -1
+	split := false
+	var prev rune
+	cut := func(w string) string {
+		if len(w) > maxTokenBytes {
+			w = w[:maxTokenBytes]
+			for !utf8.ValidString(w) {
+				w = w[:len(w)-1]
+			}
+		}
+		return w
+	}
+	emit := func(end int, last bool) {
+		if start >= 0 && end > start {
+			fn(cut(s[start:end]), split || !last)
 		}
 		start = -1
 	}
+	endRun := func(end int) {
+		emit(end, true)
+		if split && run >= 0 && end > run {
+			fn(cut(s[run:end]), false)
+		}
+		run, split = -1, false
+	}
 	for i, r := range s {
 		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
-			emit(i)
+			endRun(i)
 			prev = r
 			continue
 		}
 		if start < 0 {
-			start = i
+			start, run = i, i
 			prev = r
 			continue
 		}
 		switch {
 		case unicode.IsLower(prev) && unicode.IsUpper(r):
 			// fooBar → foo | Bar
-			emit(i)
-			start = i
+			emit(i, false)
+			start, split = i, true
 		case unicode.IsUpper(prev) && unicode.IsUpper(r):
 			// HTTPServer → HTTP | Server: split before the last capital
 			// of a run when a lowercase letter follows it.
 			if next, _ := utf8.DecodeRuneInString(s[i+utf8.RuneLen(r):]); unicode.IsLower(next) && i+utf8.RuneLen(r) < len(s) {
-				emit(i)
-				start = i
+				emit(i, false)
+				start, split = i, true
 			}
 		}
 		prev = r
 	}
-	emit(len(s))
+	endRun(len(s))
 }
 
 // stopWords are English function words that carry no meaning for finding a
@@ -95,13 +125,19 @@ func stem(w string) string {
 // each build has its own.
 type analyzer struct {
 	stems map[string]string
+	// whole reads text as a query: wholeWords rather than words.
+	whole bool
 }
 
 func newAnalyzer() *analyzer { return &analyzer{stems: make(map[string]string, 1024)} }
 
 // terms calls fn for each term of s.
 func (a *analyzer) terms(s string, fn func(term string)) {
-	words(s, func(w string) {
+	each := words
+	if a.whole {
+		each = wholeWords
+	}
+	each(s, func(w string) {
 		lw := lower(w)
 		if stopWords[lw] {
 			return
@@ -132,6 +168,15 @@ func lower(w string) string {
 // stop words: what a plain full-text index holds, without its noise.
 func exactWords(s string, fn func(term string)) {
 	words(s, func(w string) {
+		if lw := lower(w); !stopWords[lw] {
+			fn(lw)
+		}
+	})
+}
+
+// exactWholeWords is exactWords of a query, by wholeWords.
+func exactWholeWords(s string, fn func(term string)) {
+	wholeWords(s, func(w string) {
 		if lw := lower(w); !stopWords[lw] {
 			fn(lw)
 		}

@@ -29,7 +29,8 @@ func TestTopKIsTheExhaustiveTopK(t *testing.T) {
 			for _, k := range tasks {
 				got := idx.Search(ctx, k.Task, f)
 				s := idx.getScratch()
-				want := idx.exhaustive(expand(queryTerms(k.Task), queryWords(k.Task)), &f, s, f.limit(), nil)
+				q := plainQuery(k.Task)
+				want := idx.exhaustive(expand(queryTerms(q), queryWords(q)), &f, s, f.limit(), nil)
 				if len(got) != len(want) {
 					t.Fatalf("%q %+v: %d hits, exhaustive %d", k.Task, f, len(got), len(want))
 				}
