@@ -15,6 +15,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
 )
 
 // Auth authenticates the callers of a [Gateway] and authorizes their tools.
@@ -180,8 +181,14 @@ func callerFrom(t *auth.TokenInfo) *Caller {
 const DefaultMaxReviewsPerRequest = 1000
 
 // authConcurrency bounds the authorization questions of one request in
-// flight at once.
-const authConcurrency = 16
+// flight at once, and maxQuestionsInFlight those of every request: each is
+// a goroutine that may wait on the review client's rate limit, so that
+// many concurrent cold requests wait for a slot in their own goroutine
+// rather than hold 16 each.
+const (
+	authConcurrency      = 16
+	maxQuestionsInFlight = 128
+)
 
 // reviewBudget is how many questions one request may still ask that its
 // Authorizer cannot answer from memory. Every path of one request draws
@@ -265,6 +272,7 @@ func (g *Gateway) decide(ctx context.Context, c *Caller, s *snapshot, idx []int)
 	case err != nil:
 		return out, 0, err
 	case !known:
+		g.metrics.authzBudget.Inc()
 		return out, 0, fmt.Errorf("%w (%d questions)", ErrReviewBudget, g.opts.MaxReviewsPerRequest)
 	case all:
 		for k := range out {
@@ -361,6 +369,12 @@ func (q *questions) ask(ctx context.Context, namespace, name string) (allowed, k
 	if !q.budget.take() {
 		return false, false, nil
 	}
+	select {
+	case q.g.questionSlots <- struct{}{}:
+	case <-ctx.Done():
+		return false, false, ctx.Err()
+	}
+	defer func() { <-q.g.questionSlots }()
 	ok, err := q.g.opts.Auth.Allowed(ctx, q.c, namespace, name)
 	return ok, err == nil, err
 }
@@ -389,7 +403,16 @@ func (q *questions) askAll(ctx context.Context, n int, question func(j int) (nam
 		if !q.budget.take() {
 			break
 		}
+		select {
+		case q.g.questionSlots <- struct{}{}:
+		case <-ctx.Done():
+			if err := eg.Wait(); err != nil {
+				return out, err
+			}
+			return out, ctx.Err()
+		}
 		eg.Go(func() error {
+			defer func() { <-q.g.questionSlots }()
 			ns, name := question(j)
 			ok, err := q.g.opts.Auth.Allowed(ctx, q.c, ns, name)
 			if err != nil {
@@ -403,3 +426,29 @@ func (q *questions) askAll(ctx context.Context, n int, question func(j int) (nam
 }
 
 func authTokenInfo(r *http.Request) *auth.TokenInfo { return auth.TokenInfoFromContext(r.Context()) }
+
+// maxShareRuns bounds how often one caller of [share] runs fn again after
+// the callers whose runs it waited for went away.
+const maxShareRuns = 3
+
+// share runs fn once for the concurrent callers of key in g, with the ctx
+// of the caller whose run it is: nothing runs on when every caller has
+// gone away, so callers that connect and leave cannot pile up work. A
+// caller whose wait ended because the caller running fn went away (its ctx
+// canceled, this one's not) runs fn itself. shared reports whether the
+// result was handed to more than one caller.
+func share(ctx context.Context, g *singleflight.Group, key string, fn func(context.Context) (any, error)) (v any, err error, shared bool) {
+	for range maxShareRuns {
+		ch := g.DoChan(key, func() (any, error) { return fn(ctx) })
+		select {
+		case r := <-ch:
+			if r.Err != nil && errors.Is(r.Err, context.Canceled) && ctx.Err() == nil {
+				continue
+			}
+			return r.Val, r.Err, r.Shared
+		case <-ctx.Done():
+			return nil, ctx.Err(), false
+		}
+	}
+	return nil, fmt.Errorf("%w: the requests asking the same were canceled", context.Canceled), false
+}

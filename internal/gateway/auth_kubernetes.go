@@ -39,8 +39,12 @@ const (
 	// minute: a shorter time would have such callers ask again before the
 	// first answers came back.
 	DefaultAuthDenyCacheTTL = time.Minute
-	// DefaultAuthCacheEntries bounds each of the two caches.
-	DefaultAuthCacheEntries = 100_000
+	// DefaultAuthCacheEntries bounds the decisions kept (about 8 MiB),
+	// and a tenth of it the tokens (about 3 MiB). Live entries are fewer: the rate limit
+	// lets at most QPS × TTL + Burst new ones in (12,400 denials a minute,
+	// 2,400 tokens in 10 s at the defaults); the bound holds the expired
+	// ones until a full cache drops them.
+	DefaultAuthCacheEntries = 50_000
 	// DefaultReviewQPS and DefaultReviewBurst are the rate of
 	// TokenReviews and SubjectAccessReviews that cmd/gateway's Kubernetes
 	// client sends at most (--auth-qps, --auth-burst): whatever callers
@@ -54,8 +58,7 @@ const (
 const maxTokenBytes = 16 << 10
 
 // reviewTimeout bounds one TokenReview or SubjectAccessReview, waiting for
-// the client's rate limit included. A review runs for every request that
-// waits on it, so it does not end with the request that started it.
+// the client's rate limit included.
 const reviewTimeout = 10 * time.Second
 
 // KubernetesAuth is [Auth] by the Kubernetes API server: a caller presents a
@@ -102,7 +105,8 @@ type KubernetesAuth struct {
 	// DenyTTL is how long a decision that denies is reused. Zero means
 	// [DefaultAuthDenyCacheTTL].
 	DenyTTL time.Duration
-	// MaxEntries bounds each cache. Zero means [DefaultAuthCacheEntries].
+	// MaxEntries bounds the decisions kept, and a tenth of it (at least
+	// 100) the tokens. Zero means [DefaultAuthCacheEntries].
 	MaxEntries int
 
 	once      sync.Once
@@ -127,7 +131,7 @@ func (k *KubernetesAuth) init() {
 		if n <= 0 {
 			n = DefaultAuthCacheEntries
 		}
-		k.tokens = newTTLCache[[32]byte, *Caller](n)
+		k.tokens = newTTLCache[[32]byte, *Caller](max(100, n/10))
 		k.decisions = newTTLCache[string, bool](n)
 	})
 }
@@ -251,22 +255,16 @@ func (k *KubernetesAuth) DecisionTTL() time.Duration {
 	return k.ttl
 }
 
-// do runs review once for every concurrent caller of key, each of which
-// waits no longer than its own ctx. The review itself is bounded by
-// reviewTimeout, not by the ctx of whoever started it, so that one caller
-// going away fails no other.
+// do runs review once for every concurrent caller of key, with the ctx of
+// the caller that runs it, bounded by reviewTimeout: a review never
+// outlives every request that waits for it, so requests that go away
+// leave nothing running. See [share].
 func (k *KubernetesAuth) do(ctx context.Context, key string, review func(context.Context) (any, error)) (v any, err error, shared bool) {
-	ch := k.inflight.DoChan(key, func() (any, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reviewTimeout)
+	return share(ctx, &k.inflight, key, func(ctx context.Context) (any, error) {
+		ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
 		defer cancel()
-		return review(rctx)
+		return review(ctx)
 	})
-	select {
-	case r := <-ch:
-		return r.Val, r.Err, r.Shared
-	case <-ctx.Done():
-		return nil, ctx.Err(), false
-	}
 }
 
 func (k *KubernetesAuth) count(kind, result string) {

@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -409,7 +411,8 @@ func TestListPagesUnderAuthAreBoundedInReviews(t *testing.T) {
 // DefaultMaxReviewsPerRequest (1,000) for a cold caller, whose first table
 // takes requests/table requests (1 + 50 + 5,000 questions, each asked
 // once); 0 for a warm caller, for a poll answered 304, and for a second
-// token of the same ServiceAccount.
+// token of the same ServiceAccount. cold-unbounded is the baseline: one
+// cold request without the bound asks all 5,051 at once.
 func BenchmarkTableUnderAuth(b *testing.B) {
 	tbl := bigTable(5000)
 	granted := tbl.Tools[7]
@@ -458,6 +461,24 @@ func BenchmarkTableUnderAuth(b *testing.B) {
 			b.StartTimer()
 		}
 		b.ReportMetric(float64(reviews)/float64(requests), "reviews/op")
+	})
+	b.Run("cold-unbounded", func(b *testing.B) {
+		// The baseline of the bound: what one cold request asks without it.
+		f := newFakeAPI()
+		url := authGateway(b, f, tbl, gateway.Options{MaxReviewsPerRequest: 1 << 30})
+		var reviews int64
+		sa := 0
+		for b.Loop() {
+			sa++
+			name := fmt.Sprintf("cold-%d", sa)
+			f.grant(name, granted.ToolSet.Namespace, granted.Name)
+			before := f.accessReviews.Load()
+			if r := getTable(b, url, f.token(name), "", true); r.status != http.StatusOK || len(r.table.Tools) != 1 {
+				b.Fatal(r.status)
+			}
+			reviews += f.accessReviews.Load() - before
+		}
+		b.ReportMetric(float64(reviews)/float64(b.N), "reviews/op")
 	})
 	b.Run("warm", func(b *testing.B) {
 		f, url := setup(b)
@@ -516,5 +537,48 @@ func TestTokensTooLongOrForgedAreRefusedWithinBounds(t *testing.T) {
 	// is kept.
 	if n := f.tokenReviews.Load(); n != 1 {
 		t.Errorf("%d TokenReviews, want 1", n)
+	}
+}
+
+// slowAuth grants nothing, slowly, and records the most questions it was
+// asked at once.
+type slowAuth struct {
+	now, peak atomic.Int64
+}
+
+func (a *slowAuth) Authenticate(_ context.Context, tok string) (*gateway.Caller, error) {
+	return &gateway.Caller{User: tok}, nil
+}
+
+func (a *slowAuth) Allowed(context.Context, *gateway.Caller, string, string) (bool, error) {
+	n := a.now.Add(1)
+	defer a.now.Add(-1)
+	for p := a.peak.Load(); n > p && !a.peak.CompareAndSwap(p, n); p = a.peak.Load() {
+	}
+	time.Sleep(2 * time.Millisecond)
+	return false, nil
+}
+
+// Many concurrent cold requests wait for a question slot in their own
+// goroutine: the questions in flight across the gateway stay bounded, not
+// 16 for each request.
+func TestQuestionsInFlightAreBoundedAcrossRequests(t *testing.T) {
+	a := &slowAuth{}
+	g, url := newGateway(t, nil, gateway.Options{Auth: a, MaxReviewsPerRequest: 200})
+	if err := g.SetTable(bigTable(500)); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for i := range 40 {
+		wg.Go(func() {
+			r := getTable(t, url, fmt.Sprintf("caller-%d", i), "", false)
+			if r.status != http.StatusServiceUnavailable {
+				t.Errorf("a cold caller of 500 tools with a budget of 200: %d, want 503", r.status)
+			}
+		})
+	}
+	wg.Wait()
+	if p := a.peak.Load(); p > 128 || p < 17 {
+		t.Errorf("%d questions in flight at once across 40 requests, want more than one request's 16 and at most 128", p)
 	}
 }

@@ -59,9 +59,11 @@ type Gateway struct {
 	client *http.Client
 	slots  chan struct{}
 
-	// access keeps what each caller may see of the table (table.go).
-	access       *accessCache
-	accessFlight singleflight.Group
+	// access keeps what each caller may see of the table (table.go), and
+	// questionSlots bound the authorization questions in flight (auth.go).
+	access        *accessCache
+	accessFlight  singleflight.Group
+	questionSlots chan struct{}
 
 	closeOnce sync.Once
 }
@@ -79,6 +81,8 @@ func New(opts *Options) *Gateway {
 		metrics: newMetrics(o.Registerer),
 		slots:   make(chan struct{}, o.MaxConcurrentCalls),
 		access:  newAccessCache(maxAccessCacheTools),
+
+		questionSlots: make(chan struct{}, maxQuestionsInFlight),
 	}
 	g.client = newWorkloadClient(&o)
 	if ka, ok := o.Auth.(*KubernetesAuth); ok && ka.metrics == nil {

@@ -78,6 +78,17 @@ func (g *Gateway) serveTable(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("X-Content-Type-Options", "nosniff")
 	gz := acceptsGzip(r)
+	if gz && !a.all && r.Method != http.MethodHead {
+		// A part of the table is compressed as it is written: at most
+		// maxFilteredGzips at once, so that callers who poll large parts
+		// cannot spend every core on it; the others get it plain.
+		select {
+		case filteredGzips <- struct{}{}:
+			defer func() { <-filteredGzips }()
+		default:
+			gz = false
+		}
+	}
 	if gz {
 		w.Header().Set("Content-Encoding", "gzip")
 	}
@@ -112,7 +123,18 @@ func (g *Gateway) serveTable(w http.ResponseWriter, r *http.Request) {
 }
 
 // gzipWriters are reused: each holds about a megabyte of compressor state.
-var gzipWriters = sync.Pool{New: func() any { return gzip.NewWriter(io.Discard) }}
+// They compress at BestSpeed, a third of the default level's CPU, since
+// every request that wants a part of the table gzipped costs it again.
+var gzipWriters = sync.Pool{New: func() any {
+	zw, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed)
+	return zw
+}}
+
+// maxFilteredGzips bounds the parts of the table compressed at once, across
+// every request.
+const maxFilteredGzips = 2
+
+var filteredGzips = make(chan struct{}, maxFilteredGzips)
 
 // tableAccess is what one caller may see of one table: every tool, or the
 // tools at idx, whose document has revision and size.
@@ -148,8 +170,8 @@ func (a *tableAccess) write(w io.Writer, s *snapshot) error {
 
 // tableAccess returns what c may see of s: kept per [Caller.Key] and table
 // revision for the Authorizer's DecisionTTL, and decided once for
-// concurrent requests of one key. A request that waits for another's
-// decision shares its budget.
+// concurrent requests of one key, within the budget of the request that
+// decides it.
 func (g *Gateway) tableAccess(ctx context.Context, c *Caller, s *snapshot) (*tableAccess, error) {
 	if c == nil {
 		return g.accessOf(s, nil), nil
@@ -159,14 +181,12 @@ func (g *Gateway) tableAccess(ctx context.Context, c *Caller, s *snapshot) (*tab
 		return a, nil
 	}
 	ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
-	ch := g.accessFlight.DoChan(key, func() (any, error) {
-		// Bounded by the budget of ctx, not by its end: the answers
-		// serve every request that waits for them.
+	v, err, _ := share(ctx, &g.accessFlight, key, func(ctx context.Context) (any, error) {
 		idx := make([]int, len(s.table.Tools))
 		for i := range idx {
 			idx[i] = i
 		}
-		ok, err := g.permitted(context.WithoutCancel(ctx), c, s, idx)
+		ok, err := g.permitted(ctx, c, s, idx)
 		if err != nil {
 			return nil, err
 		}
@@ -176,15 +196,10 @@ func (g *Gateway) tableAccess(ctx context.Context, c *Caller, s *snapshot) (*tab
 		}
 		return a, nil
 	})
-	select {
-	case r := <-ch:
-		if r.Err != nil {
-			return nil, r.Err
-		}
-		return r.Val.(*tableAccess), nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	if err != nil {
+		return nil, err
 	}
+	return v.(*tableAccess), nil
 }
 
 // accessOf is the access of the tools of s that ok allows.
@@ -220,8 +235,9 @@ func (g *Gateway) accessOf(s *snapshot, ok []bool) *tableAccess {
 const tableTail = "]}"
 
 // maxAccessCacheTools bounds the tool indexes that the access cache holds
-// across every caller and revision: 16 MiB.
-const maxAccessCacheTools = 4 << 20
+// across every caller and revision: 4 MiB of them, 250 callers who may
+// see 4,000 tools (and not all), any number who may see all.
+const maxAccessCacheTools = 1 << 20
 
 // accessCache keeps tableAccess values until they expire, bounded in the
 // tool indexes they hold (each counts one more): when full it drops the
