@@ -55,7 +55,7 @@ demo: build envtest ## Run the whole loop on an embedded control plane: operator
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) $(LOCALBIN)/toolplane-demo --bin $(LOCALBIN) $(DEMO_FLAGS)
 
 .PHONY: test
-test: manifests generate envtest helm interop-deps conformance-deps ## Run every test: unit, envtest (real kube-apiserver and etcd), the install manifests and chart, and brief fuzzing.
+test: manifests generate envtest helm interop-deps conformance-deps browser-deps ## Run every test: unit, envtest (real kube-apiserver and etcd), the install manifests and chart, and brief fuzzing.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
 	cd toolkit && go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZ_TIME_SHORT) $(MODULES)
@@ -85,6 +85,10 @@ run: manifests generate ## Run the manager against the cluster in the current ku
 .PHONY: bench-scale
 bench-scale: build envtest ## Measure BENCH_SIZE ToolSets of 10 tools (default 1000; 5000 is the larger size) against the API server's own limit: convergence, steady state, churn; prints the figure line last (BENCH_SCALE_FLAGS=-h for knobs).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./hack/bench/scale --manager $(LOCALBIN)/manager --toolsets $(BENCH_SIZE) $(BENCH_SCALE_FLAGS)
+
+.PHONY: bench-search
+bench-search: ## Rank the tasks of hack/search/corpus (978 real tools of 38 MCP servers) with toolkit/search and plain BM25 side by side; prints one figure line (recall, MRR, latency, index size, bytes read).
+	go run ./hack/search $(BENCH_SEARCH_FLAGS)
 
 ##@ Development
 
@@ -177,6 +181,13 @@ hack/interop/node_modules/.package-lock.json: hack/interop/package.json hack/int
 conformance-deps: hack/conformance/node_modules/.package-lock.json ## Install the official MCP conformance suite and the Node 22 it needs (npm ci), for the gateway's conformance test.
 hack/conformance/node_modules/.package-lock.json: hack/conformance/package.json hack/conformance/package-lock.json
 	npm ci --prefix hack/conformance --no-audit --no-fund
+
+.PHONY: browser-deps
+browser-deps: ## Install Debian's chromium, for the gateway catalog's browser test (nothing to do when /usr/bin/chromium exists).
+	@if [ ! -x /usr/bin/chromium ]; then \
+		echo "Installing chromium with apt-get"; \
+		apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y chromium; \
+	fi
 
 .PHONY: envtest
 envtest: $(ENVTEST_ASSETS)/kube-apiserver $(ENVTEST_ASSETS)/etcd $(ENVTEST_ASSETS)/kubectl ## Build the test control plane (kube-apiserver, etcd) and kubectl, for the plugin's test, from the Go module proxy.

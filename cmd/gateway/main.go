@@ -31,6 +31,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
 	"github.com/toolplane/toolplane/internal/gateway"
+	"github.com/toolplane/toolplane/toolkit/search"
+	"github.com/toolplane/toolplane/toolkit/search/embedding"
 )
 
 // version is set at build time with -ldflags "-X main.version=…".
@@ -49,7 +51,7 @@ func main() {
 		o                            gateway.Options
 		metricsSecure                bool
 	)
-	flag.StringVar(&addr, "addr", ":8080", "The address that serves MCP (/mcp and its views) and GET /v1/tools.")
+	flag.StringVar(&addr, "addr", ":8080", "The address that serves MCP (/mcp, its views and /mcp/search), GET /v1/tools, GET /v1/search and the catalog (/catalog).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address that serves /healthz and /readyz (ready once a good tool table is held).")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8082", `The address that serves Prometheus metrics at /metrics; "0" disables it.`)
 	flag.BoolVar(&metricsSecure, "metrics-secure", true,
@@ -74,8 +76,16 @@ func main() {
 		"With --auth, the most authorization questions one request may ask that the cache cannot answer; a tools/list page stops short there (with a nextCursor), a GET /v1/tools answers 503 to be retried.")
 	flag.Var(&resolve, "resolve", "host:port=ip:port: dial ip:port for the workload endpoint host:port, as curl's --resolve does; repeatable. "+
 		"For running outside a cluster (the demo, tests), where Service names do not resolve; in a cluster leave it unset.")
+	var embedURL, embedModel string
+	var embedTimeout time.Duration
+	flag.StringVar(&embedURL, "search-embeddings-url", "", "The base URL of an OpenAI-compatible /v1/embeddings endpoint (vLLM, TEI, Ollama in the cluster) for search's semantic stage, fused with the lexical ranking; empty means lexical only. Tools are embedded off the request path.")
+	flag.StringVar(&embedModel, "search-embeddings-model", "", "With --search-embeddings-url, the model named in each request.")
+	flag.DurationVar(&embedTimeout, "search-embed-timeout", search.DefaultEmbedTimeout, "With --search-embeddings-url, how long a query may wait for its embedding before the search answers lexically.")
 	flag.StringVar(&logLevel, "log-level", "info", "The least level logged: debug, info, warn or error.")
 	flag.Parse()
+	if embedURL != "" {
+		o.Search = &search.Options{Embedder: &embedding.OpenAI{URL: embedURL, Model: embedModel}, EmbedTimeout: embedTimeout}
+	}
 	if len(resolve) > 0 {
 		o.DialContext = resolve.dial
 	}

@@ -102,6 +102,7 @@ flags the changes that would break the agents that call a tool, and calls tools.
 	root.PersistentFlags().StringVar(&o.tableNamespace, "table-namespace", "toolplane-system", "The namespace of the tool table: the operator's namespace.")
 	root.PersistentFlags().StringVar(&o.tableName, "table-name", "toolplane-tools", "The name of the tool table's ConfigMap.")
 	root.AddCommand(newToolsCommand(o), newDescribeCommand(o), newLintCommand(o), newCallCommand(o))
+	root.AddCommand(newSearchCommand(o))
 	return root
 }
 

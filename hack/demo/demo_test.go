@@ -81,6 +81,11 @@ func TestDemo(t *testing.T) {
 		// The MCP agent, through the gateway.
 		`9 tools: \[add build_report crm_create_ticket`,
 		`Calling crm_evaluate_transaction_risk .* through the gateway\n.*\n?\s+→ \{"riskScore":8\.6,"riskLevel":"LOW"`,
+		// The searching agent: two meta-tools, the tool found by a task's
+		// words, and called through call_tool.
+		`tools/list holds 2 tools: \[search_tools call_tool\]`,
+		`1\. crm_evaluate_transaction_risk\(`,
+		`call_tool crm_evaluate_transaction_risk .*\n\s+→ \{"riskScore":8\.6,"riskLevel":"LOW"`,
 		`export KUBECONFIG=`,
 	} {
 		if !regexp.MustCompile(want).MatchString(text) {

@@ -169,6 +169,9 @@ func run(ctx context.Context, o options) (retErr error) {
 	if err := mcpAgent(ctx, gw, len(st.table.Tools), r); err != nil {
 		return fmt.Errorf("%w (gateway log: %s)", err, gw.LogPath)
 	}
+	if err := searchAgent(ctx, gw, r); err != nil {
+		return fmt.Errorf("%w (gateway log: %s)", err, gw.LogPath)
+	}
 
 	if !o.wait {
 		r.step("Done")

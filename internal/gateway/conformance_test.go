@@ -44,18 +44,22 @@ func TestConformance(t *testing.T) {
 	if err := g.SetTable(table(wl.tableTools())); err != nil {
 		t.Fatal(err)
 	}
-	for _, sc := range conformanceScenarios {
-		t.Run(sc, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-			defer cancel()
-			cmd := exec.CommandContext(ctx, node, cli, "server", "--url", url+"/mcp", "--scenario", sc,
-				"--output-dir", t.TempDir())
-			out, err := cmd.CombinedOutput()
-			if err != nil || !strings.Contains(string(out), " 0 failed") {
-				t.Errorf("conformance scenario %s failed: %v\n%s", sc, err, out)
-				return
-			}
-			t.Logf("%s", out)
-		})
+	// /mcp/search is an MCP server of its own, whose tools/list holds the
+	// meta-tools: the same scenarios apply to it.
+	for _, path := range []string{"/mcp", "/mcp/search"} {
+		for _, sc := range conformanceScenarios {
+			t.Run(strings.TrimPrefix(path, "/")+"/"+sc, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				cmd := exec.CommandContext(ctx, node, cli, "server", "--url", url+path, "--scenario", sc,
+					"--output-dir", t.TempDir())
+				out, err := cmd.CombinedOutput()
+				if err != nil || !strings.Contains(string(out), " 0 failed") {
+					t.Errorf("conformance scenario %s at %s failed: %v\n%s", sc, path, err, out)
+					return
+				}
+				t.Logf("%s", out)
+			})
+		}
 	}
 }

@@ -17,6 +17,77 @@
 //   - GET /v1/tools: the table as one JSON document, in the format of the
 //     ConfigMap's tools.json, with its revision as ETag, 304 and gzip.
 //     toolkit/discovery's LoadURL and WatchURL read it.
+//   - /mcp/search, GET /v1/search and /catalog: search, for agents and
+//     people who cannot read the whole table (see Search below).
+//
+// # Search
+//
+// A model cannot read a cluster's worth of tool definitions on every turn,
+// so the gateway answers a task in plain words with the few tools that fit
+// it. Each snapshot of the table (built once per revision in SetTable)
+// carries a toolkit/search index, updated from the last snapshot's rather
+// than rebuilt, immutable, and shared by every request of the replica; no
+// request does per-table work, and a request that arrives after the
+// gateway has taken a table sees that table's index, so a published tool is
+// found in the revision that has it and a removed one is never returned
+// again.
+//
+//   - GET /v1/search?q=TEXT&limit=N&namespace=NS&toolSet=NS/NAME (and
+//     readOnly, destructive, category) answers {"revision", "tools",
+//     "ttlMs", "cacheScope"}: table entries exactly as the table holds them
+//     plus a "score", best first. limit is 10 by default and lowered to 50;
+//     a query is at most MaxQueryBytes. A bad request is 400 with toolkit's
+//     JSON error body. HTTP caches are told no-cache (private under auth):
+//     ttlMs and cacheScope are the hints for the client's own cache.
+//   - /mcp/search is an MCP endpoint through the same SDK server as /mcp,
+//     both eras, stateless: the HTTP handler marks the request (a header
+//     the handlers set and strip, as they do the view's), and a receiving
+//     middleware outside the table's answers tools/list with two
+//     meta-tools. search_tools {"query", "limit"} gives /v1/search's answer
+//     as structuredContent and a line per tool, with its parameters, as
+//     text; call_tool {"name", "arguments"} becomes the tools/call of that
+//     name and goes down the same chain as a tools/call on /mcp, so its
+//     authorization, view, timeout and result are exactly those. Any
+//     other tools/call there is the table tool of that name. A table tool
+//     named search_tools or call_tool is reached through call_tool.
+//   - /mcp/namespaces/{namespace}/search and
+//     /mcp/toolsets/{namespace}/{name}/search are the same for one view:
+//     the view's header filters the search and limits call_tool as it
+//     limits tools/call on the view.
+//
+// With Options.Search.Embedder the index has a semantic stage fused with
+// the lexical ranks: each new revision's new and changed tools are
+// embedded by a goroutine of the gateway, retried with backoff while the
+// endpoint fails and abandoned once a newer revision is served; until then,
+// and for a query that cannot be embedded in time, searches are lexical.
+//
+// Under Options.Auth the index asks Gateway.permits about its candidates
+// through search.Filter.Allow, best first and only until the limit is
+// filled, so a search never returns a tool the caller may not call and its
+// limit still fills with tools it may. One search asks about at most 2,000
+// candidates and draws on the request's review budget
+// (Options.MaxReviewsPerRequest, shared with call_tool's call): a caller
+// granted few of many matches gets fewer results, not a request that
+// authorizes the table, and since decisions are cached the same search
+// asked again goes further. A spent budget answers with the tools decided
+// so far; an authorizer that fails answers nothing (503, or a JSON-RPC
+// error) rather than too much.
+//
+// # Catalog
+//
+// /catalog is a server-rendered page (html/template) for the people who
+// run and use the cluster: a search box (GET, so a result is a link), the
+// tools found or, without a query, the first 100 by name, each with its
+// owner ToolSet, description and state (Published, or Unroutable with the
+// reason), and /catalog/tool?name=NAME for one tool: its parameters as a
+// table (nested ones under their parent, bounded), its schemas as JSON, its
+// owner, endpoints and annotations. A tool name is a query parameter, not
+// a path segment, because "." and ".." are valid tool names. Pages carry
+// no script and load nothing: Content-Security-Policy default-src 'none',
+// the one inline stylesheet allowed by its sha256, form-action 'self',
+// frame-ancestors 'none'. Under Options.Auth the catalog wants the bearer
+// token of /mcp and shows only what the caller may call; the page of any
+// other tool is 404, as an unknown one.
 //
 // # Calls
 //

@@ -103,6 +103,7 @@ func New(opts *Options) *Gateway {
 	// each new revision makes the SDK send list_changed to every session
 	// and every subscriptions/listen stream.
 	g.server.AddReceivingMiddleware(g.middleware)
+	g.server.AddReceivingMiddleware(g.searchMiddleware) // outside g.middleware: search endpoints first
 	g.server.AddTool(placeholderTool(""), placeholderHandler)
 
 	getServer := func(*http.Request) *mcp.Server { return g.server }
@@ -124,16 +125,28 @@ func New(opts *Options) *Gateway {
 
 	var mcpHandler http.Handler = http.HandlerFunc(g.serveMCP)
 	var tableHandler http.Handler = http.HandlerFunc(g.serveTable)
+	var searchMCPHandler http.Handler = http.HandlerFunc(g.serveSearchMCP)
+	var searchHandler http.Handler = http.HandlerFunc(g.serveSearch)
+	catalogHandler := g.catalogHandler()
 	if o.Auth != nil {
 		authn := auth.RequireBearerToken(g.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
 		mcpHandler = authn(mcpHandler)
 		tableHandler = authn(tableHandler)
+		searchMCPHandler = authn(searchMCPHandler)
+		searchHandler = authn(searchHandler)
+		catalogHandler = authn(catalogHandler)
 	}
 	g.mux = http.NewServeMux()
 	g.mux.Handle(MCPPath, mcpHandler)
 	g.mux.Handle(NamespaceViewPrefix+"{namespace}", mcpHandler)
 	g.mux.Handle(ToolSetViewPrefix+"{namespace}/{name}", mcpHandler)
 	g.mux.Handle(TablePath, tableHandler)
+	g.mux.Handle(SearchMCPPath, searchMCPHandler)
+	g.mux.Handle(NamespaceViewPrefix+"{namespace}"+searchViewSuffix, searchMCPHandler)
+	g.mux.Handle(ToolSetViewPrefix+"{namespace}/{name}"+searchViewSuffix, searchMCPHandler)
+	g.mux.Handle(SearchPath, searchHandler)
+	g.mux.Handle(CatalogPath, catalogHandler)
+	g.mux.Handle(CatalogPath+"/", catalogHandler)
 	return g
 }
 
@@ -178,6 +191,7 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 		g.metrics.rejected.WithLabelValues("invalid").Inc()
 		return err
 	}
+	s.search = g.newSearchIndex(g.snap.Load(), s.table)
 	old := g.snap.Swap(s)
 	g.metrics.setTable(s)
 	if old != nil && old.table.Revision == s.table.Revision {
@@ -213,6 +227,7 @@ var emptySnapshot = func() *snapshot {
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	v := view{namespace: r.PathValue("namespace"), name: r.PathValue("name")}
 	r.Header.Set(viewHeader, v.String())
+	r.Header.Del(searchHeader)
 	g.metrics.inFlight.Inc()
 	defer g.metrics.inFlight.Dec()
 	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {

@@ -33,7 +33,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"outcome"}),
 		listSize: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "toolplane_gateway_list_tools",
-			Help:    "Tools in one answer: a tools/list page (api=mcp) or a GET /v1/tools (api=table).",
+			Help:    "Tools in one answer: a tools/list page (api=mcp), a GET /v1/tools (api=table), or a search: GET /v1/search, search_tools or the catalog (api=search).",
 			Buckets: prometheus.ExponentialBuckets(1, 4, 9),
 		}, []string{"api"}),
 		tools: prometheus.NewGauge(prometheus.GaugeOpts{

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/propagation"
+
+	"github.com/toolplane/toolplane/toolkit/search"
 )
 
 // Defaults of the zero fields of [Options].
@@ -86,6 +88,15 @@ type Options struct {
 	// authentication: every caller sees and may call every tool, which is
 	// for trusted networks only. See [KubernetesAuth].
 	Auth Auth
+
+	// Search configures the index behind /v1/search, /mcp/search and the
+	// catalog. Nil is lexical ranking only. With Search.Embedder (such as
+	// toolkit/search/embedding.OpenAI, for an in-cluster /v1/embeddings
+	// endpoint), each new table's tools are embedded off the request path,
+	// only the new and changed ones, and retried with backoff when the
+	// endpoint fails; until then, and whenever a query cannot be embedded
+	// within Search.EmbedTimeout, searches are lexical.
+	Search *search.Options
 	// MaxReviewsPerRequest bounds the authorization questions that one
 	// request (a tools/list page, a GET /v1/tools, a search, a call) may
 	// ask that Auth cannot answer from memory: with [KubernetesAuth], the

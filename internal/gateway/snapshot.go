@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolplane/toolplane/toolkit/search"
 	"github.com/toolplane/toolplane/toolkit/server"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -41,6 +42,8 @@ type snapshot struct {
 	entries      [][]byte
 	// unroutable says why each tool left out of the views was left out.
 	unroutable []string
+	// search is the search index of table; nil in the empty snapshot.
+	search *search.Index
 }
 
 func newSnapshot(t *spec.Table, now time.Time) (*snapshot, error) {

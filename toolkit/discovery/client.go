@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toolplane/toolplane/toolkit/search"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -85,6 +86,9 @@ type Client struct {
 	OnChange func(*spec.Table)
 
 	state atomic.Pointer[snapshot]
+	// lastIndex is the newest search index built, which the next table's
+	// index is updated from (search.go).
+	lastIndex atomic.Pointer[search.Index]
 }
 
 // snapshot is one table with its lookup indexes. It is never modified once
@@ -102,6 +106,9 @@ type snapshot struct {
 	strict     []OpenAITool
 	anthropic  []AnthropicTool
 	notes      exportNotes
+
+	searchOnce sync.Once
+	index      *search.Index
 }
 
 var emptySnapshot = newSnapshot(&spec.Table{SchemaVersion: spec.SchemaVersion, Revision: spec.TableRevision(nil), Tools: []spec.TableTool{}})

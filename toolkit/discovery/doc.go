@@ -44,4 +44,10 @@
 // (<service>.<namespace>.svc, optionally followed by Client.ClusterDomain)
 // and never follows a redirect, so that a tampered table cannot send them
 // elsewhere ([ErrForeignEndpoint], [ErrRedirect]).
+//
+// An agent facing thousands of tools finds the few a task needs instead of
+// offering them all: [Client.Search] ranks the tools of the table the
+// client holds (package search), and [Client.SearchURL] asks the
+// gateway's GET /v1/search, which returns only the tools the caller may
+// call, bounded by Timeout and MaxResponseBytes like a call.
 package discovery

@@ -107,3 +107,18 @@ func ExampleClient_WatchURL() {
 	}
 	go func() { _ = c.WatchURL(ctx, url, 30*time.Second) }()
 }
+
+// An agent outside the operator's namespace asks the gateway for the few
+// tools a task needs instead of reading the whole table; the gateway
+// returns only those its token may call.
+func ExampleClient_SearchURL() {
+	c := &discovery.Client{TableHTTPClient: http.DefaultClient} // a client that presents the agent's token
+	tools, err := c.SearchURL(context.Background(), "http://toolplane-gateway.toolplane-system.svc/v1/search",
+		"refund a customer's order", &discovery.SearchOptions{Limit: 5})
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, t := range tools {
+		fmt.Println(t.Name, t.ToolSet, t.Score)
+	}
+}

@@ -1,0 +1,5 @@
+//go:build !unix
+
+package search
+
+func cpuTime() int64 { return 0 }

@@ -1,0 +1,323 @@
+package search
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"slices"
+	"strings"
+	"unicode/utf8"
+)
+
+// MaxQueryBytes bounds the query text that Search reads; the rest is
+// ignored. A task is a sentence or two, not a document.
+const MaxQueryBytes = 1024
+
+// maxQueryTerms bounds the distinct terms of one query.
+const maxQueryTerms = 32
+
+// scratch is one search's working memory, pooled per index: a score per
+// document and the documents touched.
+type scratch struct {
+	score   []float32
+	touched []uint32
+	cands   candHeap
+	top     []cand
+	asked   map[uint32]bool
+}
+
+// Search returns the tools that best match q and pass f, best first. A
+// query without a word to search by (empty, or only stop words) has no
+// hits. ctx bounds the optional semantic stage only; lexical ranking is
+// in memory and does not wait.
+func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
+	limit := f.limit()
+	q = plainQuery(clipQuery(q))
+	terms := queryTerms(q)
+	if len(terms) == 0 || len(x.table.Tools) == 0 {
+		return nil
+	}
+
+	s := x.getScratch()
+	defer x.pool.Put(s)
+	qterms := expand(terms, queryWords(q))
+	if x.sem != nil {
+		if vs := x.vecs.Load(); vs != nil {
+			if qv := x.sem.queryVector(ctx, q, vs.dim); qv != nil {
+				x.candidates(qterms, &f, s)
+				return x.fused(qv, vs, &f, &s.cands, limit)
+			}
+		}
+	}
+
+	// Score every match once, term at a time; take the best limit that
+	// pass the filters; when Allow refuses some, the best 4× as many of
+	// those not asked about yet, and so on.
+	x.score(qterms, s)
+	defer x.reset(s)
+	hits := make([]Hit, 0, limit)
+	if f.Allow != nil && s.asked == nil {
+		s.asked = map[uint32]bool{}
+	}
+	defer clear(s.asked)
+	for k := limit; ; k *= 4 {
+		top := x.best(s, &f, k)
+		for _, c := range top {
+			if len(hits) == limit {
+				return hits
+			}
+			if f.Allow != nil {
+				s.asked[c.idx] = true
+				if !f.Allow(int(c.idx)) {
+					continue
+				}
+			}
+			hits = append(hits, Hit{Index: int(c.idx), Score: float64(c.score)})
+		}
+		if len(hits) == limit || len(top) < k {
+			return hits
+		}
+	}
+}
+
+// best returns the k best scored documents that pass f's own filters and
+// that Allow was not asked about, best first, by a bounded heap: one
+// comparison for most of the documents touched.
+func (x *Index) best(s *scratch, f *Filter, k int) []cand {
+	filtered := f.Namespace != "" || f.ToolSet != nil || f.ReadOnly != nil || f.Destructive != nil || f.Category != ""
+	top := s.top[:0]
+	for _, d := range s.touched {
+		i := x.tableOf[d]
+		if i < 0 {
+			continue
+		}
+		c := cand{idx: uint32(i), score: s.score[d]}
+		if len(top) == k && !minLess(top[0], c) {
+			continue
+		}
+		if filtered && !x.keep(int(i), f) || s.asked[c.idx] {
+			continue
+		}
+		if len(top) < k {
+			top = append(top, c)
+			siftUp(top, len(top)-1)
+		} else {
+			top[0] = c
+			siftDown(top, 0)
+		}
+	}
+	s.top = top
+	out := make([]cand, len(top))
+	copy(out, top)
+	slices.SortFunc(out, func(a, b cand) int {
+		if minLess(b, a) {
+			return -1
+		}
+		if minLess(a, b) {
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// reset clears the scores of the documents a search touched.
+func (x *Index) reset(s *scratch) {
+	for _, d := range s.touched {
+		s.score[d] = 0
+	}
+	s.touched = s.touched[:0]
+}
+
+// exhaustive scores every document the query matches and adds hits to
+// hits, best first, asking Allow about those it was not asked about yet.
+func (x *Index) exhaustive(terms []qterm, f *Filter, s *scratch, limit int, hits []Hit) []Hit {
+	x.candidates(terms, f, s)
+	for len(hits) < limit && len(s.cands) > 0 {
+		c := heap.Pop(&s.cands).(cand)
+		if s.asked[c.idx] {
+			continue
+		}
+		if f.Allow == nil || f.Allow(int(c.idx)) {
+			hits = append(hits, Hit{Index: int(c.idx), Score: float64(c.score)})
+		}
+	}
+	return hits
+}
+
+// candidates scores every document the query matches, term at a time,
+// into s.cands as a heap, those f's own filters keep.
+func (x *Index) candidates(terms []qterm, f *Filter, s *scratch) {
+	x.score(terms, s)
+	s.cands = s.cands[:0]
+	for _, d := range s.touched {
+		if i := x.tableOf[d]; i >= 0 && x.keep(int(i), f) {
+			s.cands = append(s.cands, cand{idx: uint32(i), score: s.score[d]})
+		}
+		s.score[d] = 0
+	}
+	s.touched = s.touched[:0]
+	heap.Init(&s.cands)
+}
+
+// score adds each term's BM25F share to the score of every document that
+// holds it, in the base segment and the delta.
+func (x *Index) score(terms []qterm, s *scratch) {
+	n := len(x.table.Tools)
+	for _, qt := range terms {
+		t := qt.term
+		var lists [2][]posting
+		if id, ok := x.base.dict[t]; ok {
+			lists[0] = x.base.post[id]
+		}
+		if x.delta != nil {
+			if id, ok := x.delta.dict[t]; ok {
+				lists[1] = x.delta.post[id]
+			}
+		}
+		df := len(lists[0]) + len(lists[1])
+		if df == 0 {
+			continue
+		}
+		w := qt.w * idf(n, df)
+		for _, post := range lists {
+			for _, p := range post {
+				if s.score[p.doc] == 0 {
+					s.touched = append(s.touched, p.doc)
+				}
+				s.score[p.doc] += w * p.w
+			}
+		}
+	}
+}
+
+// keep reports whether document d passes f's own filters (not Allow).
+func (x *Index) keep(d int, f *Filter) bool {
+	t := &x.table.Tools[d]
+	if f.Namespace != "" && t.ToolSet.Namespace != f.Namespace {
+		return false
+	}
+	if f.ToolSet != nil && t.ToolSet != *f.ToolSet {
+		return false
+	}
+	info := x.docs[d]
+	if f.ReadOnly != nil && *f.ReadOnly != (info.flags&flagReadOnly != 0) {
+		return false
+	}
+	if f.Destructive != nil && *f.Destructive != (info.flags&flagDestructive != 0) {
+		return false
+	}
+	if f.Category != "" && !strings.EqualFold(f.Category, info.category) {
+		return false
+	}
+	return true
+}
+
+func (x *Index) getScratch() *scratch {
+	if s, ok := x.pool.Get().(*scratch); ok {
+		return s
+	}
+	return &scratch{score: make([]float32, len(x.tableOf))}
+}
+
+// clipQuery cuts q to MaxQueryBytes, at a character boundary.
+func clipQuery(q string) string {
+	if len(q) > MaxQueryBytes {
+		q = q[:MaxQueryBytes]
+		for !utf8.ValidString(q) {
+			q = q[:len(q)-1]
+		}
+	}
+	return q
+}
+
+// plainQuery reads a task the way it names a tool: a URL in it is the word
+// "url" (what tools that take one say), not the words of its host and path,
+// which are the user's data.
+func plainQuery(q string) string {
+	if !strings.Contains(q, "://") && !strings.Contains(q, "www.") {
+		return q
+	}
+	f := strings.Fields(q)
+	for i, w := range f {
+		if l := strings.ToLower(w); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "www.") {
+			f[i] = "url"
+		}
+	}
+	return strings.Join(f, " ")
+}
+
+// number reports whether a term is digits only: in a task, an identifier
+// or a value (issue #17, port 5432, release 1.4), not a word of a tool.
+func number(t string) bool {
+	for i := 0; i < len(t); i++ {
+		if t[i] < '0' || t[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// queryTerms analyzes q into its distinct terms, in order, without numbers.
+func queryTerms(q string) []string {
+	var terms []string
+	a := analyzer{stems: map[string]string{}, whole: true}
+	a.terms(q, func(t string) {
+		if len(terms) >= maxQueryTerms || number(t) {
+			return
+		}
+		for _, u := range terms {
+			if u == t {
+				return
+			}
+		}
+		terms = append(terms, t)
+	})
+	return terms
+}
+
+// cand is a tool that may be a hit, by table index.
+type cand struct {
+	idx   uint32
+	score float32
+}
+
+// candHeap is a max-heap of candidates: higher score first, then lower
+// table index, so that equal scores come in the table's (name) order.
+type candHeap []cand
+
+func (h candHeap) Len() int { return len(h) }
+func (h candHeap) Less(i, j int) bool {
+	if h[i].score != h[j].score {
+		return h[i].score > h[j].score
+	}
+	return cmp.Less(h[i].idx, h[j].idx)
+}
+func (h candHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *candHeap) Push(v any)   { *h = append(*h, v.(cand)) }
+func (h *candHeap) Pop() any {
+	old := *h
+	c := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return c
+}
+
+// limit is the number of hits f asks for.
+func (f *Filter) limit() int {
+	if f.Limit <= 0 {
+		return DefaultLimit
+	}
+	return min(f.Limit, MaxLimit)
+}
+
+// queryWords is q's distinct words as written, lowercased, bounded like
+// its terms.
+func queryWords(q string) []string {
+	var out []string
+	exactWholeWords(q, func(w string) {
+		if len(out) < maxQueryTerms && !number(w) && !slices.Contains(out, w) {
+			out = append(out, w)
+		}
+	})
+	return out
+}
