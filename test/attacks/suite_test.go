@@ -93,6 +93,11 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	gatewayBin, err = harness.Build(ctx, root, workDir, "gateway")
 	Expect(err).NotTo(HaveOccurred())
+	// ATTACKS_GATEWAY_BIN runs the gateway's attacks against another build,
+	// such as one of an older commit, to see a bound that it lacks fail.
+	if bin := os.Getenv("ATTACKS_GATEWAY_BIN"); bin != "" {
+		gatewayBin = bin
+	}
 	exampleToolsBin, err = harness.Build(ctx, root, workDir, "example-tools")
 	Expect(err).NotTo(HaveOccurred())
 
