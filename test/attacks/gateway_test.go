@@ -1,11 +1,16 @@
 package attacks
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -56,3 +61,189 @@ var _ = Describe("The gateway under attack", func() {
 		expectBounded(g)
 	})
 })
+
+var _ = Describe("The gateway under many clients", func() {
+	It("holds to 64 of 1,000 idle connections from one address, and closes 300 slow-body connections at the read timeout", Label("heavy"), func() {
+		g := startGateway("conns", tableTools("conns-ns", "tools", 100, 100), nil)
+		p := startProbing(g, 500*time.Millisecond)
+		addr := g.Addr
+
+		By("opening 1,000 connections from 127.0.0.2 that send nothing")
+		var idle []net.Conn
+		DeferCleanup(func() {
+			for _, c := range idle {
+				c.Close()
+			}
+		})
+		d := harness.DialerFrom(harness.LoopbackIP(0))
+		for range 1000 {
+			c, err := d.DialContext(ctx, "tcp", addr)
+			Expect(err).NotTo(HaveOccurred())
+			idle = append(idle, c)
+		}
+
+		By("opening 300 connections from 127.0.1.x that send a 1 MiB body a byte a second")
+		type slow struct {
+			c      net.Conn
+			closed chan time.Duration
+		}
+		var slows []slow
+		start := time.Now()
+		for i := range 300 {
+			c, err := harness.DialerFrom(harness.LoopbackIP(256+i%10)).DialContext(ctx, "tcp", addr)
+			Expect(err).NotTo(HaveOccurred())
+			s := slow{c: c, closed: make(chan time.Duration, 1)}
+			slows = append(slows, s)
+			DeferCleanup(c.Close)
+			go func() {
+				_, _ = fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n{", addr, 1<<20)
+				tick := time.NewTicker(time.Second)
+				defer tick.Stop()
+				for range 90 {
+					<-tick.C
+					if _, err := c.Write([]byte(" ")); err != nil {
+						break
+					}
+				}
+			}()
+			go func() {
+				_, _ = io.Copy(io.Discard, c) // until the gateway closes it
+				s.closed <- time.Since(start)
+			}()
+		}
+
+		By("counting the idle connections the gateway closed at once, well within its read-header timeout (10s)")
+		var closedAtOnce atomic.Int32
+		var wg sync.WaitGroup
+		for _, c := range idle {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_ = c.SetReadDeadline(time.Now().Add(2 * time.Second))
+				if _, err := c.Read(make([]byte, 1)); err != nil && !isTimeout(err) {
+					closedAtOnce.Add(1)
+				}
+			}()
+		}
+		wg.Wait()
+		Expect(time.Since(start)).To(BeNumerically("<", 8*time.Second), "the count is not of connections that the read-header timeout closed")
+		Expect(int(closedAtOnce.Load())).To(BeNumerically(">=", 1000-64), "connections from one address beyond --max-conns-per-client are closed when accepted")
+
+		By("waiting for the slow bodies to be cut at the read timeout (30s)")
+		for _, s := range slows {
+			Eventually(s.closed, 45*time.Second).Should(Receive(BeNumerically("<", 45*time.Second)))
+		}
+		expectPeakRSS(g)
+		p.Stop()
+		expectBounded(g)
+	})
+
+	It("holds 2,000 subscriptions/listen streams from 20 addresses to 16 per address and 256 in all", Label("heavy"), func() {
+		g := startGateway("listen", tableTools("listen-ns", "tools", 100, 100), nil)
+		p := startProbing(g, 500*time.Millisecond)
+		clients := attackers(512, 20, 128)
+		c, cancelStreams := context.WithCancel(ctx)
+		DeferCleanup(cancelStreams)
+
+		var (
+			mu                    sync.Mutex
+			open                  = map[int]int{}
+			opened, refused, errs int
+			wg                    sync.WaitGroup
+			dialing               = make(chan struct{}, 64)
+		)
+		for i := range 2000 {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				dialing <- struct{}{}
+				rc, cancel := context.WithTimeout(c, 10*time.Second)
+				resp, err := post2026(rc, clients[i%20], g.URL()+"/mcp", "subscriptions/listen", "", `"notifications":{"toolsListChanged":true}`)
+				<-dialing
+				mu.Lock()
+				defer mu.Unlock()
+				switch {
+				case err != nil:
+					errs++
+					cancel()
+				case resp.StatusCode == http.StatusOK:
+					opened++
+					open[i%20]++
+					// Held open (and its context uncancelled) until the spec ends.
+					DeferCleanup(resp.Body.Close)
+					DeferCleanup(cancel)
+				default:
+					refused++
+					Expect(resp.StatusCode).To(Equal(http.StatusTooManyRequests))
+					resp.Body.Close()
+					cancel()
+				}
+			}()
+		}
+		wg.Wait()
+		AddReportEntry("listen streams", fmt.Sprintf("opened %d, refused %d, failed %d", opened, refused, errs))
+		Expect(opened).To(BeNumerically("<=", 256), "--max-streams")
+		Expect(opened).To(BeNumerically(">=", 200), "streams within the bounds open")
+		for addr, n := range open {
+			Expect(n).To(BeNumerically("<=", 16), "--max-streams-per-client, address %d", addr)
+		}
+		time.Sleep(2 * time.Second)
+		p.Stop()
+		expectBounded(g)
+	})
+
+	It("holds 20,000 initialize requests with --sessions from 40 addresses to 32 sessions per address and 1,000 in all", Label("heavy"), func() {
+		g := startGateway("sessions", tableTools("sessions-ns", "tools", 100, 100), nil, "--sessions")
+		p := startProbing(g, 500*time.Millisecond)
+		clients := attackers(1024, 40, 4)
+		var (
+			mu       sync.Mutex
+			sessions = map[int]int{}
+			total    int
+			wg       sync.WaitGroup
+		)
+		const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"attacker","version":"1"}}}`
+		deadline := time.Now().Add(90 * time.Second)
+		for w := range 80 {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				hc := clients[w%40]
+				for range 250 {
+					if time.Now().After(deadline) {
+						return
+					}
+					rc, cancel := context.WithTimeout(ctx, 10*time.Second)
+					resp, err := postMCP(rc, hc, g.URL()+"/mcp", "", initialize)
+					if err == nil {
+						_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+						resp.Body.Close()
+						if resp.Header.Get("Mcp-Session-Id") != "" {
+							mu.Lock()
+							sessions[w%40]++
+							total++
+							mu.Unlock()
+						}
+					}
+					cancel()
+				}
+			}()
+		}
+		wg.Wait()
+		AddReportEntry("sessions", fmt.Sprintf("%d opened", total))
+		Expect(total).To(BeNumerically("<=", 1000), "--max-sessions")
+		Expect(total).To(BeNumerically(">=", 900), "sessions within the bounds open")
+		for addr, n := range sessions {
+			Expect(n).To(BeNumerically("<=", 32), "--max-sessions-per-client, address %d", addr)
+		}
+		p.Stop()
+		expectBounded(g)
+	})
+})
+
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
