@@ -62,6 +62,7 @@ type Gateway struct {
 	bodies, results *budget
 	streams         *counter
 	sessionLimits   *sessionLimits // nil unless Options.Sessions
+	ledgers         sync.Map       // requestHeader → *ledger
 
 	closeOnce sync.Once
 }

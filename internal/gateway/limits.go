@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -100,6 +101,20 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
+	r.Header.Del(requestHeader)
+	if !stream && r.Method == http.MethodPost {
+		// The results this request's calls read stay charged to the
+		// results' budget until its answer is written: the SDK encodes a
+		// result twice more after the call returns it.
+		l := &ledger{}
+		id := rand.Text()
+		g.ledgers.Store(id, l)
+		r.Header.Set(requestHeader, id)
+		defer func() {
+			g.ledgers.Delete(id)
+			g.results.release(l.take())
+		}()
+	}
 	if stream {
 		if reason := g.streams.acquire(client); reason != "" {
 			g.metrics.refused.WithLabelValues(reason).Inc()
@@ -119,6 +134,41 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 		r = r.WithContext(c)
 	}
 	next.ServeHTTP(w, r)
+}
+
+// requestHeader carries the id of a request's ledger from serveBounded to
+// the MCP method handlers, which see the request's header; it replaces
+// whatever a client sent.
+const requestHeader = "Toolplane-Gateway-Request"
+
+// ledger holds what a request's calls have charged to the results' budget.
+type ledger struct {
+	mu   sync.Mutex
+	held int64
+}
+
+func (l *ledger) add(n int64) {
+	l.mu.Lock()
+	l.held += n
+	l.mu.Unlock()
+}
+
+func (l *ledger) take() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.held
+	l.held = 0
+	return n
+}
+
+// ledgerOf returns the ledger of the request whose header h is, or nil.
+func (g *Gateway) ledgerOf(h http.Header) *ledger {
+	if id := h.Get(requestHeader); id != "" {
+		if l, ok := g.ledgers.Load(id); ok {
+			return l.(*ledger)
+		}
+	}
+	return nil
 }
 
 // JSON-RPC error codes the bounds answer with.

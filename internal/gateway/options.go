@@ -39,8 +39,11 @@ const (
 	// once: 8 MiB.
 	DefaultMaxBodyMemory = 8 << 20
 	// DefaultMaxResultMemory bounds the bytes of workloads' results held at
-	// once: 16 MiB.
-	DefaultMaxResultMemory = 16 << 20
+	// once: 8 MiB, two results at the 4 MiB limit. Each byte costs about
+	// eight in the heap until the answer is written (the reply, its
+	// decoding, the SDK's two encodings, and the garbage collector's
+	// headroom), so 8 MiB is about 64 MiB of the chart's 256 Mi.
+	DefaultMaxResultMemory = 8 << 20
 	// DefaultMaxResponseHeaderBytes bounds a workload's response header: 64
 	// KiB, as the operator's scraper.
 	DefaultMaxResponseHeaderBytes = 64 << 10
@@ -99,11 +102,13 @@ type Options struct {
 	// Zero means [DefaultMaxBodyMemory].
 	MaxBodyMemory int64
 	// MaxResultMemory bounds the bytes of workloads' replies that calls in
-	// flight hold together: MaxConcurrentCalls calls of MaxResultBytes each
-	// would be a gigabyte. A call waits (within its timeout) for its first
-	// 16 KiB; a call whose reply grows past what is left gives an isError
-	// result. It must be at least MaxResultBytes, and is raised to it.
-	// Zero means [DefaultMaxResultMemory].
+	// flight hold together, from the first byte read until the caller's
+	// answer is written: MaxConcurrentCalls calls of MaxResultBytes each
+	// would be a gigabyte. A call waits a few seconds for its first 16 KiB
+	// (or its Content-Length); a call whose reply grows past what is left
+	// gives an isError result that says so. It must be at least
+	// MaxResultBytes, and is raised to it. Zero means
+	// [DefaultMaxResultMemory].
 	MaxResultMemory int64
 	// MaxResponseHeaderBytes bounds a workload's response header, which Go's
 	// transport would otherwise read up to 10 MiB of. Zero means

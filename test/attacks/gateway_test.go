@@ -1,6 +1,7 @@
 package attacks
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -8,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -247,3 +249,120 @@ func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
 }
+
+var _ = Describe("The gateway under a hostile workload", func() {
+	// calls makes n concurrent tools/call requests of tool from attackers
+	// with one connection each, reads each answer whole, and returns the
+	// answers' bodies and how long the slowest took.
+	calls := func(g *harness.Gateway, tool string, n int) ([]string, time.Duration) {
+		clients := attackers(4096, n/32, 32)
+		bodies := make([]string, n)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer GinkgoRecover()
+				defer wg.Done()
+				c, cancel := context.WithTimeout(ctx, 90*time.Second)
+				defer cancel()
+				resp, err := post2026(c, clients[i%len(clients)], g.URL()+"/mcp", "tools/call", tool, fmt.Sprintf(`"name":%q,"arguments":{}`, tool))
+				if err != nil {
+					bodies[i] = "error: " + err.Error()
+					return
+				}
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				if err != nil {
+					bodies[i] = "error: " + err.Error()
+					return
+				}
+				bodies[i] = string(b)
+			}()
+		}
+		wg.Wait()
+		return bodies, time.Since(start)
+	}
+
+	It("holds 256 concurrent calls whose results are 4 MiB each within the results' memory budget", Label("heavy"), func() {
+		result, err := json.Marshal(map[string]any{
+			"content": []map[string]any{{"type": "text", "text": strings.Repeat("x", 4<<20-256)}},
+		})
+		Expect(err).NotTo(HaveOccurred())
+		wl := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			// Chunked: no Content-Length to reserve by.
+			for b := result; len(b) > 0; {
+				n := min(len(b), 64<<10)
+				if _, err := w.Write(b[:n]); err != nil {
+					return
+				}
+				b = b[n:]
+			}
+		}))
+		DeferCleanup(wl.Close)
+		tools := tableTools("results-ns", "big-results", 1, 100)
+		g := startGateway("results", tools, map[string]string{serviceHost("results-ns", "big-results"): wl.Listener.Addr().String()})
+		p := startProbing(g, 500*time.Millisecond)
+
+		bodies, took := calls(g, tools[0].Name, 256)
+		ok, busy := 0, 0
+		for _, b := range bodies {
+			switch {
+			case len(b) > 4<<20-256:
+				ok++
+			case strings.Contains(b, "budget"):
+				busy++
+			default:
+				Fail(fmt.Sprintf("a call answered neither the result nor that the budget is spent: %.300s", b))
+			}
+		}
+		AddReportEntry("calls", fmt.Sprintf("%d results, %d busy, in %s", ok, busy, took.Round(time.Millisecond)))
+		Expect(ok).To(BeNumerically(">=", 1), "calls within the budget pass their results through")
+		p.Stop()
+		expectBounded(g)
+	})
+
+	It("fails 128 concurrent calls of a workload that sends 9 MiB of header and stalls at the header limit, not the call timeout", Label("heavy"), func() {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(l.Close)
+		stall, unstall := context.WithCancel(ctx)
+		DeferCleanup(unstall)
+		line := "X-Padding: " + strings.Repeat("p", 1000) + "\r\n"
+		go func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				go func() {
+					defer c.Close()
+					_, _ = c.Read(make([]byte, 64<<10)) // the request
+					w := bufio.NewWriterSize(c, 64<<10)
+					_, _ = w.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n")
+					for range 9 << 20 / len(line) {
+						if _, err := w.WriteString(line); err != nil {
+							return
+						}
+					}
+					_ = w.Flush()
+					<-stall.Done()
+				}()
+			}
+		}()
+		tools := tableTools("headers-ns", "header-bomb", 1, 100)
+		g := startGateway("headers", tools, map[string]string{serviceHost("headers-ns", "header-bomb"): l.Addr().String()})
+		p := startProbing(g, 500*time.Millisecond)
+
+		bodies, took := calls(g, tools[0].Name, 128)
+		for _, b := range bodies {
+			Expect(b).To(ContainSubstring(`"isError":true`), "each call fails with an error result")
+		}
+		AddReportEntry("calls", fmt.Sprintf("128 failed in %s", took.Round(time.Millisecond)))
+		Expect(took).To(BeNumerically("<", 15*time.Second), "the calls fail at the header limit, well before the call timeout (30s)")
+		p.Stop()
+		expectBounded(g)
+	})
+})
