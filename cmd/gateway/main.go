@@ -72,6 +72,7 @@ func main() {
 	flag.DurationVar(&o.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "How long one write of a response or stream may block; a client that does not read is dropped after it.")
 	flag.IntVar(&o.MaxConns, "max-conns", gateway.DefaultMaxConns, "The most client connections open at once; more are closed when accepted.")
 	flag.IntVar(&o.MaxConnsPerClient, "max-conns-per-client", gateway.DefaultMaxConnsPerClient, "The most connections open at once from one client address (raise it behind a proxy).")
+	flag.IntVar(&o.MaxConcurrentLists, "max-concurrent-lists", gateway.DefaultMaxConcurrentLists, "The most tools/list requests answered at once, until their page is written; more wait, then get 503.")
 	flag.IntVar(&o.MaxStreams, "max-streams", gateway.DefaultMaxStreams, "The most notification streams (subscriptions/listen, a session's GET) open at once; more get 429.")
 	flag.IntVar(&o.MaxStreamsPerClient, "max-streams-per-client", gateway.DefaultMaxStreamsPerClient, "The most notification streams open at once from one client address.")
 	flag.DurationVar(&o.StreamLifetime, "stream-lifetime", gateway.DefaultStreamLifetime, "How long a notification stream lives; the client opens another.")

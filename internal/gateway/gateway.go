@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/sync/semaphore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -63,6 +64,7 @@ type Gateway struct {
 	streams         *counter
 	sessionLimits   *sessionLimits // nil unless Options.Sessions
 	ledgers         sync.Map       // requestHeader → *ledger
+	lists           *semaphore.Weighted
 
 	closeOnce sync.Once
 }
@@ -81,6 +83,7 @@ func New(opts *Options) *Gateway {
 		slots:   make(chan struct{}, o.MaxConcurrentCalls),
 		bodies:  newBudget(o.MaxBodyMemory),
 		results: newBudget(o.MaxResultMemory),
+		lists:   semaphore.NewWeighted(int64(o.MaxConcurrentLists)),
 		streams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerClient),
 	}
 	g.client = newWorkloadClient(&o)

@@ -34,6 +34,7 @@ const (
 	refusedSessions          = "sessions"
 	refusedSessionsPerClient = "sessions_per_client"
 	refusedResultMemory      = "result_memory"
+	refusedLists             = "lists"
 )
 
 // methodListen opens a 2026-era notification stream.
@@ -67,6 +68,7 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 	}
 	client := clientKey(r.RemoteAddr)
 	stream := r.Method == http.MethodGet
+	var method string
 	if r.Method == http.MethodPost {
 		body, held, err := g.bodies.read(r.Context(), http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes), r.ContentLength, g.opts.MaxBodyBytes)
 		defer g.bodies.release(held)
@@ -97,11 +99,26 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 			Method string `json:"method"`
 		}
 		_ = json.Unmarshal(msg, &m)
-		stream = m.Method == methodListen
+		method = m.Method
+		stream = method == methodListen
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
 	r.Header.Del(requestHeader)
+	if method == "tools/list" {
+		// A page is up to PageSize tools, encoded twice by the SDK, and
+		// held until a client that may not read has been written to.
+		c, cancel := context.WithTimeout(r.Context(), budgetWait)
+		err := g.lists.Acquire(c, 1)
+		cancel()
+		if err != nil {
+			g.metrics.refused.WithLabelValues(refusedLists).Inc()
+			w.Header().Set("Retry-After", "1")
+			rpcError(w, http.StatusServiceUnavailable, codeServerBusy, "the gateway is answering too many tools/list requests at once; retry")
+			return
+		}
+		defer g.lists.Release(1)
+	}
 	if !stream && r.Method == http.MethodPost {
 		// The results this request's calls read stay charged to the
 		// results' budget until its answer is written: the SDK encodes a

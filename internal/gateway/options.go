@@ -47,6 +47,8 @@ const (
 	// DefaultMaxResponseHeaderBytes bounds a workload's response header: 64
 	// KiB, as the operator's scraper.
 	DefaultMaxResponseHeaderBytes = 64 << 10
+	// DefaultMaxConcurrentLists bounds the tools/list answers in flight.
+	DefaultMaxConcurrentLists = 32
 	// DefaultMaxStreams bounds the notification streams open at once.
 	DefaultMaxStreams = 256
 	// DefaultMaxStreamsPerClient bounds one client address's streams.
@@ -84,6 +86,13 @@ type Options struct {
 	// of a large cluster would be megabytes of JSON that many clients read
 	// whole. Zero means [DefaultPageSize].
 	PageSize int
+	// MaxConcurrentLists bounds the tools/list requests answered at once,
+	// from their arrival until their page is written: each holds a page of
+	// PageSize tools, encoded twice, for as long as a client takes to read
+	// it (up to WriteTimeout), and every connection could ask for one. A
+	// request waits a few seconds for a slot, then gets 503. Zero means
+	// [DefaultMaxConcurrentLists].
+	MaxConcurrentLists int
 	// ListTTL is the ttlMs that 2026-07-28 clients may cache a tools/list
 	// page for. The table changes rarely and list_changed tells listening
 	// clients at once, so a short TTL costs little. Zero means
@@ -222,6 +231,7 @@ func (o Options) withDefaults() Options {
 	o.WriteTimeout = orDefault(o.WriteTimeout, DefaultWriteTimeout)
 	o.MaxConns = orDefault(o.MaxConns, DefaultMaxConns)
 	o.MaxConnsPerClient = orDefault(o.MaxConnsPerClient, DefaultMaxConnsPerClient)
+	o.MaxConcurrentLists = orDefault(o.MaxConcurrentLists, DefaultMaxConcurrentLists)
 	o.MaxStreams = orDefault(o.MaxStreams, DefaultMaxStreams)
 	o.MaxStreamsPerClient = orDefault(o.MaxStreamsPerClient, DefaultMaxStreamsPerClient)
 	o.StreamLifetime = orDefault(o.StreamLifetime, DefaultStreamLifetime)
