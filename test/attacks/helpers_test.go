@@ -69,6 +69,9 @@ func startGateway(name string, tools []spec.TableTool, resolve map[string]string
 	g := &harness.Gateway{Bin: gatewayBin, Kubeconfig: cp.Kubeconfig, TableNamespace: ns, Resolve: resolve,
 		Args: args, Env: []string{chartGoMemLimit}, LogPath: filepath.Join(workDir, name+"-gateway.log")}
 	Expect(g.Start(ctx)).To(Succeed())
+	if st, err := harness.ReadProcStats(g.Pid()); err == nil {
+		AddReportEntry("gateway RSS at start", fmt.Sprintf("%d MiB (%d tools)", st.RSS>>20, len(tools)))
+	}
 	DeferCleanup(func() {
 		// Not Succeed: a gateway killed by its attack has exited already,
 		// which expectBounded reports.
