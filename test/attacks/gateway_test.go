@@ -206,7 +206,7 @@ var _ = Describe("The gateway under many clients", func() {
 			wg       sync.WaitGroup
 		)
 		const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"attacker","version":"1"}}}`
-		deadline := time.Now().Add(90 * time.Second)
+		deadline := time.Now().Add(settle)
 		for w := range 80 {
 			wg.Add(1)
 			go func() {

@@ -43,10 +43,9 @@ const (
 
 // The chart's limits, which the bounds are checked against.
 const (
-	// gatewayMemoryLimit is the chart's gateway.resources.limits.memory.
-	gatewayMemoryLimit = 256 << 20
 	// gatewayRSSBound is the gateway's peak RSS allowed under any attack:
-	// the chart's limit with headroom.
+	// the chart's limit (gateway.resources.limits.memory, 256Mi) with
+	// headroom.
 	gatewayRSSBound = 200 << 20
 	// chartGoMemLimit is the GOMEMLIMIT the chart sets for a 256Mi limit at
 	// its goMemLimitPercent of 90.
