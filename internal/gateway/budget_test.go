@@ -12,7 +12,7 @@ import (
 
 func TestBudgetReadsWithinItsSize(t *testing.T) {
 	ctx := context.Background()
-	b := newBudget(1 << 20)
+	b := newBudget(1<<20, 16<<10)
 
 	// A read of unknown length grows its reservation as it reads.
 	data, held, err := b.read(ctx, strings.NewReader(strings.Repeat("x", 300<<10)), -1, 512<<10)
@@ -35,7 +35,7 @@ func TestBudgetReadsWithinItsSize(t *testing.T) {
 	}
 	b.release(failedHeld)
 
-	// A read with a Content-Length reserves it at once, and waits for it.
+	// A read waits for its first chunk, within its context.
 	b.release(held)
 	if !b.sem.TryAcquire(1 << 20) {
 		t.Fatal("the budget was not whole again after every release")
@@ -46,9 +46,29 @@ func TestBudgetReadsWithinItsSize(t *testing.T) {
 		t.Fatalf("a read that waits past its context: %v", err)
 	}
 	b.release(1 << 20)
-	data, held, err = b.read(ctx, io.LimitReader(strings.NewReader("{}"), 2), 2, 1<<20)
+	// A short declared length is reserved whole; a long one is not
+	// reserved ahead of its bytes.
+	data, held, err = b.read(ctx, strings.NewReader("{}"), 2, 1<<20)
 	if err != nil || string(data) != "{}" || held != 3 {
 		t.Fatalf("read %q holding %d: %v", data, held, err)
 	}
 	b.release(held)
+	slow := &slowReader{}
+	data, held, err = b.read(ctx, slow, 1<<20-1, 1<<20)
+	if err != nil || len(data) != 10 || held != 16<<10 {
+		t.Fatalf("a body that declares 1 MiB and sends 10 bytes: read %d holding %d: %v", len(data), held, err)
+	}
+	b.release(held)
+}
+
+// slowReader sends one byte per Read, ten in all.
+type slowReader struct{ n int }
+
+func (r *slowReader) Read(p []byte) (int, error) {
+	if r.n == 10 {
+		return 0, io.EOF
+	}
+	r.n++
+	p[0] = 'x'
+	return 1, nil
 }

@@ -81,8 +81,8 @@ func New(opts *Options) *Gateway {
 		logger:  o.Logger,
 		metrics: newMetrics(o.Registerer),
 		slots:   make(chan struct{}, o.MaxConcurrentCalls),
-		bodies:  newBudget(o.MaxBodyMemory),
-		results: newBudget(o.MaxResultMemory),
+		bodies:  newBudget(o.MaxBodyMemory, firstBodyChunk),
+		results: newBudget(o.MaxResultMemory, firstResultChunk),
 		lists:   semaphore.NewWeighted(int64(o.MaxConcurrentLists)),
 		streams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerClient),
 	}

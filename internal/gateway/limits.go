@@ -287,29 +287,39 @@ var errBudget = errors.New("memory budget spent")
 // budget bounds the bytes that reads in flight hold together: request
 // bodies, or workloads' results. A read waits for its first chunk (within
 // budgetWait) and takes the rest without waiting or fails, so that reads
-// that each hold part of the budget never wait on each other.
+// that each hold part of the budget never wait on each other. A read
+// holds at most twice what it has read: a declared length is not
+// reserved ahead of the bytes, so a client or workload that declares a
+// megabyte and sends a byte a second holds one chunk.
 type budget struct {
-	sem  *semaphore.Weighted
-	size int64
+	sem         *semaphore.Weighted
+	size, first int64
 }
 
 // budgetWait bounds how long a read waits for its first chunk.
 const budgetWait = 5 * time.Second
 
-// firstChunk is what a read of unknown length reserves first.
-const firstChunk = 16 << 10
+// The first chunk of a request body, and of a workload's reply: a
+// request body's is small, since every connection may hold one while its
+// client sends slowly (--max-conns of them are 4 MiB).
+const (
+	firstBodyChunk   = 4 << 10
+	firstResultChunk = 16 << 10
+)
 
-func newBudget(size int64) *budget { return &budget{sem: semaphore.NewWeighted(size), size: size} }
+func newBudget(size, first int64) *budget {
+	return &budget{sem: semaphore.NewWeighted(size), size: size, first: first}
+}
 
 // read reads r whole, at most limit bytes (a longer r fails: the caller
 // bounds r, as with [http.MaxBytesReader], or checks len > limit), with
 // the bytes it holds reserved from the budget; release held when the bytes
 // are no longer needed, also after an error. hint is the expected length,
-// or -1.
+// or -1: a shorter one is reserved at once.
 func (b *budget) read(ctx context.Context, r io.Reader, hint, limit int64) (data []byte, held int64, err error) {
-	want := int64(firstChunk)
+	want := b.first
 	if hint >= 0 {
-		want = hint + 1 // the +1 sees the end without another reservation
+		want = min(want, hint+1) // the +1 sees the end without another reservation
 	}
 	want = min(want, limit+1, b.size)
 	c, cancel := context.WithTimeout(ctx, budgetWait)

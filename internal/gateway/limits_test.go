@@ -253,3 +253,28 @@ func TestAClientThatStopsReadingIsDropped(t *testing.T) {
 		t.Fatal("the gateway still holds the connection of a client that has not read for 10s, with a write timeout of 500ms")
 	}
 }
+
+func TestSlowBodiesThatDeclareMegabytesDoNotSpendTheBodyBudget(t *testing.T) {
+	g, url := newGateway(t, nil, gateway.Options{MaxBodyMemory: 2 << 20})
+	if err := g.SetTable(table()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := bounded(t)
+	host := strings.TrimPrefix(url, "http://")
+	for range 4 {
+		c, err := net.Dial("tcp", host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n\r\n{", host, 1<<20)
+	}
+	time.Sleep(200 * time.Millisecond)
+	c, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	resp := post(t, c, url+"/mcp", "2026-07-28", "tools/list", `{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{`+meta2026+`}}`)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("a small request while four bodies of a declared 1 MiB trickle in: status %d", resp.StatusCode)
+	}
+}

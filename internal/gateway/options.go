@@ -107,14 +107,18 @@ type Options struct {
 	// MaxBodyMemory bounds the bytes of MCP request bodies that requests in
 	// flight hold together, so that many slow or large bodies at once
 	// (MaxConns of them could each be MaxBodyBytes) cannot exhaust memory.
-	// A request that finds it spent waits a few seconds, then gets 503.
+	// A request waits a few seconds for its first 4 KiB, then gets 503,
+	// and holds at most twice what it has sent (never its declared
+	// Content-Length ahead of the bytes); one whose body outgrows what is
+	// left gets 503 at once.
 	// Zero means [DefaultMaxBodyMemory].
 	MaxBodyMemory int64
 	// MaxResultMemory bounds the bytes of workloads' replies that calls in
 	// flight hold together, from the first byte read until the caller's
 	// answer is written: MaxConcurrentCalls calls of MaxResultBytes each
 	// would be a gigabyte. A call waits a few seconds for its first 16 KiB
-	// (or its Content-Length); a call whose reply grows past what is left
+	// and holds at most twice what it has read; a call whose reply grows
+	// past what is left
 	// gives an isError result that says so. It must be at least
 	// MaxResultBytes, and is raised to it. Zero means
 	// [DefaultMaxResultMemory].
