@@ -169,11 +169,17 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 		}
 		_, _ = w.Write([]byte("ok"))
 	})
-	servers = append(servers, &http.Server{Addr: probeAddr, Handler: probes, ReadHeaderTimeout: 10 * time.Second})
+	// The probe and metrics servers answer small GETs: the same read and
+	// idle timeouts, and a write timeout of their own.
+	small := func(addr string, h http.Handler) *http.Server {
+		return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: srv.readHeader, ReadTimeout: srv.read,
+			IdleTimeout: srv.idle, WriteTimeout: o.WriteTimeout, MaxHeaderBytes: maxHeaderBytes}
+	}
+	servers = append(servers, small(probeAddr, probes))
 	if metricsAddr != "0" && metricsAddr != "" {
 		m := http.NewServeMux()
 		m.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-		s := &http.Server{Addr: metricsAddr, Handler: m, ReadHeaderTimeout: 10 * time.Second}
+		s := small(metricsAddr, m)
 		if metricsSecure {
 			if err := secureMetrics(cfg, s, log); err != nil {
 				return err

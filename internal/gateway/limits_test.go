@@ -278,3 +278,30 @@ func TestSlowBodiesThatDeclareMegabytesDoNotSpendTheBodyBudget(t *testing.T) {
 		t.Errorf("a small request while four bodies of a declared 1 MiB trickle in: status %d", resp.StatusCode)
 	}
 }
+
+func TestAnIdleSessionFreesItsSlotAtTheSessionTimeout(t *testing.T) {
+	g, url := newGateway(t, nil, gateway.Options{Sessions: true, MaxSessionsPerClient: 1, SessionTimeout: 500 * time.Millisecond})
+	if err := g.SetTable(table()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := bounded(t)
+	initialize := func() int {
+		resp := post(t, ctx, url+"/mcp", "", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if st := initialize(); st != http.StatusOK {
+		t.Fatalf("the first session: status %d", st)
+	}
+	if st := initialize(); st != http.StatusTooManyRequests {
+		t.Fatalf("a second session from one address: status %d, want 429", st)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for initialize() != http.StatusOK {
+		if time.Now().After(deadline) {
+			t.Fatal("the idle session kept its slot past its timeout of 500ms")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
