@@ -62,6 +62,7 @@ type Gateway struct {
 	// The bounds of limits.go and sessions.go.
 	bodies, results *budget
 	streams         *counter
+	callerStreams   *counter
 	sessionLimits   *sessionLimits // nil unless Options.Sessions
 	ledgers         sync.Map       // requestHeader → *ledger
 	lists           *semaphore.Weighted
@@ -85,6 +86,8 @@ func New(opts *Options) *Gateway {
 		results: newBudget(o.MaxResultMemory, firstResultChunk),
 		lists:   semaphore.NewWeighted(int64(o.MaxConcurrentLists)),
 		streams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerClient),
+		// Per authenticated caller, the same bound as per address.
+		callerStreams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerCaller),
 	}
 	g.client = newWorkloadClient(&o)
 	if ka, ok := o.Auth.(*KubernetesAuth); ok && ka.metrics == nil {
@@ -219,6 +222,11 @@ func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Set(viewHeader, v.String())
 	g.metrics.inFlight.Inc()
 	defer g.metrics.inFlight.Dec()
+	release, ok := g.acquireCallerStream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			g.sessionLimits.serveNew(w, r, g.sessions)

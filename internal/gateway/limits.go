@@ -35,6 +35,8 @@ const (
 	refusedSessionsPerClient = "sessions_per_client"
 	refusedResultMemory      = "result_memory"
 	refusedLists             = "lists"
+	refusedStreamsPerCaller  = "streams_per_caller"
+	refusedSessionsPerCaller = "sessions_per_caller"
 )
 
 // methodListen opens a 2026-era notification stream.
@@ -148,9 +150,41 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 		// after any stream the server closes.
 		c, cancel := context.WithTimeout(r.Context(), g.opts.StreamLifetime)
 		defer cancel()
-		r = r.WithContext(c)
+		r = r.WithContext(context.WithValue(c, streamKey{}, true))
 	}
 	next.ServeHTTP(w, r)
+}
+
+// streamKey marks the context of a notification stream's request, for
+// the per-caller bound that applies once the caller is authenticated.
+type streamKey struct{}
+
+func isStream(ctx context.Context) bool { v, _ := ctx.Value(streamKey{}).(bool); return v }
+
+// boundKeyOf is the unit of the per-caller bounds: an authenticated
+// caller's user name, whatever token or address it comes with; "" without
+// authentication.
+func boundKeyOf(r *http.Request) string {
+	if c := callerFrom(authTokenInfo(r)); c != nil {
+		return "user:" + c.User
+	}
+	return ""
+}
+
+// acquireCallerStream takes a per-caller stream slot for an authenticated
+// stream; it answers 429 and returns false if the caller is at its bound.
+func (g *Gateway) acquireCallerStream(w http.ResponseWriter, r *http.Request) (release func(), ok bool) {
+	key := boundKeyOf(r)
+	if key == "" || !isStream(r.Context()) {
+		return func() {}, true
+	}
+	if reason := g.callerStreams.acquire(key); reason != "" {
+		g.metrics.refused.WithLabelValues(reason).Inc()
+		w.Header().Set("Retry-After", "10")
+		rpcError(w, http.StatusTooManyRequests, codeServerBusy, "too many notification streams are open for you; close one or retry later")
+		return nil, false
+	}
+	return func() { g.callerStreams.release(key) }, true
 }
 
 // requestHeader carries the id of a request's ledger from serveBounded to

@@ -305,3 +305,55 @@ func TestAnIdleSessionFreesItsSlotAtTheSessionTimeout(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// tokenAuth takes a bearer token for the name of its caller, who may call
+// everything.
+type tokenAuth struct{}
+
+func (tokenAuth) Authenticate(_ context.Context, token string) (*gateway.Caller, error) {
+	return &gateway.Caller{User: token}, nil
+}
+
+func (tokenAuth) Allowed(context.Context, *gateway.Caller, string, string) (bool, error) {
+	return true, nil
+}
+
+func TestStreamsAreBoundedPerCallerWhateverTheAddress(t *testing.T) {
+	g, url := newGateway(t, nil, gateway.Options{Auth: tokenAuth{}, MaxStreamsPerClient: 2})
+	if err := g.SetTable(table()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bounded(t))
+	defer cancel()
+	from := func(ip string) *http.Client {
+		d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+		return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+	}
+	listenAs := func(hc *http.Client, user string) int {
+		body := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{` + meta2026 + `,"notifications":{"toolsListChanged":true}}}`
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "subscriptions/listen")
+		req.Header.Set("Authorization", "Bearer "+user)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { resp.Body.Close() })
+		return resp.StatusCode
+	}
+	a, b := from("127.0.0.1"), from("127.0.0.2")
+	for i, c := range []*http.Client{a, b} {
+		if st := listenAs(c, "alice"); st != http.StatusOK {
+			t.Fatalf("alice's stream %d: status %d", i, st)
+		}
+	}
+	if st := listenAs(b, "alice"); st != http.StatusTooManyRequests {
+		t.Errorf("alice's third stream, from a second address: status %d, want 429", st)
+	}
+	if st := listenAs(b, "bob"); st != http.StatusOK {
+		t.Errorf("bob's first stream from that address: status %d", st)
+	}
+}

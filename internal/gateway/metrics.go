@@ -73,7 +73,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolplane_gateway_refused_total",
-			Help: "Requests and connections the gateway refused at a bound, by reason (batch, body_memory, connections, connections_per_client, streams, streams_per_client, sessions, sessions_per_client, result_memory, lists).",
+			Help: "Requests and connections the gateway refused at a bound, by reason (batch, body_memory, connections, connections_per_client, streams, streams_per_client, sessions, sessions_per_client, streams_per_caller, sessions_per_caller, result_memory, lists).",
 		}, []string{"reason"}),
 		conns: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "toolplane_gateway_connections",

@@ -142,8 +142,9 @@ type Options struct {
 	MaxConns, MaxConnsPerClient int
 	// MaxStreams and MaxStreamsPerClient bound the notification streams
 	// open at once (subscriptions/listen of 2026 clients, and the GET
-	// stream of a 2025 session), in all and from one address; one more is
-	// refused with 429. Each holds a connection, a few goroutines and the
+	// stream of a 2025 session), in all and from one address; with Auth,
+	// MaxStreamsPerClient bounds each authenticated caller's streams too,
+	// whatever its tokens and addresses. One more is refused with 429. Each holds a connection, a few goroutines and the
 	// SDK's state, about 50 KiB. Zero means [DefaultMaxStreams] and
 	// [DefaultMaxStreamsPerClient].
 	MaxStreams, MaxStreamsPerClient int
@@ -165,8 +166,8 @@ type Options struct {
 	// Zero means [DefaultSessionTimeout]. Only used with Sessions.
 	SessionTimeout time.Duration
 	// MaxSessions and MaxSessionsPerClient bound the sessions held, in all
-	// and opened from one address; an initialize over either is refused
-	// with 429. A session costs about 8 KiB until it times out. Zero means
+	// and opened from one address (and, with Auth, by one authenticated
+	// caller); an initialize over either is refused with 429. A session costs about 8 KiB until it times out. Zero means
 	// [DefaultMaxSessions] and [DefaultMaxSessionsPerClient]. Only used
 	// with Sessions.
 	MaxSessions, MaxSessionsPerClient int

@@ -10,30 +10,46 @@ import (
 // number, so each initialize that would open one takes a slot here first,
 // held until the session closes.
 type sessionLimits struct {
-	g     *Gateway
-	count *counter
+	g *Gateway
+	// count is per client address; callers per authenticated caller, with
+	// the same bound.
+	count, callers *counter
 }
 
 func newSessionLimits(g *Gateway) *sessionLimits {
-	return &sessionLimits{g: g, count: newCounter(g.opts.MaxSessions, g.opts.MaxSessionsPerClient, refusedSessions, refusedSessionsPerClient)}
+	return &sessionLimits{g: g,
+		count:   newCounter(g.opts.MaxSessions, g.opts.MaxSessionsPerClient, refusedSessions, refusedSessionsPerClient),
+		callers: newCounter(g.opts.MaxSessions, g.opts.MaxSessionsPerClient, refusedSessions, refusedSessionsPerCaller)}
 }
 
 // serveNew serves a session request without a session id, which opens a
 // session if it is an initialize: within the session bounds, and with the
 // session's lifetime bound once the SDK has named it.
 func (l *sessionLimits) serveNew(w http.ResponseWriter, r *http.Request, next http.Handler) {
-	client := clientKey(r.RemoteAddr)
-	if reason := l.count.acquire(client); reason != "" {
+	client, caller := clientKey(r.RemoteAddr), boundKeyOf(r)
+	reason := l.count.acquire(client)
+	if reason == "" && caller != "" {
+		if reason = l.callers.acquire(caller); reason != "" {
+			l.count.release(client)
+		}
+	}
+	if reason != "" {
 		l.g.metrics.refused.WithLabelValues(reason).Inc()
 		w.Header().Set("Retry-After", "10")
-		rpcError(w, http.StatusTooManyRequests, codeServerBusy, "too many MCP sessions are open (from your address, or at the gateway); close one (DELETE) or retry later")
+		rpcError(w, http.StatusTooManyRequests, codeServerBusy, "too many MCP sessions are open (for you, from your address, or at the gateway); close one (DELETE) or retry later")
 		return
+	}
+	release := func() {
+		l.count.release(client)
+		if caller != "" {
+			l.callers.release(caller)
+		}
 	}
 	sw := &sessionIDWriter{ResponseWriter: w}
 	next.ServeHTTP(sw, r)
 	id := sw.id
 	if id == "" {
-		l.count.release(client)
+		release()
 		return
 	}
 	for ss := range l.g.server.Sessions() {
@@ -45,13 +61,13 @@ func (l *sessionLimits) serveNew(w http.ResponseWriter, r *http.Request, next ht
 		go func() {
 			_ = ss.Wait()
 			end.Stop()
-			l.count.release(client)
+			release()
 			l.g.metrics.sessions.Dec()
 		}()
 		return
 	}
 	// Closed already.
-	l.count.release(client)
+	release()
 }
 
 // sessionIDWriter notes the session id that the SDK's answer names.
