@@ -5,9 +5,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func TestBudgetReadsWithinItsSize(t *testing.T) {
@@ -71,4 +75,33 @@ func (r *slowReader) Read(p []byte) (int, error) {
 	r.n++
 	p[0] = 'x'
 	return 1, nil
+}
+
+func TestMCPSourceResultsAreChargedToTheBudget(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "1"}, nil)
+	big := strings.Repeat("x", 100<<10)
+	mcp.AddTool(srv, &mcp.Tool{Name: "big", InputSchema: map[string]any{"type": "object"}},
+		func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: big}}}, nil, nil
+		})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	defer hs.Close()
+	g := New(&Options{MaxResultBytes: 1 << 20, MaxResultMemory: 1 << 20})
+	defer g.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+
+	res, outcome, detail := g.mcpRoundTrip(ctx, hs.URL, "big", nil, http.Header{})
+	if res == nil || outcome != outcomeOK {
+		t.Fatalf("with the budget free: %s, %s", outcome, detail)
+	}
+	if !g.results.sem.TryAcquire(1 << 20) {
+		t.Fatal("the call kept part of the budget after it returned")
+	}
+	// All but 32 KiB spent by other calls: the 100 KiB reply outgrows it.
+	g.results.sem.Release(32 << 10)
+	res, outcome, detail = g.mcpRoundTrip(ctx, hs.URL, "big", nil, http.Header{})
+	if res != nil || outcome != outcomeBusy || !strings.Contains(detail, "budget") {
+		t.Fatalf("with 32 KiB of the budget left: %v, %s, %s", res != nil, outcome, detail)
+	}
 }

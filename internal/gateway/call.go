@@ -160,8 +160,25 @@ func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.
 	out := http.Header{}
 	p := g.opts.Propagator
 	p.Inject(p.Extract(ctx, propagation.HeaderCarrier(header)), propagation.HeaderCarrier(out))
-	caller := discovery.MCPCaller{HTTPClient: g.client, Header: out, MaxResponseBytes: g.opts.MaxResultBytes}
+	// The replies are charged to the results' budget as the SDK reads them,
+	// and stay charged until the caller's answer is written.
+	mt := &meteredTransport{base: g.client.Transport, b: g.results}
+	defer func() {
+		held, _ := mt.take()
+		if l := g.ledgerOf(header); l != nil {
+			l.add(held)
+		} else {
+			g.results.release(held)
+		}
+	}()
+	hc := *g.client
+	hc.Transport = mt
+	caller := discovery.MCPCaller{HTTPClient: &hc, Header: out, MaxResponseBytes: g.opts.MaxResultBytes}
 	res, err := caller.Call(ctx, url, name, args)
+	if err != nil && mt.wasSpent() {
+		g.metrics.refused.WithLabelValues(refusedResultMemory).Inc()
+		return nil, outcomeBusy, fmt.Sprintf("the gateway's budget of %d bytes for the results of calls in flight is spent; retry", g.opts.MaxResultMemory)
+	}
 	switch {
 	case errors.Is(err, discovery.ErrResponseTooLarge):
 		return nil, outcomeBadReply, fmt.Sprintf("the workload's result is over the gateway's limit of %d bytes", g.opts.MaxResultBytes)

@@ -445,3 +445,84 @@ func (c *limitConn) Close() error {
 	c.once.Do(c.release)
 	return err
 }
+
+// meteredTransport charges the response bodies of one MCP call to the
+// results' budget as they are read, as [budget.read] does for a toolkit
+// workload's reply, so that MCP sources share the budget: the Go SDK's
+// client reads and decodes them, where the gateway cannot hold the bytes.
+// What it reserved is held until the caller releases it.
+type meteredTransport struct {
+	base http.RoundTripper
+	b    *budget
+
+	mu    sync.Mutex
+	held  int64
+	spent bool
+}
+
+func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err == nil {
+		resp.Body = &meteredBody{ReadCloser: resp.Body, t: t, ctx: req.Context()}
+	}
+	return resp, err
+}
+
+// reserve takes n more bytes: the call's first reservation waits within
+// budgetWait, later ones fail at once when the budget is spent.
+func (t *meteredTransport) reserve(ctx context.Context, n int64) error {
+	t.mu.Lock()
+	first := t.held == 0
+	t.mu.Unlock()
+	var err error
+	if first {
+		c, cancel := context.WithTimeout(ctx, budgetWait)
+		err = t.b.sem.Acquire(c, n)
+		cancel()
+	} else if !t.b.sem.TryAcquire(n) {
+		err = errBudget
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err != nil {
+		t.spent = true
+		return errBudget
+	}
+	t.held += n
+	return nil
+}
+
+// take returns what the call holds, and whether the budget refused it more.
+func (t *meteredTransport) take() (held int64, spent bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	held, t.held = t.held, 0
+	return held, t.spent
+}
+
+// wasSpent reports whether the budget refused the call more.
+func (t *meteredTransport) wasSpent() bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.spent
+}
+
+type meteredBody struct {
+	io.ReadCloser
+	t     *meteredTransport
+	ctx   context.Context
+	avail int64 // reserved and not read yet
+}
+
+func (m *meteredBody) Read(p []byte) (int, error) {
+	if need := int64(len(p)) - m.avail; need > 0 {
+		need = min(max(need, m.t.b.first), m.t.b.size)
+		if err := m.t.reserve(m.ctx, need); err != nil {
+			return 0, err
+		}
+		m.avail += need
+	}
+	n, err := m.ReadCloser.Read(p[:min(int64(len(p)), m.avail)])
+	m.avail -= int64(n)
+	return n, err
+}
