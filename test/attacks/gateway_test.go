@@ -140,7 +140,7 @@ var _ = Describe("The gateway under many clients", func() {
 		expectBounded(g)
 	})
 
-	It("holds 2,000 subscriptions/listen streams from 20 addresses to 16 per address and 256 in all", Label("heavy"), func() {
+	It("holds 2,000 subscriptions/listen streams from 20 addresses to 16 per address and 256 in all", func() {
 		g := startGateway("listen", tableTools("listen-ns", "tools", 100, 100), nil)
 		p := startProbing(g, 500*time.Millisecond)
 		clients := attackers(512, 20, 128)
@@ -195,7 +195,7 @@ var _ = Describe("The gateway under many clients", func() {
 		expectBounded(g)
 	})
 
-	It("holds 20,000 initialize requests with --sessions from 40 addresses to 32 sessions per address and 1,000 in all", Label("heavy"), func() {
+	It("holds 20,000 initialize requests with --sessions from 40 addresses to 32 sessions per address and 1,000 in all", func() {
 		g := startGateway("sessions", tableTools("sessions-ns", "tools", 100, 100), nil, "--sessions")
 		p := startProbing(g, 500*time.Millisecond)
 		clients := attackers(1024, 40, 4)
@@ -324,7 +324,7 @@ var _ = Describe("The gateway under a hostile workload", func() {
 		expectBounded(g)
 	})
 
-	It("fails 128 concurrent calls of a workload that sends 9 MiB of header and stalls at the header limit, not the call timeout", Label("heavy"), func() {
+	It("fails 128 concurrent calls of a workload that sends 9 MiB of header and stalls at the header limit, not the call timeout", func() {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(l.Close)
