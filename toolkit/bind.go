@@ -90,7 +90,9 @@ func (b *binder) pop() { b.path = b.path[:len(b.path)-1] }
 // add records a problem with the value at the current path.
 func (b *binder) add(expected, received string, valid []string) {
 	path := pathString(b.path)
-	if b.root != nil && sensitiveAt(b.root, b.path) {
+	if b.root != nil && received != "nothing" && sensitiveAt(b.root, b.path) {
+		// "nothing" (a missing value) quotes nothing: it stays, so that
+		// the model learns what is missing.
 		received = redacted
 	}
 	if b.paths == nil {
@@ -253,13 +255,35 @@ func (b *binder) repairSingle(p *plan, v any) (any, bool) {
 		return nil, false
 	}
 	ip := p.items.resolve()
-	if ip == nil || ip.opaque || ip.types == 0 || ip.types&jsonType(v) == 0 {
+	if ip == nil || ip.opaque || ip.types == 0 {
+		return nil, false
+	}
+	if ip.types&jsonType(v) == 0 && !scalarText(ip, v) {
 		return nil, false
 	}
 	b.push("", 0)
 	e := b.repair(p.items, v)
 	b.pop()
 	return []any{e}, true
+}
+
+// scalarText reports whether v is a string that the repair of an item of
+// plan ip turns into the item's type: "8" for an integer, "true" for a
+// boolean. A single such value is wrapped like 8 or true would be.
+func scalarText(ip *plan, v any) bool {
+	s, ok := v.(string)
+	if !ok {
+		return false
+	}
+	s = strings.TrimSpace(s)
+	switch {
+	case ip.types&(tInteger|tNumber) != 0 && isJSONNumber(s):
+		return true
+	case ip.types&tBoolean != 0:
+		l := strings.ToLower(s)
+		return l == "true" || l == "false"
+	}
+	return false
 }
 
 // refuseNumberText records why a string that is no JSON number is refused
@@ -401,8 +425,9 @@ func (b *binder) repairObject(p *plan, m map[string]any) {
 		cp := p.props[name].resolve()
 		v, present := m[name]
 		required := p.isRequired(name)
-		if present && v == nil && !required && cp != nil && cp.types != 0 && !isNullable(p.props[name]) {
-			// null for an optional argument means "not given".
+		if present && v == nil && p.props[name].nullAsMissing && !isNullable(p.props[name]) {
+			// The schema refuses null here, unless its tag says that null
+			// means "not given": then its default applies.
 			delete(m, name)
 			present = false
 		}
@@ -625,6 +650,10 @@ func expected(k jsonschema.ErrorKind) string {
 	switch k := k.(type) {
 	case *kind.Type:
 		want := k.Want
+		if i := slices.Index(want, "null"); i >= 0 && len(want) > 1 {
+			// "an array or null" reads better than "a null or array".
+			want = append(slices.Delete(slices.Clone(want), i, i+1), "null")
+		}
 		return article(want[0]) + strings.Join(want, " or ")
 	case *kind.Enum:
 		return "one of " + listValues(k.Want)

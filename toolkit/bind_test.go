@@ -98,8 +98,8 @@ func TestBindRepairs(t *testing.T) {
 		{"\"FALSE\" for a boolean", `{"name":"a","flag":"FALSE","count":1}`, want(func(in *bindIn) { in.Count = 1 })},
 		{"enum in another case", `{"name":"a","color":"gREEN"}`, want(func(in *bindIn) { in.Color = "Green" })},
 		{"argument name in another case", `{"NAME":"a","Count":3}`, want(func(in *bindIn) { in.Count = 3 })},
-		{"null for an optional argument", `{"name":"a","count":null,"addr":null}`, want(nil)},
-		{"null for an optional argument with a default", `{"name":"a","limit":null}`, want(nil)},
+		{"null for an optional pointer", `{"name":"a","addr":null}`, want(nil)},
+		{"null for an optional slice and map", `{"name":"a","tags":null,"labels":null}`, want(nil)},
 		{"missing optional argument takes its default", `{"name":"a"}`, want(nil)},
 		{"given argument overrides the default", `{"name":"a","limit":"50","units":"imperial"}`, want(func(in *bindIn) { in.Limit, in.Units = 50, "imperial" })},
 		{"repairs inside arrays of objects", `{"name":"a","items":[{"sku":"x","qty":"2"},{"SKU":"y"}]}`, want(func(in *bindIn) { in.Items = []bindItem{{"x", 2}, {"y", 0}} })},
@@ -182,6 +182,8 @@ func TestBindRefusals(t *testing.T) {
 		{"value not in the enum", `{"name":"a","color":"purple"}`, `$.color: expected one of "Red", "Green", "Blue", received "purple"`},
 		{"missing required argument", `{}`, `$.name: expected a string (required), received nothing`},
 		{"null for a required argument", `{"name":null}`, `$.name: expected a string, received null`},
+		{"null for an optional value", `{"name":"a","count":null}`, `$.count: expected an integer, received null`},
+		{"null for an optional value with a default", `{"name":"a","limit":null}`, `$.limit: expected an integer, received null`},
 		{"missing required argument in an object", `{"name":"a","addr":{"zip":"1"}}`, `$.addr.street: expected a string (required), received nothing`},
 		{"missing required argument in an array item", `{"name":"a","items":[{"sku":"x"},{"qty":1}]}`, `$.items[1].sku: expected a string (required), received nothing`},
 		{"unknown argument name", `{"name":"a","colour":"Red"}`, `$.colour: expected a known argument name, received unknown name "colour" (did you mean "color"?); valid names are addr, any, big, color, count, data, extra, flag, huge, items, labels, limit, name, ratio, small, tags, units, when`},
@@ -193,7 +195,7 @@ func TestBindRefusals(t *testing.T) {
 		{"object for a string", `{"name":{"first":"a"}}`, `$.name: expected a string, received {"first":"a"}`},
 		{"bad date-time", `{"name":"a","when":"yesterday"}`, `$.when: expected a valid date-time string, received "yesterday"`},
 		{"bad base64", `{"name":"a","data":"!!"}`, `$.data: expected a base64 string, received "!!"`},
-		{"number for an array of strings", `{"name":"a","tags":5}`, `$.tags: expected an array, received 5`},
+		{"number for an array of strings", `{"name":"a","tags":5}`, `$.tags: expected an array or null, received 5`},
 		{"long values are cut", `{"name":"a","count":"` + strings.Repeat("9", 200) + `x"}`, `$.count: expected an integer, received "` + strings.Repeat("9", 79) + `…`},
 	}
 	for _, tt := range tests {

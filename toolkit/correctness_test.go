@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/big"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,6 +111,19 @@ type outPlain struct {
 	Name string `json:"name"`
 }
 
+// ptrLevel writes itself as text with a pointer receiver: encoding/json
+// uses the method only where the value is addressable.
+type ptrLevel struct{ n int }
+
+func (l *ptrLevel) MarshalText() ([]byte, error) { return []byte("P" + strconv.Itoa(l.n)), nil }
+
+type outPtrText struct {
+	Level ptrLevel            `json:"level"`
+	Big   big.Float           `json:"big"`
+	ByKey map[string]ptrLevel `json:"byKey"`
+	List  []ptrLevel          `json:"list"`
+}
+
 // For output: either the structured result validates against the declared
 // outputSchema, or no outputSchema is declared.
 func TestStructuredContentMatchesTheOutputSchema(t *testing.T) {
@@ -121,6 +135,13 @@ func TestStructuredContentMatchesTheOutputSchema(t *testing.T) {
 		}),
 		toolkit.MustNew("nil_quoted", "", func(context.Context, struct{}) (outQuotedPointer, error) { return outQuotedPointer{}, nil }),
 		toolkit.MustNew("plain", "", func(context.Context, struct{}) (outPlain, error) { return outPlain{Name: "x"}, nil }),
+		toolkit.MustNew("pointer_receiver_text", "", func(context.Context, struct{}) (outPtrText, error) {
+			return outPtrText{Level: ptrLevel{3}, Big: *big.NewFloat(1.5), ByKey: map[string]ptrLevel{"a": {1}}, List: []ptrLevel{{2}}}, nil
+		}),
+		toolkit.MustNew("nil_map", "", func(context.Context, struct{}) (map[string]int, error) { return nil, nil }),
+		toolkit.MustNew("map_of_pointer_receiver_text", "", func(context.Context, struct{}) (map[string]outPtrText, error) {
+			return map[string]outPtrText{"k": {Level: ptrLevel{1}}}, nil
+		}),
 	}
 	for _, tool := range tools {
 		t.Run(tool.Name(), func(t *testing.T) {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -118,14 +119,69 @@ func (c decoderCache) compile(t reflect.Type, quoted bool) (*decoder, error) {
 		d.fields = make(map[string]*fieldDecoder, len(fs))
 		d.fn = decodeStruct
 		for _, f := range fs {
+			if f.unsettable {
+				// encoding/json fails on it at every call; a tool that
+				// requires it could never be called.
+				return nil, fmt.Errorf("field %s is promoted through an unexported embedded pointer, which binding cannot allocate: embed the struct by value, or export its type", f.sf.Name)
+			}
 			fd, err := c.compile(f.typ, f.quoted)
 			if err != nil {
 				return nil, fmt.Errorf("field %s: %w", f.sf.Name, err)
+			}
+			if format := f.sf.Tag.Get("tool"); format != "" && holdsTime(f.typ) {
+				if fd, err = c.compileTimeFormat(f.typ, f.sf.Tag); err != nil {
+					return nil, fmt.Errorf("field %s: %w", f.sf.Name, err)
+				}
 			}
 			d.fields[f.name] = &fieldDecoder{index: f.index, dec: fd}
 		}
 	default:
 		return nil, fmt.Errorf("type %s cannot be decoded from JSON", t)
+	}
+	return d, nil
+}
+
+// holdsTime reports whether t is time.Time, or a pointer, slice or array
+// of it.
+func holdsTime(t reflect.Type) bool {
+	for {
+		switch t.Kind() {
+		case reflect.Pointer, reflect.Slice, reflect.Array:
+			t = t.Elem()
+			continue
+		}
+		return t == timeType
+	}
+}
+
+// compileTimeFormat compiles the decoder of a field that holds time.Time
+// with the format its tool tag gives: a date-time (the default), or a
+// date alone, read as midnight UTC.
+func (c decoderCache) compileTimeFormat(t reflect.Type, tag reflect.StructTag) (*decoder, error) {
+	tc, err := parseTags(tag)
+	if err != nil {
+		return nil, err
+	}
+	switch tc.format {
+	case "", "date-time":
+		return c.compile(t, false)
+	case "date":
+	default:
+		return nil, fmt.Errorf("format %q does not apply to time.Time, which reads a date-time or a date", tc.format)
+	}
+	d := &decoder{}
+	switch t.Kind() {
+	case reflect.Pointer, reflect.Slice, reflect.Array:
+		elem, err := c.compileTimeFormat(t.Elem(), tag)
+		if err != nil {
+			return nil, err
+		}
+		d.elem = elem
+		d.fn = map[reflect.Kind]func(*decoder, *binder, any, reflect.Value){
+			reflect.Pointer: decodePointer, reflect.Slice: decodeSlice, reflect.Array: decodeArray,
+		}[t.Kind()]
+	default:
+		d.fn = decodeDate
 	}
 	return d, nil
 }
@@ -299,15 +355,33 @@ func decodeMap(d *decoder, b *binder, v any, rv reflect.Value) {
 	}
 	t := rv.Type()
 	out := reflect.MakeMapWithSize(t, len(m))
-	for k, e := range m {
-		b.push(k, -1)
-		d.decodeEntry(b, k, e, out)
-		b.pop()
+	if d.key.Kind() == reflect.String && !implements(d.key, textUnmarshType) {
+		for k, e := range m {
+			b.push(k, -1)
+			d.decodeEntry(b, k, e, out, nil)
+			b.pop()
+		}
+	} else {
+		// Names that differ may be one key ("1", "01" and "001" are all 1):
+		// which would win depends on map order, so a collision is refused,
+		// and the names are taken in order so that the same arguments
+		// always read the same.
+		names := make([]string, 0, len(m))
+		for k := range m {
+			names = append(names, k)
+		}
+		slices.Sort(names)
+		seen := make(map[any]string, len(m))
+		for _, k := range names {
+			b.push(k, -1)
+			d.decodeEntry(b, k, m[k], out, seen)
+			b.pop()
+		}
 	}
 	rv.Set(out)
 }
 
-func (d *decoder) decodeEntry(b *binder, k string, e any, out reflect.Value) {
+func (d *decoder) decodeEntry(b *binder, k string, e any, out reflect.Value, seen map[any]string) {
 	{
 		kv := reflect.New(d.key).Elem()
 		switch {
@@ -333,6 +407,13 @@ func (d *decoder) decodeEntry(b *binder, k string, e any, out reflect.Value) {
 				return
 			}
 			kv.SetUint(n)
+		}
+		if seen != nil {
+			if first, dup := seen[kv.Interface()]; dup {
+				b.add("each key once", strconv.Quote(k)+", the same key as "+strconv.Quote(first), nil)
+				return
+			}
+			seen[kv.Interface()] = k
 		}
 		ev := reflect.New(out.Type().Elem()).Elem()
 		d.elem.decode(b, e, ev)
@@ -384,9 +465,53 @@ func decodeTime(d *decoder, b *binder, v any, rv reflect.Value) {
 	if !ok {
 		return
 	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
+	t, ok := parseDateTime(s)
+	if !ok {
 		b.add("a date-time such as 2006-01-02T15:04:05Z", received(v), nil)
+		return
+	}
+	rv.Set(reflect.ValueOf(t))
+}
+
+// parseDateTime reads an RFC 3339 date-time as the schema's format
+// accepts it: T and Z in either case, and a leap second, which time.Time
+// cannot hold and becomes the second after :59.
+func parseDateTime(s string) (time.Time, bool) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, true
+	}
+	if len(s) < 20 {
+		return time.Time{}, false
+	}
+	b := []byte(s)
+	if b[10] == 't' {
+		b[10] = 'T'
+	}
+	if b[len(b)-1] == 'z' {
+		b[len(b)-1] = 'Z'
+	}
+	leap := string(b[17:19]) == "60"
+	if leap {
+		b[17], b[18] = '5', '9'
+	}
+	t, err := time.Parse(time.RFC3339Nano, string(b))
+	if err != nil {
+		return time.Time{}, false
+	}
+	if leap {
+		t = t.Add(time.Second)
+	}
+	return t, true
+}
+
+func decodeDate(d *decoder, b *binder, v any, rv reflect.Value) {
+	s, ok := v.(string)
+	if !ok {
+		return
+	}
+	t, err := time.Parse(time.DateOnly, s)
+	if err != nil {
+		b.add("a date such as 2006-01-02", received(v), nil)
 		return
 	}
 	rv.Set(reflect.ValueOf(t))

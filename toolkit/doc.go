@@ -47,21 +47,23 @@
 //   - tool: constraints, separated by semicolons: required, optional,
 //     enum=a|b|c, minimum, maximum, exclusiveMinimum, exclusiveMaximum,
 //     minLength, maxLength, minItems, maxItems, uniqueItems, format, title,
-//     sensitive. A backslash escapes a semicolon or a bar.
+//     sensitive, nullAsMissing. A backslash escapes a semicolon or a bar.
 //
 // A sensitive field (a password, a token) is served with writeOnly: true,
 // and its value never appears in [Logging]'s lines at any level, in the
 // spans and metrics of the tracing and metrics subpackages, or in an error
 // message, the model's included (a wrong type for that very field says
-// "received [redacted]"). It is shown as "[redacted]", and is scrubbed from
-// an error, a logged result, or a progress or log message of the tool
-// that quotes it. A dynamic tool marks one
+// "received [redacted]"; a missing one says "received nothing"). It is
+// shown as "[redacted]", and is scrubbed from an error, a logged result,
+// or a progress or log message of the tool that quotes it: wherever it
+// occurs, or, for a value shorter than four bytes, where no letter or
+// digit touches it, so that a one-letter value leaves "expected" alone. A dynamic tool marks one
 // with [Sensitive], or with "writeOnly": true (or "x-sensitive": true) in
 // its schema. Middleware of your own logs [Request.RedactedArguments] and
 // passes texts through [Request.Redact].
 //
 // A field is required unless it is a pointer, has omitempty or omitzero, has
-// a default, or is marked optional. On a slice or array field, the value
+// a default, or is marked optional (see "Null, missing and defaults"). On a slice or array field, the value
 // constraints (enum, minimum, pattern, format, …) apply to its items.
 //
 // # Binding arguments
@@ -73,21 +75,22 @@
 //   - Repaired, in the text: a Markdown code fence around the JSON
 //     (```json … ```), trailing commas and comments, Python's True, False
 //     and None, single-quoted strings (where the text then parses: an
-//     apostrophe inside one is refused, not guessed), and an argument
-//     object sent as a JSON string.
+//     apostrophe inside one is refused, not guessed), a UTF-8 byte order
+//     mark before it, and an argument object sent as a JSON string.
 //   - Repaired, in the values: arrays and objects double-encoded as
 //     strings, numbers sent as strings (with space around them), integral
 //     floats such as 5.0 for integers, "true" and "false" for booleans,
 //     enum values in the wrong letter case or with space around them
 //     (returned in their declared spelling), a single value where an array
-//     of that value's type is expected (it becomes a one-element array),
+//     of that value's type is expected (it becomes a one-element array;
+//     "8" counts as a number there, as it would inside the array),
 //     argument names in the wrong letter case (in objects that refuse
 //     unknown names, as structs do), a lone "arguments", "input" or
 //     "parameters" wrapper around an object whose names are all the
-//     tool's (when the tool has no argument of that name), null for an
-//     optional argument, a missing optional argument (which takes its
-//     default), and a missing optional object whose members have defaults
-//     (which is made, so that they apply).
+//     tool's (when the tool has no argument of that name), and a
+//     date-time with a lower-case t or z, or a leap second (23:59:60,
+//     read as the next second, since time.Time has none). Null and
+//     missing arguments follow the table below.
 //   - Exact: integers are parsed from their text over the full int64 and
 //     uint64 ranges and never pass through float64. Values of type any
 //     carry numbers as json.Number for the same reason.
@@ -101,21 +104,62 @@
 //   - Refused as well: a non-integral value for an integer, a value out of
 //     range for its Go type or its schema, any other string for a boolean,
 //     an enum value not in the list, a missing required argument at any
-//     depth, and an unknown argument name (the error names the valid ones,
-//     and the one most likely meant).
+//     depth, names of a map with integer (or text) keys that are one key
+//     ("1" and "01"), and an unknown argument name (the error names the
+//     valid ones, and the one most likely meant).
 //
 // After repair the arguments are validated against the tool's JSON Schema
-// (2020-12), compiled once when the tool is declared. Every problem is
+// (2020-12), compiled once when the tool is declared. A typed tool whose
+// schema holds only what its decoder checks itself (types, required and
+// unknown names, string enums and patterns, integer bounds, lengths, item
+// counts and scalar defaults) reads well-formed arguments that need no repair
+// straight into its Go value, with no generic tree and no generic
+// validation; anything else, or anything unusual, takes the full path, so
+// the outcome is the same either way. Every problem is
 // reported at once in an [*ArgumentError], with its JSON path, what was
 // expected and what was received, and no Go type names. Its text is
 // bounded whatever was sent: at most 20 problems are listed, each part cut
 // to a few hundred bytes; an error result's text is cut to 8 KiB.
 //
+// # Null, missing and defaults
+//
+// A field's Go type says whether it may be null, and its tags whether it
+// may be left out; the input schema says both, and binding holds to it:
+//
+//	field                                   missing           null
+//	--------------------------------------  ----------------  ------------------
+//	value (string, int, bool, struct, …)    refused           refused
+//	value with omitempty, omitzero, a       zero value, or    refused
+//	  default or tool:"optional"              the default
+//	pointer                                 nil, or default   nil
+//	slice, map or any with omitempty        nil, or default   nil
+//	slice, map or any without omitempty     refused           nil
+//	slice with minItems ≥ 1                 as above          refused
+//	any of these with tool:"nullAsMissing"  as above          as if missing
+//
+// So a required field must be present, null is accepted only where the
+// schema lists it, and a default applies to a field left out, never to an
+// explicit null (a *string with a default is nil for null, the default
+// when missing), unless the field says tool:"nullAsMissing". A struct
+// value left out is made when its members have defaults, so that they
+// apply; a pointer left out stays nil. A time.Time reads a date-time, or
+// a date alone (as midnight UTC) with tool:"format=date". A field that
+// binding could never set, one promoted through an unexported embedded
+// pointer, fails the declaration.
+//
 // # Results
 //
 // A string result is returned as text. No output, or an empty struct,
 // becomes the text "Success". Anything else becomes its JSON as text, plus
-// structuredContent when it is a JSON object. An error becomes a result with
+// structuredContent when it is a JSON object. Wherever an output schema is
+// declared (a struct or a map result), structuredContent conforms to it,
+// as MCP requires: the result is encoded as an addressable value, so that
+// MarshalText or MarshalJSON with a pointer receiver counts as the schema
+// says (a map's values are not addressable, and their schema says so
+// too); a nil map is the empty object; and a result whose tags constrain
+// it (an enum, a pattern, a bound) is checked against its schema, and one
+// that breaks it is an error result, logged, not structured content that
+// lies. An error becomes a result with
 // isError set and the error's message, so that the model can correct itself,
 // unless [Registry.PropagateErrors] is set. A panic in a tool or in any
 // middleware is recovered into an error result and logged, always: the MCP
@@ -138,8 +182,8 @@
 //
 // # Middleware
 //
-// A [Middleware] wraps every call on every transport, since every transport
-// calls [Registry.Call]. This package provides [Logging], [Recover],
+// A [Middleware] wraps a [CallHandler], and so every call on every
+// transport, since every transport calls [Registry.Call]. This package provides [Logging], [Recover],
 // [CallTimeout], [ConcurrencyLimit], [RequireScopes] and [Authorize]. Every
 // limit, of a middleware or of a tool ([Timeout], [MaxConcurrent]), means
 // "no limit" at zero; a negative one is refused when it is built. The

@@ -22,6 +22,9 @@ type field struct {
 	// viaPointer is set for a field promoted through an embedded pointer:
 	// encoding/json leaves it out when the pointer is nil.
 	viaPointer bool
+	// unsettable is set for a field promoted through an unexported
+	// embedded pointer: a decoder cannot allocate it.
+	unsettable bool
 	sf         reflect.StructField
 }
 
@@ -30,9 +33,10 @@ type field struct {
 // untagged one at the same depth, and an ambiguous name is dropped.
 func structFields(t reflect.Type) []field {
 	type walk struct {
-		typ    reflect.Type
-		index  []int
-		viaPtr bool
+		typ        reflect.Type
+		index      []int
+		viaPtr     bool
+		unsettable bool
 	}
 	current := []walk{}
 	next := []walk{{typ: t}}
@@ -94,7 +98,7 @@ func structFields(t reflect.Type) []field {
 					f := field{
 						name: name, tagged: tagged, index: index, typ: sf.Type,
 						omitEmpty: hasOpt(opts, "omitempty"), omitZero: hasOpt(opts, "omitzero"),
-						quoted: quoted, sf: sf, viaPointer: w.viaPtr,
+						quoted: quoted, sf: sf, viaPointer: w.viaPtr, unsettable: w.unsettable,
 					}
 					fields = append(fields, f)
 					if count[w.typ] > 1 {
@@ -106,7 +110,9 @@ func structFields(t reflect.Type) []field {
 				}
 				nextCount[ft]++
 				if nextCount[ft] == 1 {
-					next = append(next, walk{typ: ft, index: index, viaPtr: w.viaPtr || sf.Type.Kind() == reflect.Pointer})
+					ptr := sf.Type.Kind() == reflect.Pointer
+					next = append(next, walk{typ: ft, index: index, viaPtr: w.viaPtr || ptr,
+						unsettable: w.unsettable || ptr && !sf.IsExported()})
 				}
 			}
 		}

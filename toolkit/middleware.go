@@ -26,14 +26,20 @@ type Request struct {
 	secrets []string // the sensitive values, once bound
 }
 
-// Handler handles a call. It returns the result, or an error: an
+// CallHandler handles a call. It returns the result, or an error: an
 // [*ArgumentError], the tool's own error, or one from middleware.
 // [Registry.Call] turns an error into a result with IsError set, unless
 // [Registry.PropagateErrors] is set.
-type Handler func(ctx context.Context, req *Request) (*spec.CallResult, error)
+type CallHandler func(ctx context.Context, req *Request) (*spec.CallResult, error)
 
-// Middleware wraps a Handler; see [Registry.Use].
-type Middleware func(next Handler) Handler
+// Handler is the former name of [CallHandler].
+//
+// Deprecated: use CallHandler. The name read as a kin of server.Handler,
+// an http.Handler, which it is not.
+type Handler = CallHandler
+
+// Middleware wraps a CallHandler; see [Registry.Use].
+type Middleware func(next CallHandler) CallHandler
 
 // Outcome classifies a call for logs and metrics: "ok", "tool_error" (the
 // tool returned an error, or a result with IsError set),
@@ -68,7 +74,7 @@ const maxLoggedArguments = 1024
 // the arguments, and scrubbed from the error and the result.
 // A nil logger means slog.Default().
 func Logging(logger *slog.Logger) Middleware {
-	return func(next Handler) Handler {
+	return func(next CallHandler) CallHandler {
 		return func(ctx context.Context, req *Request) (*spec.CallResult, error) {
 			l := logger
 			if l == nil {
@@ -110,7 +116,7 @@ func Logging(logger *slog.Logger) Middleware {
 // of its own, or report it to middleware above it (say, metrics) as an
 // error rather than a panic. A nil logger means slog.Default().
 func Recover(logger *slog.Logger) Middleware {
-	return func(next Handler) Handler {
+	return func(next CallHandler) CallHandler {
 		return func(ctx context.Context, req *Request) (res *spec.CallResult, err error) {
 			defer func() {
 				if v := recover(); v != nil {
@@ -135,7 +141,7 @@ func CallTimeout(d time.Duration) Middleware {
 	if d < 0 {
 		panic(fmt.Errorf("%w: CallTimeout(%s) is negative", ErrInvalidOption, d))
 	}
-	return func(next Handler) Handler {
+	return func(next CallHandler) CallHandler {
 		if d == 0 {
 			return next
 		}
@@ -159,7 +165,7 @@ func ConcurrencyLimit(n int) Middleware {
 		panic(fmt.Errorf("%w: ConcurrencyLimit(%d) is negative", ErrInvalidOption, n))
 	}
 	var sems sync.Map // tool name → chan struct{}
-	return func(next Handler) Handler {
+	return func(next CallHandler) CallHandler {
 		if n == 0 {
 			return next
 		}
@@ -227,7 +233,7 @@ type AuthorizeFunc func(ctx context.Context, req *Request) error
 // Authorize denies every call for which fn returns an error. The error the
 // call fails with matches [ErrPermissionDenied] as well as fn's error.
 func Authorize(fn AuthorizeFunc) Middleware {
-	return func(next Handler) Handler {
+	return func(next CallHandler) CallHandler {
 		return func(ctx context.Context, req *Request) (*spec.CallResult, error) {
 			if err := fn(ctx, req); err != nil {
 				if !errors.Is(err, ErrPermissionDenied) {

@@ -18,7 +18,7 @@ import (
 func TestMiddlewareOrder(t *testing.T) {
 	var trace []string
 	mark := func(name string) Middleware {
-		return func(next Handler) Handler {
+		return func(next CallHandler) CallHandler {
 			return func(ctx context.Context, req *Request) (*spec.CallResult, error) {
 				trace = append(trace, name+">")
 				res, err := next(ctx, req)
@@ -42,7 +42,7 @@ func TestMiddlewareOrder(t *testing.T) {
 func TestMiddlewareMayRewriteArguments(t *testing.T) {
 	var r Registry
 	_ = r.Add(greeter(t, "g"))
-	r.Use(func(next Handler) Handler {
+	r.Use(func(next CallHandler) CallHandler {
 		return func(ctx context.Context, req *Request) (*spec.CallResult, error) {
 			req.Arguments = json.RawMessage(`{"name":"rewritten"}`)
 			return next(ctx, req)
@@ -140,7 +140,7 @@ func TestRecoverGuardsMiddleware(t *testing.T) {
 	logger := slog.New(slog.NewTextHandler(&logs, nil))
 	r := &Registry{PropagateErrors: true}
 	_ = r.Add(greeter(t, "g"))
-	r.Use(Recover(logger), func(next Handler) Handler {
+	r.Use(Recover(logger), func(next CallHandler) CallHandler {
 		return func(ctx context.Context, req *Request) (*spec.CallResult, error) { panic("middleware bug") }
 	})
 	_, err := r.Call(context.Background(), "g", nil)

@@ -21,6 +21,8 @@ const MaxArgumentBytes = 1 << 20
 // on the server.
 const MaxArgumentDepth = 64
 
+var utf8BOM = []byte("\xef\xbb\xbf")
+
 // errTrailing is parseStrict's error for text after the first JSON value.
 var errTrailing = errors.New("unexpected data after the JSON value")
 
@@ -36,7 +38,8 @@ type textProblem struct {
 // json.Number). No arguments, or null, is an empty object. See
 // parseLenient for what is repaired and refused.
 func parseArguments(data []byte) (any, *textProblem) {
-	data = bytes.TrimSpace(data)
+	// A byte order mark is no content: Windows tools write one.
+	data = bytes.TrimSpace(bytes.TrimPrefix(bytes.TrimSpace(data), utf8BOM))
 	if len(data) == 0 || string(data) == "null" {
 		return map[string]any{}, nil
 	}

@@ -52,6 +52,10 @@ type plan struct {
 	// x-sensitive); anySensitive is set on the root when any value is.
 	sensitive    bool
 	anySensitive bool
+	// nullAsMissing takes an explicit null for this property as the
+	// property left out (x-null-as-missing: true), so that its default
+	// applies.
+	nullAsMissing bool
 	// nullable is set on a reference that also accepts null (anyOf with
 	// {"type":"null"}); its other fields but def are unused.
 	nullable bool
@@ -133,6 +137,7 @@ func (b *planBuilder) build(s any, ptr string) *plan {
 	}
 	sensitive := m["writeOnly"] == true || m["x-sensitive"] == true
 	p.sensitive = sensitive
+	p.nullAsMissing = m["x-null-as-missing"] == true
 	if ref, ok := m["$ref"].(string); ok {
 		target, tptr, ok := b.lookup(ref)
 		if !ok || len(m) > 1 && hasAssertions(m) {
@@ -273,7 +278,7 @@ func fillable(p *plan) bool {
 func hasAssertions(m map[string]any) bool {
 	for k := range m {
 		switch k {
-		case "$ref", "description", "title", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "x-sensitive":
+		case "$ref", "description", "title", "default", "examples", "$comment", "deprecated", "readOnly", "writeOnly", "x-sensitive", "x-null-as-missing":
 		default:
 			return true
 		}

@@ -44,7 +44,7 @@ type registryState struct {
 	sorted   []*Tool
 	specs    []spec.Tool
 	revision string
-	handler  Handler
+	handler  CallHandler
 }
 
 func (r *Registry) load() *registryState {
@@ -285,13 +285,26 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 // in it into an error matching [ErrPanic]. The MCP SDK runs handlers
 // without a recover, so a panic that got past this would end the process;
 // no option turns this off.
-func (r *Registry) handle(ctx context.Context, h Handler, req *Request) (res *spec.CallResult, err error) {
+func (r *Registry) handle(ctx context.Context, h CallHandler, req *Request) (res *spec.CallResult, err error) {
 	defer func() {
 		if v := recover(); v != nil {
 			res, err = nil, recovered(ctx, r.logger(), req.Tool.Name(), v)
 		}
 	}()
 	return h(ctx, req)
+}
+
+// Nearest returns the registered tool name most likely meant by name, an
+// unknown one: the closest by edit distance, if it is close enough to be a
+// misspelling. Transports add it to their "no such tool" replies.
+func (r *Registry) Nearest(name string) (string, bool) {
+	st := r.load()
+	names := make([]string, len(st.sorted))
+	for i, t := range st.sorted {
+		names[i] = t.Name()
+	}
+	near := nearest(name, names)
+	return near, near != ""
 }
 
 // notFound is the error for an unknown tool, naming the tool most likely

@@ -18,7 +18,7 @@ func TestMiddlewarePanicIsRecoveredWithoutRecover(t *testing.T) {
 	var logs bytes.Buffer
 	r := &Registry{Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	_ = r.Add(greeter(t, "g"))
-	r.Use(func(next Handler) Handler {
+	r.Use(func(next CallHandler) CallHandler {
 		return func(ctx context.Context, req *Request) (*spec.CallResult, error) { panic("middleware bug") }
 	})
 	res, err := r.Call(context.Background(), "g", nil)

@@ -81,19 +81,16 @@ func scanMethod(svc reflect.Value, m Method) (*Tool, error) {
 	inType := ft.In(1)
 	var result func(any) (*spec.CallResult, error)
 	var outSchema []byte
+	var outType reflect.Type
 	if ft.NumOut() == 2 {
+		outType = ft.Out(0)
 		var err error
 		if result, outSchema, err = resultFor(ft.Out(0)); err != nil {
 			return nil, fmt.Errorf("%w: tool %q output: %w", ErrInvalidSchema, name, err)
 		}
 	}
-	return newTyped(name, m.Description, inType, outSchema, m.Options, func(dec *decoder) runFunc {
-		return func(ctx context.Context, b *binder, args any) (*spec.CallResult, error) {
-			in := reflect.New(inType).Elem()
-			dec.decode(b, args, in)
-			if len(b.problems) > 0 {
-				return nil, nil
-			}
+	return newTyped(name, m.Description, inType, outSchema, m.Options, func(dec *decoder, fast *fastDec) (runFunc, fastRunFunc) {
+		call := func(ctx context.Context, in reflect.Value) (*spec.CallResult, error) {
 			out := fn.Call([]reflect.Value{reflect.ValueOf(ctx), in})
 			if err, _ := out[len(out)-1].Interface().(error); err != nil {
 				return nil, err
@@ -101,7 +98,28 @@ func scanMethod(svc reflect.Value, m Method) (*Tool, error) {
 			if result == nil {
 				return successResult(), nil
 			}
-			return result(out[0].Interface())
+			p := reflect.New(outType)
+			p.Elem().Set(out[0])
+			return result(p.Interface())
+		}
+		run := func(ctx context.Context, b *binder, args any) (*spec.CallResult, error) {
+			in := reflect.New(inType).Elem()
+			dec.decode(b, args, in)
+			if len(b.problems) > 0 {
+				return nil, nil
+			}
+			return call(ctx, in)
+		}
+		if fast == nil {
+			return run, nil
+		}
+		return run, func(ctx context.Context, raw []byte) (*spec.CallResult, error, bool) {
+			in := reflect.New(inType).Elem()
+			if !fast.bind(raw, in) {
+				return nil, nil, false
+			}
+			res, err := call(ctx, in)
+			return res, err, true
 		}
 	})
 }

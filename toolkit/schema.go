@@ -24,6 +24,7 @@ type schema struct {
 	Enum                 []any              `json:"enum,omitempty"`
 	Default              json.RawMessage    `json:"default,omitempty"`
 	WriteOnly            bool               `json:"writeOnly,omitempty"`
+	NullAsMissing        bool               `json:"x-null-as-missing,omitempty"`
 	Format               string             `json:"format,omitempty"`
 	Pattern              string             `json:"pattern,omitempty"`
 	MinLength            *uint64            `json:"minLength,omitempty"`
@@ -118,58 +119,118 @@ func textual(t reflect.Type, out bool) bool {
 // generator builds the schema of a Go type, as encoding/json reads it (an
 // input) or writes it (an output, when out is set).
 type generator struct {
-	out       bool
-	root      reflect.Type
-	recursive map[reflect.Type]bool
-	defNames  map[reflect.Type]string
+	out  bool
+	root reflect.Type
+	// unaddr is set, for an output, while generating a value that
+	// encoding/json reaches unaddressable (a map's value, and what it holds
+	// inline): there a method with a pointer receiver does not count.
+	unaddr    bool
+	recursive map[defKey]bool
+	defNames  map[defKey]string
 	defs      map[string]*schema
+	// asserts is set when a tag puts a constraint on a value (an enum, a
+	// pattern, a bound, …) that its Go type does not guarantee: an output
+	// must then be checked against its schema.
+	asserts bool
+}
+
+// defKey is a type in $defs: a type reached both addressable and not may
+// be written two ways, so it may have two definitions.
+type defKey struct {
+	t      reflect.Type
+	unaddr bool
+}
+
+// custom is customJSON for the value being generated.
+func (g *generator) custom(t reflect.Type) bool {
+	if g.out && g.unaddr {
+		return t.Implements(marshalerType)
+	}
+	return customJSON(t, g.out)
+}
+
+// text is textual for the value being generated.
+func (g *generator) text(t reflect.Type) bool {
+	if g.out && g.unaddr {
+		return t.Implements(textMarshType)
+	}
+	return textual(t, g.out)
+}
+
+// walkAt is addressable for a walk that builds no schema.
+func (g *generator) walkAt(addr bool, fn func()) {
+	saved := g.unaddr
+	g.unaddr = !addr
+	defer func() { g.unaddr = saved }()
+	fn()
+}
+
+// addressable runs fn with the value's addressability set to addr, as
+// encoding/json sees it when it reaches a pointer's or slice's elements
+// (addressable) or a map's values (not).
+func (g *generator) addressable(addr bool, fn func() (*schema, error)) (*schema, error) {
+	saved := g.unaddr
+	g.unaddr = !addr
+	defer func() { g.unaddr = saved }()
+	return fn()
 }
 
 // generateSchema returns the schema of t, which must be a JSON object type
 // when object is set (an input, or an output served as structured
 // content).
 func generateSchema(t reflect.Type, out bool) (*schema, error) {
-	g := &generator{out: out, root: t, recursive: map[reflect.Type]bool{}, defNames: map[reflect.Type]string{}, defs: map[string]*schema{}}
-	g.findRecursive(t, map[reflect.Type]int{})
+	s, _, err := generate(t, out)
+	return s, err
+}
+
+// generate is generateSchema that also reports whether a tag constrains
+// a value beyond its Go type.
+func generate(t reflect.Type, out bool) (*schema, bool, error) {
+	g := &generator{out: out, root: t, recursive: map[defKey]bool{}, defNames: map[defKey]string{}, defs: map[string]*schema{}}
+	g.findRecursive(t, map[defKey]int{})
 	s, err := g.gen(t, true)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	if len(g.defs) > 0 {
 		s.Defs = g.defs
 	}
-	return s, nil
+	return s, g.asserts, nil
 }
 
 // findRecursive marks every struct type that is reached again while it is
 // still being walked: those go to $defs and are referenced, everything else
 // is inlined.
-func (g *generator) findRecursive(t reflect.Type, state map[reflect.Type]int) {
+func (g *generator) findRecursive(t reflect.Type, state map[defKey]int) {
 	const walking, done = 1, 2
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
+	if t.Kind() == reflect.Pointer {
+		g.walkAt(true, func() { g.findRecursive(t.Elem(), state) })
+		return
 	}
 	switch t.Kind() {
-	case reflect.Slice, reflect.Array:
+	case reflect.Slice:
+		g.walkAt(true, func() { g.findRecursive(t.Elem(), state) })
+	case reflect.Array:
 		g.findRecursive(t.Elem(), state)
 	case reflect.Map:
-		g.findRecursive(t.Elem(), state)
+		g.walkAt(false, func() { g.findRecursive(t.Elem(), state) })
 	case reflect.Struct:
-		if t == timeType || customJSON(t, g.out) || textual(t, g.out) {
+		if t == timeType || g.custom(t) || g.text(t) {
 			return
 		}
-		switch state[t] {
+		k := defKey{t, g.unaddr}
+		switch state[k] {
 		case walking:
-			g.recursive[t] = true
+			g.recursive[k] = true
 			return
 		case done:
 			return
 		}
-		state[t] = walking
+		state[k] = walking
 		for _, f := range structFields(t) {
 			g.findRecursive(f.typ, state)
 		}
-		state[t] = done
+		state[k] = done
 	}
 }
 
@@ -183,10 +244,11 @@ var (
 // defName names t in $defs: its Go name, with the type arguments of a
 // generic type named without their import paths (Tree[…/shop.Item] is
 // Tree_Item), which are nobody's business but the service's.
-func (g *generator) defName(t reflect.Type) string {
-	if n, ok := g.defNames[t]; ok {
+func (g *generator) defName(k defKey) string {
+	if n, ok := g.defNames[k]; ok {
 		return n
 	}
+	t := k.t
 	base := strings.Trim(defNameUnsafe.ReplaceAllString(importPath.ReplaceAllString(t.Name(), ""), "_"), "_")
 	if base == "" {
 		base = "T"
@@ -195,25 +257,26 @@ func (g *generator) defName(t reflect.Type) string {
 	for i := 2; g.defs[name] != nil; i++ {
 		name = base + strconv.Itoa(i)
 	}
-	g.defNames[t] = name
+	g.defNames[k] = name
 	g.defs[name] = &schema{} // reserve the name before recursing
 	return name
 }
 
 func (g *generator) gen(t reflect.Type, top bool) (*schema, error) {
-	if g.recursive[t] && !top {
-		if t == g.root {
+	k := defKey{t, g.unaddr}
+	if g.recursive[k] && !top {
+		if t == g.root && !g.unaddr {
 			return &schema{Ref: "#"}, nil
 		}
-		if _, ok := g.defNames[t]; !ok {
-			name := g.defName(t)
+		if _, ok := g.defNames[k]; !ok {
+			name := g.defName(k)
 			s, err := g.genType(t)
 			if err != nil {
 				return nil, err
 			}
 			g.defs[name] = s
 		}
-		return &schema{Ref: "#/$defs/" + g.defNames[t]}, nil
+		return &schema{Ref: "#/$defs/" + g.defNames[k]}, nil
 	}
 	return g.genType(t)
 }
@@ -224,7 +287,7 @@ func (g *generator) genType(t reflect.Type) (*schema, error) {
 		// encoding/json reads a pointer as its element, so *time.Time is a
 		// date-time like time.Time. Whether the field may be null is its
 		// field's business (genField).
-		return g.gen(t.Elem(), false)
+		return g.addressable(true, func() (*schema, error) { return g.gen(t.Elem(), false) })
 	}
 	switch {
 	case t == timeType:
@@ -233,11 +296,11 @@ func (g *generator) genType(t reflect.Type) (*schema, error) {
 		return &schema{}, nil
 	case t == numberType:
 		return &schema{Type: "number"}, nil
-	case customJSON(t, g.out):
+	case g.custom(t):
 		// Its own methods decide its JSON, so any value is allowed through
 		// to them.
 		return &schema{}, nil
-	case textual(t, g.out):
+	case g.text(t):
 		return &schema{Type: "string"}, nil
 	}
 	switch t.Kind() {
@@ -275,7 +338,7 @@ func (g *generator) genType(t reflect.Type) (*schema, error) {
 		if isBytes(t) {
 			return &schema{Type: "string", ContentEncoding: "base64"}, nil
 		}
-		items, err := g.gen(t.Elem(), false)
+		items, err := g.addressable(true, func() (*schema, error) { return g.gen(t.Elem(), false) })
 		if err != nil {
 			return nil, err
 		}
@@ -297,7 +360,9 @@ func (g *generator) genType(t reflect.Type) (*schema, error) {
 		s := &schema{Type: "object"}
 		switch k := t.Key(); {
 		case k.Kind() == reflect.String:
-		case implements(k, textUnmarshType):
+		case g.out && k.Implements(textMarshType):
+			// A key is written with its own MarshalText (never addressable).
+		case !g.out && implements(k, textUnmarshType):
 		case isIntKind(k.Kind()):
 			s.PropertyNames = &schema{Pattern: `^-?[0-9]+$`}
 		case isUintKind(k.Kind()):
@@ -305,7 +370,7 @@ func (g *generator) genType(t reflect.Type) (*schema, error) {
 		default:
 			return nil, fmt.Errorf("map key type %s cannot be a JSON object key", k)
 		}
-		v, err := g.gen(t.Elem(), false)
+		v, err := g.addressable(false, func() (*schema, error) { return g.gen(t.Elem(), false) })
 		if err != nil {
 			return nil, err
 		}
@@ -342,6 +407,11 @@ func (g *generator) genField(f field) (*schema, bool, error) {
 	if err != nil {
 		return nil, false, err
 	}
+	if g.out && holdsTime(f.typ) {
+		// encoding/json writes a time.Time as a date-time whatever its
+		// tag says: format=date tells how an input is read.
+		c.format = ""
+	}
 	var fs *schema
 	if f.quoted {
 		fs = quotedSchema(f.typ)
@@ -351,6 +421,7 @@ func (g *generator) genField(f field) (*schema, bool, error) {
 	if err := applyConstraints(fs, f, c); err != nil {
 		return nil, false, err
 	}
+	g.asserts = g.asserts || c.asserts()
 	if c.def != nil {
 		raw, err := defaultJSON(*c.def, fs, f)
 		if err != nil {
@@ -359,7 +430,16 @@ func (g *generator) genField(f field) (*schema, bool, error) {
 		fs.Default = raw
 	}
 	omitted := f.omitEmpty || f.omitZero
-	if canBeNull(f.typ) && !omitted {
+	// An output is null where encoding/json writes null: a nil pointer,
+	// slice or map without omitempty. An input may be null wherever the Go
+	// value can be nil, omitempty or not (see "Null, missing and defaults"
+	// in the package documentation), except where minItems asks for items
+	// or the tag says null means "not given".
+	nullOK := canBeNull(f.typ) && !omitted
+	if !g.out {
+		nullOK = canBeNull(f.typ) && !c.nullAsMissing && (c.minItems == nil || *c.minItems == 0)
+	}
+	if nullOK {
 		// A nil pointer is null, ",string" or not.
 		fs = nullable(fs)
 	}
@@ -397,6 +477,7 @@ func applyConstraints(fs *schema, f field, c constraints) error {
 	fs.Title = c.title
 	fs.Description = c.description
 	fs.WriteOnly = c.sensitive
+	fs.NullAsMissing = c.nullAsMissing
 	if c.minItems != nil || c.maxItems != nil || c.uniqueItems {
 		if fs.typeName() != "array" {
 			return fmt.Errorf("minItems, maxItems and uniqueItems apply to arrays only")

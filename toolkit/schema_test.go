@@ -79,20 +79,20 @@ func TestSchemaTypeMapping(t *testing.T) {
 		{"float32", reflect.TypeFor[float32](), ``, `{"type":"number"}`, true},
 		{"float64", reflect.TypeFor[float64](), ``, `{"type":"number"}`, true},
 		{"time.Time", reflect.TypeFor[time.Time](), ``, `{"type":"string","format":"date-time"}`, true},
-		{"[]byte is base64", reflect.TypeFor[[]byte](), `json:"f,omitempty"`, `{"type":"string","contentEncoding":"base64"}`, false},
+		{"[]byte is base64", reflect.TypeFor[[]byte](), `json:"f,omitempty"`, `{"type":["string","null"],"contentEncoding":"base64"}`, false},
 		{"[]byte nullable", reflect.TypeFor[[]byte](), ``, `{"type":["string","null"],"contentEncoding":"base64"}`, true},
 		{"json.RawMessage", reflect.TypeFor[json.RawMessage](), ``, `{}`, true},
 		{"any", reflect.TypeFor[any](), ``, `{}`, true},
 		{"json.Number", reflect.TypeFor[json.Number](), ``, `{"type":"number"}`, true},
-		{"slice", reflect.TypeFor[[]string](), `json:"f,omitempty"`, `{"type":"array","items":{"type":"string"}}`, false},
+		{"slice", reflect.TypeFor[[]string](), `json:"f,omitempty"`, `{"type":["array","null"],"items":{"type":"string"}}`, false},
 		{"slice nullable", reflect.TypeFor[[]int](), ``, `{"type":["array","null"],"items":{"type":"integer"}}`, true},
-		{"slice of pointers", reflect.TypeFor[[]*int](), `json:"f,omitempty"`, `{"type":"array","items":{"type":["integer","null"]}}`, false},
+		{"slice of pointers", reflect.TypeFor[[]*int](), `json:"f,omitempty"`, `{"type":["array","null"],"items":{"type":["integer","null"]}}`, false},
 		{"array", reflect.TypeFor[[2]bool](), ``, `{"type":"array","items":{"type":"boolean"},"minItems":2,"maxItems":2}`, true},
-		{"map", reflect.TypeFor[map[string]int](), `json:"f,omitempty"`, `{"type":"object","additionalProperties":{"type":"integer"}}`, false},
-		{"map int keys", reflect.TypeFor[map[int]string](), `json:"f,omitempty"`, `{"type":"object","additionalProperties":{"type":"string"},"propertyNames":{"pattern":"^-?[0-9]+$"}}`, false},
-		{"map text keys", reflect.TypeFor[map[netip.Addr]bool](), `json:"f,omitempty"`, `{"type":"object","additionalProperties":{"type":"boolean"}}`, false},
+		{"map", reflect.TypeFor[map[string]int](), `json:"f,omitempty"`, `{"type":["object","null"],"additionalProperties":{"type":"integer"}}`, false},
+		{"map int keys", reflect.TypeFor[map[int]string](), `json:"f,omitempty"`, `{"type":["object","null"],"additionalProperties":{"type":"string"},"propertyNames":{"pattern":"^-?[0-9]+$"}}`, false},
+		{"map text keys", reflect.TypeFor[map[netip.Addr]bool](), `json:"f,omitempty"`, `{"type":["object","null"],"additionalProperties":{"type":"boolean"}}`, false},
 		{"pointer is optional", reflect.TypeFor[*string](), ``, `{"type":["string","null"]}`, false},
-		{"pointer omitempty", reflect.TypeFor[*string](), `json:"f,omitempty"`, `{"type":"string"}`, false},
+		{"pointer omitempty", reflect.TypeFor[*string](), `json:"f,omitempty"`, `{"type":["string","null"]}`, false},
 		{"nested struct", reflect.TypeFor[leaf](), ``, `{"type":"object","properties":{"a":{"type":"string"}},"required":["a"],"additionalProperties":false}`, true},
 		{"text marshaler", reflect.TypeFor[textID](), ``, `{"type":"string"}`, true},
 		{"json marshaler", reflect.TypeFor[custom](), ``, `{}`, true},
@@ -102,9 +102,9 @@ func TestSchemaTypeMapping(t *testing.T) {
 		{"renamed", reflect.TypeFor[string](), `json:"other_name"`, `{"type":"string"}`, true},
 		{"omitempty is optional", reflect.TypeFor[string](), `json:"f,omitempty"`, `{"type":"string"}`, false},
 		{"omitzero is optional", reflect.TypeFor[time.Time](), `json:"f,omitzero"`, `{"type":"string","format":"date-time"}`, false},
-		{"*time.Time is a date-time", reflect.TypeFor[*time.Time](), `json:"f,omitempty"`, `{"type":"string","format":"date-time"}`, false},
+		{"*time.Time is a date-time", reflect.TypeFor[*time.Time](), `json:"f,omitempty"`, `{"type":["string","null"],"format":"date-time"}`, false},
 		{"*time.Time nullable", reflect.TypeFor[*time.Time](), ``, `{"type":["string","null"],"format":"date-time"}`, false},
-		{"pointer to text marshaler", reflect.TypeFor[*textID](), `json:"f,omitempty"`, `{"type":"string"}`, false},
+		{"pointer to text marshaler", reflect.TypeFor[*textID](), `json:"f,omitempty"`, `{"type":["string","null"]}`, false},
 
 		// Tags.
 		{"description with commas", reflect.TypeFor[string](), `description:"City, state, or country; any of them"`, `{"type":"string","description":"City, state, or country; any of them"}`, true},
@@ -112,7 +112,7 @@ func TestSchemaTypeMapping(t *testing.T) {
 		{"pattern with commas", reflect.TypeFor[string](), `pattern:"^[a-z]{2,5}(,[a-z]{2,5})*$"`, `{"type":"string","pattern":"^[a-z]{2,5}(,[a-z]{2,5})*$"}`, true},
 		{"default with commas", reflect.TypeFor[string](), `json:"f,omitempty" default:"Paris, France"`, `{"type":"string","default":"Paris, France"}`, false},
 		{"default makes optional", reflect.TypeFor[int](), `default:"7"`, `{"type":"integer","default":7}`, false},
-		{"default array", reflect.TypeFor[[]string](), `json:"f,omitempty" default:"[\"a,b\",\"c\"]"`, `{"type":"array","default":["a,b","c"],"items":{"type":"string"}}`, false},
+		{"default array", reflect.TypeFor[[]string](), `json:"f,omitempty" default:"[\"a,b\",\"c\"]"`, `{"type":["array","null"],"default":["a,b","c"],"items":{"type":"string"}}`, false},
 		{"enum", reflect.TypeFor[string](), `tool:"enum=red|green|blue"`, `{"type":"string","enum":["red","green","blue"]}`, true},
 		{"enum escaped", reflect.TypeFor[string](), `tool:"enum=a\\|b|c\\;d"`, `{"type":"string","enum":["a|b","c;d"]}`, true},
 		{"integer enum", reflect.TypeFor[int](), `tool:"enum=1|2|3"`, `{"type":"integer","enum":[1,2,3]}`, true},
@@ -122,7 +122,7 @@ func TestSchemaTypeMapping(t *testing.T) {
 		{"exclusive bounds", reflect.TypeFor[int](), `tool:"exclusiveMinimum=0;exclusiveMaximum=10"`, `{"type":"integer","exclusiveMinimum":0,"exclusiveMaximum":10}`, true},
 		{"string lengths and format", reflect.TypeFor[string](), `tool:"minLength=3;maxLength=64;format=email"`, `{"type":"string","format":"email","minLength":3,"maxLength":64}`, true},
 		{"title", reflect.TypeFor[string](), `tool:"title=Full name"`, `{"type":"string","title":"Full name"}`, true},
-		{"required pointer", reflect.TypeFor[*int](), `json:"f,omitempty" tool:"required"`, `{"type":"integer"}`, true},
+		{"required pointer", reflect.TypeFor[*int](), `json:"f,omitempty" tool:"required"`, `{"type":["integer","null"]}`, true},
 		{"optional value", reflect.TypeFor[int](), `tool:"optional"`, `{"type":"integer"}`, false},
 	}
 	for _, tt := range tests {
@@ -222,7 +222,7 @@ func TestSchemaStructs(t *testing.T) {
 			t.Fatal(err)
 		}
 		raw, _ := json.Marshal(s)
-		want := `{"type":"object","properties":{"value":{"type":"integer"},"children":{"type":"array","items":{"$ref":"#"}},"parent":{"$ref":"#","description":"Up, one level"},"sibling":{"anyOf":[{"$ref":"#/$defs/branch"},{"type":"null"}]}},"required":["value"],"additionalProperties":false,"$defs":{"branch":{"type":"object","properties":{"name":{"type":"string"},"next":{"anyOf":[{"$ref":"#/$defs/branch"},{"type":"null"}]}},"required":["name"],"additionalProperties":false}}}`
+		want := `{"type":"object","properties":{"value":{"type":"integer"},"children":{"type":["array","null"],"items":{"$ref":"#"}},"parent":{"description":"Up, one level","anyOf":[{"$ref":"#"},{"type":"null"}]},"sibling":{"anyOf":[{"$ref":"#/$defs/branch"},{"type":"null"}]}},"required":["value"],"additionalProperties":false,"$defs":{"branch":{"type":"object","properties":{"name":{"type":"string"},"next":{"anyOf":[{"$ref":"#/$defs/branch"},{"type":"null"}]}},"required":["name"],"additionalProperties":false}}}`
 		if string(raw) != want {
 			t.Errorf("schema\n got: %s\nwant: %s", raw, want)
 		}

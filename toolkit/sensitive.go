@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -205,6 +207,13 @@ func redactArguments(t *Tool, raw json.RawMessage, secrets []string) string {
 	return scrub(string(b), secrets)
 }
 
+// minEmbeddedSecret is the length from which a secret is scrubbed
+// wherever it occurs. A shorter one ("x", "ab") is scrubbed only where it
+// stands alone, not touching a letter or digit: inside a word it is
+// coincidence, and replacing it there would turn "expected" into
+// "e[redacted]pected".
+const minEmbeddedSecret = 4
+
 // scrub replaces every secret in s, longest first.
 func scrub(s string, secrets []string) string {
 	if len(secrets) == 0 || s == "" {
@@ -213,10 +222,47 @@ func scrub(s string, secrets []string) string {
 	secrets = slices.Clone(secrets)
 	slices.SortFunc(secrets, func(a, b string) int { return len(b) - len(a) })
 	for _, sec := range secrets {
-		s = strings.ReplaceAll(s, sec, redacted)
+		if len(sec) >= minEmbeddedSecret {
+			s = strings.ReplaceAll(s, sec, redacted)
+		} else {
+			s = replaceAlone(s, sec)
+		}
 	}
 	return s
 }
+
+// replaceAlone replaces the occurrences of sec in s that no letter or
+// digit touches.
+func replaceAlone(s, sec string) string {
+	var b strings.Builder
+	for i := 0; ; {
+		j := strings.Index(s[i:], sec)
+		if j < 0 {
+			if b.Len() == 0 {
+				return s
+			}
+			b.WriteString(s[i:])
+			return b.String()
+		}
+		j += i
+		end := j + len(sec)
+		before, _ := utf8.DecodeLastRuneInString(s[:j])
+		after, _ := utf8.DecodeRuneInString(s[end:])
+		b.WriteString(s[i:j])
+		if wordRune(before) && wordRune(firstRune(sec)) || wordRune(after) && wordRune(lastRune(sec)) {
+			b.WriteString(sec)
+		} else {
+			b.WriteString(redacted)
+		}
+		i = end
+	}
+}
+
+func wordRune(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
+func firstRune(s string) rune { r, _ := utf8.DecodeRuneInString(s); return r }
+
+func lastRune(s string) rune { r, _ := utf8.DecodeLastRuneInString(s); return r }
 
 // Redact returns s with every sensitive value of this call replaced by
 // "[redacted]". Middleware that records what a call returned or failed

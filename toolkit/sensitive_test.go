@@ -210,3 +210,52 @@ func TestSensitiveValuesAreScrubbedFromWhatAToolReports(t *testing.T) {
 		t.Errorf("reported:\n%s", got)
 	}
 }
+
+// TestRedactionKeepsUnrelatedText: from the round-three review, a short
+// sensitive value mangled the words around it, and a missing sensitive
+// field read "received [redacted]", which hid what was wrong.
+func TestRedactionKeepsUnrelatedText(t *testing.T) {
+	type pinIn struct {
+		PIN  string `json:"pin" tool:"sensitive"`
+		Mode string `json:"mode" tool:"enum=fast|slow"`
+	}
+	reg := &toolkit.Registry{}
+	if err := reg.Add(toolkit.MustNewAction("unlock", "", func(_ context.Context, in pinIn) error {
+		return fmt.Errorf("expected another pin than %s for mode %s, or x", in.PIN, in.Mode)
+	})); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, args string
+		want       []string // parts of the text
+		not        []string
+	}{
+		{"a one-letter secret leaves words alone", `{"pin":"x","mode":"fast"}`,
+			[]string{"expected another pin than [redacted] for mode fast, or [redacted]"}, []string{"e[redacted]pected"}},
+		{"a short secret inside a word is no secret", `{"pin":"fa","mode":"fast"}`,
+			[]string{"for mode fast"}, nil},
+		{"a secret of four bytes is scrubbed inside a word too", `{"pin":"2468","mode":"fast"}`,
+			[]string{"another pin than [redacted] for"}, []string{"2468"}},
+		{"a missing sensitive field says nothing was sent", `{"mode":"fast"}`,
+			[]string{"$.pin: expected a string (required), received nothing"}, []string{"received [redacted]"}},
+		{"a wrong value for it is still not quoted", `{"pin":12345,"mode":"fast"}`,
+			[]string{"$.pin: expected a string, received [redacted]"}, []string{"12345"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			res, err := reg.Call(context.Background(), "unlock", json.RawMessage(tc.args))
+			if err != nil || !res.IsError {
+				t.Fatalf("Call = %+v, %v", res, err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(res.Text(), w) {
+					t.Errorf("text does not say %q:\n%s", w, res.Text())
+				}
+			}
+			for _, n := range tc.not {
+				if strings.Contains(res.Text(), n) {
+					t.Errorf("text says %q:\n%s", n, res.Text())
+				}
+			}
+		})
+	}
+}

@@ -21,10 +21,22 @@ type constraints struct {
 	optional    bool
 	uniqueItems bool
 	sensitive   bool
+	// nullAsMissing takes an explicit null as a field left out, so that
+	// its default applies: the schema then refuses null, and repair drops
+	// it.
+	nullAsMissing bool
 	// Numbers are kept as the tag's text and checked with json.Number
 	// syntax, so that integer bounds stay exact.
 	minimum, maximum, exclusiveMinimum, exclusiveMaximum json.Number
 	minLength, maxLength, minItems, maxItems             *uint64
+}
+
+// asserts reports whether c constrains a value beyond what its Go type
+// says.
+func (c *constraints) asserts() bool {
+	return c.pattern != "" || c.format != "" || len(c.enum) > 0 || c.uniqueItems ||
+		c.minimum != "" || c.maximum != "" || c.exclusiveMinimum != "" || c.exclusiveMaximum != "" ||
+		c.minLength != nil || c.maxLength != nil || c.minItems != nil || c.maxItems != nil
 }
 
 // bound returns the field of c that the numeric key sets.
@@ -92,6 +104,8 @@ func parseTags(tag reflect.StructTag) (constraints, error) {
 			c.sensitive = true
 		case "uniqueItems":
 			c.uniqueItems = true
+		case "nullAsMissing":
+			c.nullAsMissing = true
 		case "title":
 			c.title = unescape(value)
 		case "format":

@@ -27,6 +27,10 @@ type Tool struct {
 	// run decodes the repaired, validated arguments and calls the
 	// function. It reports decoding problems to the binder.
 	run func(ctx context.Context, b *binder, args any) (*spec.CallResult, error)
+	// runFast, if set, binds strict arguments straight into the typed
+	// input and calls the function; ok is false, and the function has not
+	// run, when it did not take the arguments (see fast.go).
+	runFast func(ctx context.Context, raw []byte) (res *spec.CallResult, err error, ok bool)
 }
 
 // Name returns the tool's name.
@@ -58,8 +62,8 @@ func New[In, Out any](name, description string, fn func(context.Context, In) (Ou
 	if err != nil {
 		return nil, fmt.Errorf("%w: tool %q output: %w", ErrInvalidSchema, name, err)
 	}
-	return newTyped(name, description, inType, outSchema, opts, func(dec *decoder) runFunc {
-		return func(ctx context.Context, b *binder, args any) (*spec.CallResult, error) {
+	return newTyped(name, description, inType, outSchema, opts, func(dec *decoder, fast *fastDec) (runFunc, fastRunFunc) {
+		run := func(ctx context.Context, b *binder, args any) (*spec.CallResult, error) {
 			var in In
 			dec.decode(b, args, reflect.ValueOf(&in).Elem())
 			if len(b.problems) > 0 {
@@ -69,7 +73,22 @@ func New[In, Out any](name, description string, fn func(context.Context, In) (Ou
 			if err != nil {
 				return nil, err
 			}
-			return result(out)
+			return result(&out)
+		}
+		if fast == nil {
+			return run, nil
+		}
+		return run, func(ctx context.Context, raw []byte) (*spec.CallResult, error, bool) {
+			var in In
+			if !fast.bind(raw, reflect.ValueOf(&in).Elem()) {
+				return nil, nil, false
+			}
+			out, err := fn(ctx, in)
+			if err != nil {
+				return nil, err, true
+			}
+			res, err := result(&out)
+			return res, err, true
 		}
 	})
 }
@@ -80,8 +99,8 @@ func NewAction[In any](name, description string, fn func(context.Context, In) er
 	if fn == nil {
 		return nil, fmt.Errorf("%w: tool %q has a nil function", ErrInvalidSchema, name)
 	}
-	return newTyped(name, description, reflect.TypeFor[In](), nil, opts, func(dec *decoder) runFunc {
-		return func(ctx context.Context, b *binder, args any) (*spec.CallResult, error) {
+	return newTyped(name, description, reflect.TypeFor[In](), nil, opts, func(dec *decoder, fast *fastDec) (runFunc, fastRunFunc) {
+		run := func(ctx context.Context, b *binder, args any) (*spec.CallResult, error) {
 			var in In
 			dec.decode(b, args, reflect.ValueOf(&in).Elem())
 			if len(b.problems) > 0 {
@@ -91,6 +110,19 @@ func NewAction[In any](name, description string, fn func(context.Context, In) er
 				return nil, err
 			}
 			return successResult(), nil
+		}
+		if fast == nil {
+			return run, nil
+		}
+		return run, func(ctx context.Context, raw []byte) (*spec.CallResult, error, bool) {
+			var in In
+			if !fast.bind(raw, reflect.ValueOf(&in).Elem()) {
+				return nil, nil, false
+			}
+			if err := fn(ctx, in); err != nil {
+				return nil, err, true
+			}
+			return successResult(), nil, true
 		}
 	})
 }
@@ -115,7 +147,9 @@ func must(t *Tool, err error) *Tool {
 
 type runFunc = func(ctx context.Context, b *binder, args any) (*spec.CallResult, error)
 
-func newTyped(name, description string, inType reflect.Type, outSchema json.RawMessage, opts []Option, makeRun func(*decoder) runFunc) (*Tool, error) {
+type fastRunFunc = func(ctx context.Context, raw []byte) (*spec.CallResult, error, bool)
+
+func newTyped(name, description string, inType reflect.Type, outSchema json.RawMessage, opts []Option, makeRun func(*decoder, *fastDec) (runFunc, fastRunFunc)) (*Tool, error) {
 	if err := CheckName(name); err != nil {
 		return nil, err
 	}
@@ -138,7 +172,17 @@ func newTyped(name, description string, inType reflect.Type, outSchema json.RawM
 	if err != nil {
 		return nil, err
 	}
-	t.run = makeRun(dec)
+	var fast *fastDec
+	if !t.plan.anySensitive {
+		// A sensitive value is collected from the parsed arguments, for
+		// redaction: such a tool takes the full path.
+		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+		if err != nil {
+			return nil, fmt.Errorf("%w: tool %q input: %w", ErrInvalidSchema, name, err)
+		}
+		fast = compileFast(inType, doc)
+	}
+	t.run, t.runFast = makeRun(dec, fast)
 	return t, nil
 }
 
@@ -272,6 +316,11 @@ func nameChar(c byte) bool {
 
 // call binds the arguments and runs the tool.
 func (t *Tool) call(ctx context.Context, raw json.RawMessage, secrets *[]string) (*spec.CallResult, error) {
+	if t.runFast != nil && ctx.Err() == nil {
+		if res, err, ok := t.runFast(ctx, raw); ok {
+			return res, err
+		}
+	}
 	args, tp := parseArguments(raw)
 	var b binder
 	if t.plan.anySensitive {

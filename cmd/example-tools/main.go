@@ -4,6 +4,10 @@
 //
 //	example-tools --addr :8080 --only get_weather,add --name weather-tools
 //
+// With --stdio it serves the same tools over MCP's stdio transport
+// instead, for a desktop client that starts it as a subprocess: a go-sdk
+// server of its own, with the tools added by server.AddTools.
+//
 // It logs JSON to stderr and shuts down gracefully on SIGTERM or SIGINT.
 package main
 
@@ -20,6 +24,8 @@ import (
 	"os/signal"
 	"syscall"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/toolkit"
 	"github.com/toolplane/toolplane/toolkit/server"
@@ -46,6 +52,7 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(net.Ad
 	addr := fs.String("addr", ":8080", "address to listen on")
 	only := fs.String("only", "", "serve only these tools, comma-separated (default all)")
 	name := fs.String("name", "example-tools", "server name, in the spec document and MCP's serverInfo")
+	stdio := fs.Bool("stdio", false, "serve MCP over stdin and stdout instead of HTTP; logs go to stderr")
 	anyHost := fs.Bool("allow-any-host-on-loopback", false,
 		"accept any Host header on a loopback address (for a proxy on the same machine that forwards a Service's name); off, a foreign Host there is refused as DNS rebinding")
 	if err := fs.Parse(args); err != nil {
@@ -68,6 +75,10 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(net.Ad
 	}
 	if err := reg.Add(tools...); err != nil {
 		return fmt.Errorf("registering tools: %w", err)
+	}
+
+	if *stdio {
+		return serveStdio(ctx, reg, *name, logger)
 	}
 
 	h := server.New(reg, &server.Options{Name: *name, Version: version(), Logger: logger, AllowAnyHostOnLoopback: *anyHost})
@@ -107,5 +118,25 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(net.Ad
 		return err
 	}
 	logger.Info("Stopped")
+	return nil
+}
+
+// stdioTransport is the transport of --stdio; tests replace it.
+var stdioTransport = func() mcp.Transport { return &mcp.StdioTransport{} }
+
+// serveStdio serves reg's tools over MCP on stdin and stdout until ctx is
+// done or the client hangs up, from a go-sdk server that could as well
+// carry prompts and resources of its own: toolkit only adds the tools.
+func serveStdio(ctx context.Context, reg *toolkit.Registry, name string, logger *slog.Logger) error {
+	s := mcp.NewServer(&mcp.Implementation{Name: name, Version: version()}, &mcp.ServerOptions{Logger: logger})
+	tools, err := server.AddTools(s, reg, &server.ToolsOptions{Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer tools.Close()
+	logger.Info("Serving tools over stdio", "name", name, "tools", len(reg.Tools()), "revision", reg.Revision())
+	if err := s.Run(ctx, stdioTransport()); err != nil && ctx.Err() == nil && !errors.Is(err, mcp.ErrConnectionClosed) {
+		return err
+	}
 	return nil
 }

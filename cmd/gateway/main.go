@@ -42,7 +42,9 @@ func main() {
 		tableNamespace, tableName    string
 		authMode, audiences          string
 		logLevel                     string
-		authTTL                      time.Duration
+		authTTL, authDenyTTL         time.Duration
+		authQPS                      float64
+		authBurst                    int
 		resolve                      resolveFlag
 		o                            gateway.Options
 		metricsSecure                bool
@@ -82,7 +84,12 @@ func main() {
 	flag.IntVar(&o.MaxSessionsPerClient, "max-sessions-per-client", gateway.DefaultMaxSessionsPerClient, "With --sessions, the most sessions held at once for one client address, and for one authenticated caller.")
 	flag.StringVar(&authMode, "auth", "none", `How callers are authorized: "none" (every caller may call every tool; trusted networks only) or "kubernetes" (TokenReview, then a SubjectAccessReview per tool).`)
 	flag.StringVar(&audiences, "token-audience", "", "With --auth=kubernetes, the audiences (comma-separated) a caller's token must be issued for; empty means the API server's own.")
-	flag.DurationVar(&authTTL, "auth-cache-ttl", gateway.DefaultAuthCacheTTL, "With --auth=kubernetes, how long token reviews and access decisions are reused: how long a revoked grant can still work.")
+	flag.DurationVar(&authTTL, "auth-cache-ttl", gateway.DefaultAuthCacheTTL, "With --auth=kubernetes, how long token reviews and access decisions that allow are reused: how long a revoked grant can still work.")
+	flag.DurationVar(&authDenyTTL, "auth-deny-cache-ttl", gateway.DefaultAuthDenyCacheTTL, "With --auth=kubernetes, how long access decisions that deny are reused: how long a new grant can take to show.")
+	flag.Float64Var(&authQPS, "auth-qps", gateway.DefaultReviewQPS, "With --auth=kubernetes, the most SubjectAccessReviews per second sent to the API server, whatever callers do, and apart from them the most TokenReviews; more wait.")
+	flag.IntVar(&authBurst, "auth-burst", gateway.DefaultReviewBurst, "With --auth=kubernetes, the reviews that may be sent at once above --auth-qps.")
+	flag.IntVar(&o.MaxReviewsPerRequest, "max-reviews-per-request", gateway.DefaultMaxReviewsPerRequest,
+		"With --auth, the most authorization questions one request may ask that the cache cannot answer; a tools/list page stops short there (with a nextCursor), a GET /v1/tools answers 503 to be retried.")
 	flag.Var(&resolve, "resolve", "host:port=ip:port: dial ip:port for the workload endpoint host:port, as curl's --resolve does; repeatable. "+
 		"For running outside a cluster (the demo, tests), where Service names do not resolve; in a cluster leave it unset.")
 	flag.StringVar(&logLevel, "log-level", "info", "The least level logged: debug, info, warn or error.")
@@ -98,7 +105,17 @@ func main() {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
-	if err := run(log, addr, probeAddr, metricsAddr, metricsSecure, tableNamespace, tableName, authMode, audiences, authTTL, srv, o); err != nil {
+	ka := &gateway.KubernetesAuth{TTL: authTTL, DenyTTL: authDenyTTL}
+	for _, a := range strings.Split(audiences, ",") {
+		if a = strings.TrimSpace(a); a != "" {
+			ka.Audiences = append(ka.Audiences, a)
+		}
+	}
+	if authQPS <= 0 || authBurst <= 0 {
+		fmt.Fprintln(os.Stderr, "gateway: --auth-qps and --auth-burst must be positive")
+		os.Exit(2)
+	}
+	if err := run(log, addr, probeAddr, metricsAddr, metricsSecure, tableNamespace, tableName, authMode, ka, float32(authQPS), authBurst, srv, o); err != nil {
 		log.Error("The gateway stopped", "error", err)
 		os.Exit(1)
 	}
@@ -121,7 +138,8 @@ const (
 // a deadline of its own instead (gateway.Options.WriteTimeout).
 type serverTimeouts struct{ readHeader, read, idle time.Duration }
 
-func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bool, tableNamespace, tableName, authMode, audiences string, authTTL time.Duration, srv serverTimeouts, o gateway.Options) error {
+func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bool, tableNamespace, tableName, authMode string,
+	ka *gateway.KubernetesAuth, authQPS float32, authBurst int, srv serverTimeouts, o gateway.Options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
@@ -139,15 +157,18 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 	case "none":
 		log.Warn("Serving without authentication (--auth=none): every caller may list and call every tool")
 	case "kubernetes":
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
+		// The reviews get clients of their own, whose rate limits bound
+		// them whatever callers do: a storm of them cannot reach the API
+		// server, the table's watch does not wait behind them, and forged
+		// tokens (TokenReviews, which anyone may cause) do not delay the
+		// SubjectAccessReviews of authenticated callers.
+		reviews := rest.CopyConfig(cfg)
+		reviews.QPS, reviews.Burst, reviews.RateLimiter = authQPS, authBurst, nil
+		if ka.Client, err = kubernetes.NewForConfig(reviews); err != nil {
 			return err
 		}
-		ka := &gateway.KubernetesAuth{Client: cs, TTL: authTTL}
-		for _, a := range strings.Split(audiences, ",") {
-			if a = strings.TrimSpace(a); a != "" {
-				ka.Audiences = append(ka.Audiences, a)
-			}
+		if ka.TokenClient, err = kubernetes.NewForConfig(reviews); err != nil {
+			return err
 		}
 		o.Auth = ka
 	default:

@@ -5,9 +5,10 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sync/singleflight"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -26,13 +27,39 @@ const (
 
 // Defaults of [KubernetesAuth].
 const (
-	// DefaultAuthCacheTTL is how long a token's review and an access
-	// decision are reused: so how long a revoked grant or a deleted
+	// DefaultAuthCacheTTL is how long a token's review and a decision
+	// that allows are reused: so how long a revoked grant or a deleted
 	// ServiceAccount's token can still work.
 	DefaultAuthCacheTTL = 10 * time.Second
-	// DefaultAuthCacheEntries bounds each of the two caches.
-	DefaultAuthCacheEntries = 100_000
+	// DefaultAuthDenyCacheTTL is how long a decision that denies is
+	// reused: so how long a new grant can take to show. It is longer than
+	// DefaultAuthCacheTTL because a caller granted a few tools of a large
+	// table is denied all the others, one question per tool, and with
+	// [DefaultReviewQPS] the API server answers about 12,000 of them a
+	// minute: a shorter time would have such callers ask again before the
+	// first answers came back.
+	DefaultAuthDenyCacheTTL = time.Minute
+	// DefaultAuthCacheEntries bounds the decisions kept (about 8 MiB),
+	// and a tenth of it the tokens (about 3 MiB). Live entries are fewer: the rate limit
+	// lets at most QPS × TTL + Burst new ones in (12,400 denials a minute,
+	// 2,400 tokens in 10 s at the defaults); the bound holds the expired
+	// ones until a full cache drops them.
+	DefaultAuthCacheEntries = 50_000
+	// DefaultReviewQPS and DefaultReviewBurst are the rate of
+	// TokenReviews and SubjectAccessReviews that cmd/gateway's Kubernetes
+	// client sends at most (--auth-qps, --auth-burst): whatever callers
+	// do, the API server sees no more. A question beyond it waits.
+	DefaultReviewQPS   = 200
+	DefaultReviewBurst = 400
 )
+
+// maxTokenBytes bounds a token sent for review: a ServiceAccount token is
+// about a kilobyte, an OIDC ID token a few.
+const maxTokenBytes = 16 << 10
+
+// reviewTimeout bounds one TokenReview or SubjectAccessReview, waiting for
+// the client's rate limit included.
+const reviewTimeout = 10 * time.Second
 
 // KubernetesAuth is [Auth] by the Kubernetes API server: a caller presents a
 // ServiceAccount token (or any token the API server accepts), checked with
@@ -47,46 +74,74 @@ const (
 //	  verbs: [call]
 //	  resourceNames: [crm_query_customer]   # omit for every tool of the namespace
 //
-// Reviews and decisions are cached for TTL, bounded to MaxEntries each.
+// Reviews are cached by the token's SHA-256, for TTL. Decisions are cached
+// by [Caller.Key] (user, uid, groups and [Caller.AccessExtra]: everything
+// the SubjectAccessReview carries, so a cached answer is the answer to the
+// very same question) and the tool's namespace and name, for TTL if they
+// allow and DenyTTL if they deny: every token of one ServiceAccount shares
+// them, since the token's credential id is in neither the review nor the
+// key. Concurrent identical reviews are one review. Each cache is bounded
+// to MaxEntries. The rate of reviews is bounded by Client's own rate limit
+// (rest.Config QPS and Burst; cmd/gateway's --auth-qps and --auth-burst),
+// and the reviews of one request by [Options.MaxReviewsPerRequest].
 type KubernetesAuth struct {
 	// Client creates the reviews; it needs create on tokenreviews and
-	// subjectaccessreviews.
+	// subjectaccessreviews. Its rate limit bounds the reviews per second.
 	Client kubernetes.Interface
+	// TokenClient, if set, creates the TokenReviews instead of Client,
+	// under a rate limit of its own: then a flood of forged tokens, which
+	// anyone who reaches the gateway can send, waits behind its own limit
+	// and never delays the SubjectAccessReviews of authenticated callers.
+	TokenClient kubernetes.Interface
 	// Audiences, if set, are the audiences a token must be issued for
 	// (TokenReview's spec.audiences). Set one of the gateway's own, such as
 	// "toolplane-gateway", and give agents tokens of that audience, so that
 	// a token meant for the API server, or for anything else, is refused.
 	// Empty means the API server's own audiences.
 	Audiences []string
-	// TTL is how long a review or a decision is reused. Zero means
-	// [DefaultAuthCacheTTL].
+	// TTL is how long a token's review or a decision that allows is
+	// reused. Zero means [DefaultAuthCacheTTL].
 	TTL time.Duration
-	// MaxEntries bounds each cache. Zero means [DefaultAuthCacheEntries].
+	// DenyTTL is how long a decision that denies is reused. Zero means
+	// [DefaultAuthDenyCacheTTL].
+	DenyTTL time.Duration
+	// MaxEntries bounds the decisions kept, and a tenth of it (at least
+	// 100) the tokens. Zero means [DefaultAuthCacheEntries].
 	MaxEntries int
 
 	once      sync.Once
+	ttl, deny time.Duration
 	tokens    *ttlCache[[32]byte, *Caller]
 	decisions *ttlCache[string, bool]
-	metrics   *metrics
+	// inflight makes concurrent identical reviews one.
+	inflight singleflight.Group
+	metrics  *metrics
 }
 
 func (k *KubernetesAuth) init() {
 	k.once.Do(func() {
-		ttl, n := k.TTL, k.MaxEntries
-		if ttl <= 0 {
-			ttl = DefaultAuthCacheTTL
+		k.ttl, k.deny = k.TTL, k.DenyTTL
+		n := k.MaxEntries
+		if k.ttl <= 0 {
+			k.ttl = DefaultAuthCacheTTL
+		}
+		if k.deny <= 0 {
+			k.deny = DefaultAuthDenyCacheTTL
 		}
 		if n <= 0 {
 			n = DefaultAuthCacheEntries
 		}
-		k.tokens = newTTLCache[[32]byte, *Caller](ttl, n)
-		k.decisions = newTTLCache[string, bool](ttl, n)
+		k.tokens = newTTLCache[[32]byte, *Caller](max(100, n/10))
+		k.decisions = newTTLCache[string, bool](n)
 	})
 }
 
 // Authenticate implements [Auth] with a TokenReview.
 func (k *KubernetesAuth) Authenticate(ctx context.Context, token string) (*Caller, error) {
 	k.init()
+	if len(token) > maxTokenBytes {
+		return nil, fmt.Errorf("%w: a token of more than %d bytes", ErrUnauthenticated, maxTokenBytes)
+	}
 	key := sha256.Sum256([]byte(token))
 	if c, ok := k.tokens.get(key); ok {
 		k.count("token", "hit")
@@ -95,8 +150,22 @@ func (k *KubernetesAuth) Authenticate(ctx context.Context, token string) (*Calle
 		}
 		return c, nil
 	}
-	k.count("token", "miss")
-	tr, err := k.Client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+	v, err, shared := k.do(ctx, "t\x00"+string(key[:]), func(ctx context.Context) (any, error) {
+		return k.review(ctx, key, token)
+	})
+	k.countShared("token", shared)
+	if err != nil {
+		return nil, err
+	}
+	return v.(*Caller), nil
+}
+
+func (k *KubernetesAuth) review(ctx context.Context, key [32]byte, token string) (*Caller, error) {
+	client := k.TokenClient
+	if client == nil {
+		client = k.Client
+	}
+	tr, err := client.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
 		Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: k.Audiences},
 	}, metav1.CreateOptions{})
 	if err != nil {
@@ -104,7 +173,7 @@ func (k *KubernetesAuth) Authenticate(ctx context.Context, token string) (*Calle
 	}
 	st := tr.Status
 	if !st.Authenticated || (len(k.Audiences) > 0 && !slices.ContainsFunc(st.Audiences, func(a string) bool { return slices.Contains(k.Audiences, a) })) {
-		k.tokens.put(key, nil)
+		k.tokens.put(key, nil, k.ttl)
 		return nil, fmt.Errorf("%w: token refused by the API server", ErrUnauthenticated)
 	}
 	c := &Caller{User: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
@@ -114,19 +183,29 @@ func (k *KubernetesAuth) Authenticate(ctx context.Context, token string) (*Calle
 			c.Extra[k] = v
 		}
 	}
-	k.tokens.put(key, c)
+	k.tokens.put(key, c, k.ttl)
 	return c, nil
 }
 
 // Allowed implements [Auth] with a SubjectAccessReview.
 func (k *KubernetesAuth) Allowed(ctx context.Context, c *Caller, namespace, name string) (bool, error) {
 	k.init()
-	key := callerKeyOf(c) + "\x00" + namespace + "\x00" + name
+	key := decisionKey(c.Key(), namespace, name)
 	if ok, hit := k.decisions.get(key); hit {
 		k.count("access", "hit")
 		return ok, nil
 	}
-	k.count("access", "miss")
+	v, err, shared := k.do(ctx, "a\x00"+key, func(ctx context.Context) (any, error) {
+		return k.access(ctx, key, c, namespace, name)
+	})
+	k.countShared("access", shared)
+	if err != nil {
+		return false, err
+	}
+	return v.(bool), nil
+}
+
+func (k *KubernetesAuth) access(ctx context.Context, key string, c *Caller, namespace, name string) (bool, error) {
 	sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
 			Namespace: namespace,
@@ -139,9 +218,11 @@ func (k *KubernetesAuth) Allowed(ctx context.Context, c *Caller, namespace, name
 		UID:    c.UID,
 		Groups: c.Groups,
 	}}
-	if len(c.Extra) > 0 {
-		sar.Spec.Extra = make(map[string]authorizationv1.ExtraValue, len(c.Extra))
-		for k, v := range c.Extra {
+	// Exactly what Caller.Key covers: a cached answer is never reused for
+	// a question it did not answer.
+	if extra := c.AccessExtra(); len(extra) > 0 {
+		sar.Spec.Extra = make(map[string]authorizationv1.ExtraValue, len(extra))
+		for k, v := range extra {
 			sar.Spec.Extra[k] = v
 		}
 	}
@@ -150,8 +231,40 @@ func (k *KubernetesAuth) Allowed(ctx context.Context, c *Caller, namespace, name
 		return false, fmt.Errorf("reviewing access: %w", err)
 	}
 	allowed := res.Status.Allowed && !res.Status.Denied
-	k.decisions.put(key, allowed)
+	ttl := k.deny
+	if allowed {
+		ttl = k.ttl
+	}
+	k.decisions.put(key, allowed, ttl)
 	return allowed, nil
+}
+
+// Cached implements [DecisionCache].
+func (k *KubernetesAuth) Cached(callerKey, namespace, name string) (allowed, ok bool) {
+	k.init()
+	allowed, ok = k.decisions.get(decisionKey(callerKey, namespace, name))
+	if ok {
+		k.count("access", "hit")
+	}
+	return allowed, ok
+}
+
+// DecisionTTL implements [DecisionCache]: TTL.
+func (k *KubernetesAuth) DecisionTTL() time.Duration {
+	k.init()
+	return k.ttl
+}
+
+// do runs review once for every concurrent caller of key, with the ctx of
+// the caller that runs it, bounded by reviewTimeout: a review never
+// outlives every request that waits for it, so requests that go away
+// leave nothing running. See [share].
+func (k *KubernetesAuth) do(ctx context.Context, key string, review func(context.Context) (any, error)) (v any, err error, shared bool) {
+	return share(ctx, &k.inflight, key, func(ctx context.Context) (any, error) {
+		ctx, cancel := context.WithTimeout(ctx, reviewTimeout)
+		defer cancel()
+		return review(ctx)
+	})
 }
 
 func (k *KubernetesAuth) count(kind, result string) {
@@ -160,38 +273,27 @@ func (k *KubernetesAuth) count(kind, result string) {
 	}
 }
 
-// callerKeyOf identifies everything of c that a decision depends on.
-func callerKeyOf(c *Caller) string {
-	var b strings.Builder
-	b.WriteString(c.User)
-	b.WriteByte(0)
-	b.WriteString(c.UID)
-	for _, g := range c.Groups {
-		b.WriteByte(0)
-		b.WriteString(g)
+// countShared counts a question that the cache did not answer: a review
+// (miss), or a review it waited for with others (shared).
+func (k *KubernetesAuth) countShared(kind string, shared bool) {
+	if shared {
+		k.count(kind, "shared")
+	} else {
+		k.count(kind, "miss")
 	}
-	keys := make([]string, 0, len(c.Extra))
-	for k := range c.Extra {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
-		b.WriteByte(1)
-		b.WriteString(k)
-		for _, v := range c.Extra[k] {
-			b.WriteByte(0)
-			b.WriteString(v)
-		}
-	}
-	sum := sha256.Sum256([]byte(b.String()))
-	return string(sum[:])
 }
 
-// ttlCache is a map whose entries expire after ttl, bounded to max entries:
-// when full it drops the expired ones, and if none expired, all of them.
+func decisionKey(callerKey, namespace, name string) string {
+	return callerKey + "\x00" + namespace + "\x00" + name
+}
+
+// ttlCache is a map whose entries expire, bounded to max entries: when
+// full it drops the expired ones, and if that leaves it more than three
+// quarters full, arbitrary others down to that, so that a full cache (many
+// callers of a large table) costs some callers some questions again, not
+// every caller all of them at once.
 type ttlCache[K comparable, V any] struct {
 	mu      sync.Mutex
-	ttl     time.Duration
 	max     int
 	entries map[K]ttlEntry[V]
 }
@@ -201,8 +303,8 @@ type ttlEntry[V any] struct {
 	expires time.Time
 }
 
-func newTTLCache[K comparable, V any](ttl time.Duration, max int) *ttlCache[K, V] {
-	return &ttlCache[K, V]{ttl: ttl, max: max, entries: map[K]ttlEntry[V]{}}
+func newTTLCache[K comparable, V any](max int) *ttlCache[K, V] {
+	return &ttlCache[K, V]{max: max, entries: map[K]ttlEntry[V]{}}
 }
 
 func (c *ttlCache[K, V]) get(k K) (V, bool) {
@@ -216,7 +318,7 @@ func (c *ttlCache[K, V]) get(k K) (V, bool) {
 	return e.v, true
 }
 
-func (c *ttlCache[K, V]) put(k K, v V) {
+func (c *ttlCache[K, V]) put(k K, v V, ttl time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	now := time.Now()
@@ -226,9 +328,12 @@ func (c *ttlCache[K, V]) put(k K, v V) {
 				delete(c.entries, key)
 			}
 		}
-		if len(c.entries) >= c.max {
-			clear(c.entries)
+		for key := range c.entries {
+			if len(c.entries) <= c.max*3/4 {
+				break
+			}
+			delete(c.entries, key)
 		}
 	}
-	c.entries[k] = ttlEntry[V]{v: v, expires: now.Add(c.ttl)}
+	c.entries[k] = ttlEntry[V]{v: v, expires: now.Add(ttl)}
 }

@@ -79,4 +79,22 @@
 // owner ToolSet's namespace. Lists and GET /v1/tools are filtered the same
 // way, and the 2026 cache fields of a list say cacheScope private. Without
 // it, every caller sees and calls every tool: for trusted networks only.
+//
+// Every path that shows or calls a tool asks through one gate, which asks
+// the broad questions first (every namespace, then the tool's namespace,
+// then the tool) and bounds the questions one request may ask that the
+// Authorizer cannot answer from memory ([Options.MaxReviewsPerRequest],
+// 1,000): a tools/list page that reaches the bound ends there with a
+// nextCursor, and GET /v1/tools answers 503 with Retry-After rather than a
+// table with tools missing; the answers given are kept, so the retry goes
+// further. [KubernetesAuth] keeps decisions by [Caller.Key] (user, uid,
+// groups and the extra a review carries, all but the token's credential
+// id, so every token of a ServiceAccount shares them), an allow for its
+// TTL and a deny for its DenyTTL, and makes concurrent identical reviews
+// one. What a caller may see of a table is kept per key and revision, so a
+// poll or a 304 asks nothing, and its document is written from the table's
+// own bytes. cmd/gateway gives SubjectAccessReviews and TokenReviews a
+// client each, whose rate limits (--auth-qps, --auth-burst) bound what the
+// API server sees, whatever callers do, and keep forged tokens from
+// delaying authenticated callers.
 package gateway

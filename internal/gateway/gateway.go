@@ -14,6 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/semaphore"
+	"golang.org/x/sync/singleflight"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -67,6 +68,12 @@ type Gateway struct {
 	ledgers         sync.Map       // requestHeader → *ledger
 	lists           *semaphore.Weighted
 
+	// access keeps what each caller may see of the table (table.go), and
+	// questionSlots bound the authorization questions in flight (auth.go).
+	access        *accessCache
+	accessFlight  singleflight.Group
+	questionSlots chan struct{}
+
 	closeOnce sync.Once
 }
 
@@ -88,6 +95,9 @@ func New(opts *Options) *Gateway {
 		streams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerClient),
 		// Per authenticated caller, the same bound as per address.
 		callerStreams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerCaller),
+		access:        newAccessCache(maxAccessCacheTools),
+
+		questionSlots: make(chan struct{}, maxQuestionsInFlight),
 	}
 	g.client = newWorkloadClient(&o)
 	if ka, ok := o.Auth.(*KubernetesAuth); ok && ka.metrics == nil {

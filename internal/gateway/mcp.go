@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -16,6 +17,9 @@ import (
 // subscriptions/listen, …) to the SDK.
 func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		// One budget of authorization questions for the whole request,
+		// whatever paths it takes.
+		ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
 		switch r := req.(type) {
 		case *mcp.ListToolsRequest:
 			return g.listTools(ctx, r)
@@ -29,7 +33,9 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // maxScanFactor bounds the tools one tools/list request looks at, as a
 // multiple of the page size, when the caller may call only some of them:
 // a caller who may call few of many tools gets short pages rather than
-// one request that authorizes the whole table.
+// one request that authorizes the whole table. The questions that cost a
+// review are bounded apart, by Options.MaxReviewsPerRequest: a page that
+// reaches that bound ends where it stopped, with a nextCursor.
 const maxScanFactor = 4
 
 func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mcp.ListToolsResult, error) {
@@ -61,16 +67,22 @@ func (g *Gateway) listTools(ctx context.Context, req *mcp.ListToolsRequest) (*mc
 		scanned := 0
 		for scanned < len(rest) && len(res.Tools) < page && scanned < maxScanFactor*page {
 			chunk := rest[scanned:min(len(rest), scanned+page-len(res.Tools))]
-			ok, err := g.permitted(ctx, caller, s, chunk)
-			if err != nil {
+			ok, decided, err := g.decide(ctx, caller, s, chunk)
+			spent := errors.Is(err, ErrReviewBudget)
+			if err != nil && (!spent || scanned+decided == 0) {
+				// No progress at all (or no answer): an error, not a page
+				// whose cursor is the one the client sent.
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing tools: " + err.Error()}
 			}
-			for k, i := range chunk {
+			for k, i := range chunk[:decided] {
 				if ok[k] {
 					res.Tools = append(res.Tools, s.tools[i])
 				}
 			}
-			scanned += len(chunk)
+			scanned += decided
+			if spent {
+				break
+			}
 		}
 		if scanned < len(rest) {
 			res.NextCursor = cursor(s.table.Tools[rest[scanned-1]].Name)

@@ -6,21 +6,22 @@ import (
 
 // metrics are the gateway's Prometheus metrics.
 type metrics struct {
-	calls      *prometheus.CounterVec
-	duration   *prometheus.HistogramVec
-	listSize   *prometheus.HistogramVec
-	tools      prometheus.Gauge
-	routable   prometheus.Gauge
-	revision   *prometheus.GaugeVec
-	loaded     prometheus.Gauge
-	rejected   *prometheus.CounterVec
-	authn      *prometheus.CounterVec
-	authzCache *prometheus.CounterVec
-	inFlight   prometheus.Gauge
-	refused    *prometheus.CounterVec
-	conns      prometheus.Gauge
-	streams    prometheus.Gauge
-	sessions   prometheus.Gauge
+	calls       *prometheus.CounterVec
+	duration    *prometheus.HistogramVec
+	listSize    *prometheus.HistogramVec
+	tools       prometheus.Gauge
+	routable    prometheus.Gauge
+	revision    *prometheus.GaugeVec
+	loaded      prometheus.Gauge
+	rejected    *prometheus.CounterVec
+	authn       *prometheus.CounterVec
+	authzCache  *prometheus.CounterVec
+	authzBudget prometheus.Counter
+	inFlight    prometheus.Gauge
+	refused     *prometheus.CounterVec
+	conns       prometheus.Gauge
+	streams     prometheus.Gauge
+	sessions    prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -65,8 +66,12 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		authzCache: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolplane_gateway_authorization_cache_total",
-			Help: "Authentication and authorization decisions by kind (token, access) and whether the cache answered (hit, miss).",
+			Help: "Authentication and authorization decisions by kind (token, access) and how they were answered: hit (the cache), miss (a review of its own), shared (a review made for another request at the same time).",
 		}, []string{"kind", "result"}),
+		authzBudget: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolplane_gateway_authorization_budget_exhausted_total",
+			Help: "Requests that reached --max-reviews-per-request: a tools/list page cut short, or a GET /v1/tools answered 503 to be retried.",
+		}),
 		inFlight: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "toolplane_gateway_mcp_requests_in_flight",
 			Help: "MCP HTTP requests being served now, open notification streams (subscriptions/listen, a session's GET) included.",
@@ -90,7 +95,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	if reg != nil {
 		reg.MustRegister(m.refused, m.conns, m.streams, m.sessions)
-		reg.MustRegister(m.inFlight, m.calls, m.duration, m.listSize, m.tools, m.routable, m.revision, m.loaded, m.rejected, m.authn, m.authzCache)
+		reg.MustRegister(m.inFlight, m.calls, m.duration, m.listSize, m.tools, m.routable, m.revision, m.loaded, m.rejected, m.authn, m.authzCache, m.authzBudget)
 	}
 	return m
 }

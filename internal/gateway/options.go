@@ -185,6 +185,15 @@ type Options struct {
 	// authentication: every caller sees and may call every tool, which is
 	// for trusted networks only. See [KubernetesAuth].
 	Auth Auth
+	// MaxReviewsPerRequest bounds the authorization questions that one
+	// request (a tools/list page, a GET /v1/tools, a search, a call) may
+	// ask that Auth cannot answer from memory: with [KubernetesAuth], the
+	// SubjectAccessReviews it may cause. A tools/list page that reaches it
+	// ends early, with a nextCursor where it stopped; a GET /v1/tools
+	// answers 503 with Retry-After, since a table with tools missing would
+	// be a lie. The answers given are kept either way, so the next request
+	// goes further. Zero means [DefaultMaxReviewsPerRequest].
+	MaxReviewsPerRequest int
 
 	// DialContext, if set, dials the workloads' endpoints instead of a
 	// net.Dialer. The table names workloads by Service DNS names
@@ -226,6 +235,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxResultBytes <= 0 {
 		o.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if o.MaxReviewsPerRequest <= 0 {
+		o.MaxReviewsPerRequest = DefaultMaxReviewsPerRequest
 	}
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout

@@ -3,7 +3,6 @@ package gateway
 import (
 	"bytes"
 	"compress/gzip"
-	"encoding/json"
 	"fmt"
 	"net/url"
 	"sort"
@@ -35,8 +34,11 @@ type snapshot struct {
 	byNamespace map[string][]int
 	byToolSet   map[spec.ObjectReference][]int
 	// doc is the table's JSON as GET /v1/tools serves it, and docGzip the
-	// same gzipped.
+	// same gzipped. entries[i] is the JSON of table.Tools[i], a slice of
+	// doc, from which a caller's part of the table is written without
+	// encoding it again.
 	doc, docGzip []byte
+	entries      [][]byte
 	// unroutable says why each tool left out of the views was left out.
 	unroutable []string
 }
@@ -79,8 +81,8 @@ func newSnapshot(t *spec.Table, now time.Time) (*snapshot, error) {
 		s.byToolSet[tt.ToolSet] = append(s.byToolSet[tt.ToolSet], i)
 	}
 	var err error
-	if s.doc, err = json.Marshal(t); err != nil {
-		return nil, fmt.Errorf("encoding the table: %w", err)
+	if s.doc, s.entries, err = encodeTable(t); err != nil {
+		return nil, err
 	}
 	if s.docGzip, err = gzipBytes(s.doc); err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"path/filepath"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/toolplane/toolplane/test/harness"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -111,6 +113,77 @@ var _ = Describe("The gateway with --auth=kubernetes", func() {
 		By("a revoked grant stops working once the decision cache (--auth-cache-ttl 1s) expires")
 		Expect(cs.RbacV1().RoleBindings("crm").Delete(ctx, "call-agent-crm", metav1.DeleteOptions{})).To(Succeed())
 		Eventually(func() []string { return listAs(crm) }, settle, time.Second).Should(BeEmpty())
+	})
+
+	It("serves a second token of a ServiceAccount from the decisions of the first, with no new SubjectAccessReview", func() {
+		// A gateway of its own, whose caches outlast the spec, so that what
+		// is counted is what the second token costs and not an expiry.
+		g := &harness.Gateway{Bin: gatewayBin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace, Resolve: gwAuth.Resolve,
+			Args:    []string{"--auth=kubernetes", "--token-audience", tokenAudience, "--auth-cache-ttl", "10m", "--auth-deny-cache-ttl", "10m"},
+			LogPath: filepath.Join(workDir, "gateway-auth-cache.log")}
+		Expect(g.Start(ctx)).To(Succeed())
+		DeferCleanup(func() { Expect(g.Stop(30 * time.Second)).To(Succeed()) })
+		first := token("agent-cache", tokenAudience)
+		tr, err := cs.CoreV1().ServiceAccounts("agents").CreateToken(ctx, "agent-cache", &authenticationv1.TokenRequest{
+			Spec: authenticationv1.TokenRequestSpec{Audiences: []string{tokenAudience}, ExpirationSeconds: ptr.To[int64](3600)},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		second := tr.Status.Token
+		grant("agent-cache", "crm", "crm_echo")
+
+		By("the API server tells the two tokens apart by their credential ids, which the gateway must not key by")
+		ids := map[string]bool{}
+		for _, tok := range []string{first, second} {
+			r, err := cs.AuthenticationV1().TokenReviews().Create(ctx, &authenticationv1.TokenReview{
+				Spec: authenticationv1.TokenReviewSpec{Token: tok, Audiences: []string{tokenAudience}}}, metav1.CreateOptions{})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(r.Status.Authenticated).To(BeTrue())
+			Expect(r.Status.User.Extra).To(HaveKey("authentication.kubernetes.io/credential-id"))
+			ids[r.Status.User.Extra["authentication.kubernetes.io/credential-id"].String()] = true
+		}
+		Expect(ids).To(HaveLen(2))
+
+		reviews := func(kind string) float64 {
+			var n float64
+			Eventually(func(gm Gomega) {
+				resp, err := http.Get("http://" + g.MetricsAddr + "/metrics")
+				gm.Expect(err).NotTo(HaveOccurred())
+				defer resp.Body.Close()
+				b, err := io.ReadAll(resp.Body)
+				gm.Expect(err).NotTo(HaveOccurred())
+				fams, err := harness.ParseMetrics(string(b))
+				gm.Expect(err).NotTo(HaveOccurred())
+				n = harness.Sum(fams, "toolplane_gateway_authorization_cache_total", map[string]string{"kind": kind, "result": "miss"})
+			}).Should(Succeed())
+			return n
+		}
+		get := func(tok string) []string {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, g.URL()+"/v1/tools", nil)
+			Expect(err).NotTo(HaveOccurred())
+			req.Header.Set("Authorization", "Bearer "+tok)
+			resp, err := http.DefaultClient.Do(req)
+			Expect(err).NotTo(HaveOccurred())
+			defer resp.Body.Close()
+			Expect(resp.StatusCode).To(Equal(http.StatusOK))
+			var t spec.Table
+			Expect(json.NewDecoder(resp.Body).Decode(&t)).To(Succeed())
+			return names(&t)
+		}
+
+		By("the first token asks its questions")
+		Expect(get(first)).To(Equal([]string{"crm_echo"}))
+		cold := reviews("access")
+		Expect(cold).To(BeNumerically(">", 0))
+
+		By("the second token is reviewed once, and asks nothing: GET /v1/tools, tools/list and a call")
+		Expect(get(second)).To(Equal([]string{"crm_echo"}))
+		s := connect(g.URL()+"/mcp", "2026-07-28", nil, bearer(second))
+		Expect(listNames(s)).To(Equal([]string{"crm_echo"}))
+		r, err := call(s, "crm_echo", map[string]any{"text": "x"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.IsError).To(BeFalse(), text(r))
+		Expect(reviews("access")).To(Equal(cold), "SubjectAccessReviews sent for the second token")
+		Expect(reviews("token")).To(Equal(2.0), "one TokenReview per token")
 	})
 })
 

@@ -105,7 +105,8 @@ var _ = Describe("The chart's gateway", func() {
 		custom := helmTemplate("custom", "ops", "-f", customValues)
 		c, _ := gatewayContainer(fromUnstructured[appsv1.Deployment](custom.ofKind("Deployment").gateway()[0]))
 		Expect(c.Args).To(ContainElements("--auth=kubernetes", "--token-audience=toolplane-gateway", "--sessions",
-			"--table-namespace=agents", "--metrics-bind-address=0", "--list-ttl=5s"))
+			"--table-namespace=agents", "--metrics-bind-address=0", "--list-ttl=5s",
+			"--auth-deny-cache-ttl=30s", "--auth-qps=50.5", "--auth-burst=80", "--max-reviews-per-request=300"))
 	})
 
 	It("lets the gateway read ConfigMaps in the table namespace and nothing else, and review tokens and access only with auth=kubernetes", func(ctx context.Context) {

@@ -35,7 +35,7 @@ func Middleware(reg prometheus.Registerer) (toolkit.Middleware, error) {
 	if duration, err = register(reg, duration); err != nil {
 		return nil, err
 	}
-	return func(next toolkit.Handler) toolkit.Handler {
+	return func(next toolkit.CallHandler) toolkit.CallHandler {
 		return func(ctx context.Context, req *toolkit.Request) (*spec.CallResult, error) {
 			start := time.Now()
 			res, err := next(ctx, req)

@@ -6,10 +6,41 @@
 //
 //	reg := new(toolkit.Registry)
 //	reg.Add(toolkit.MustNew("get_weather", "Current weather of a city", getWeather))
-//	h := server.New(reg, &server.Options{Name: "weather-tools"})
+//	h, err := server.NewHandler(reg, &server.Options{Name: "weather-tools"})
+//	if err != nil {
+//		log.Fatal(err)
+//	}
 //	srv := &http.Server{Addr: ":8080", Handler: h}
 //	srv.RegisterOnShutdown(func() { h.Close() })
 //
+// [New] is NewHandler for options known to be right: it panics on what
+// NewHandler returns as an error. A Handler also ends its MCP streams when
+// the http.Server of a request it served shuts down, so that Shutdown never
+// waits on them; Close, which also stops following the registry, stays
+// the owner's to call.
+//
+// # Inside an MCP server of your own
+//
+// [AddTools] puts a registry's tools on a go-sdk [mcp.Server] that you
+// own and serve over any transport (stdio, Streamable HTTP, in memory),
+// beside your own prompts, resources and tools, with the same binding,
+// results, progress, content and middleware as the Handler's /mcp, which
+// is built on it:
+//
+//	s := mcp.NewServer(&mcp.Implementation{Name: "weather-tools"}, nil)
+//	tools, err := server.AddTools(s, reg, nil)
+//	if err != nil {
+//		log.Fatal(err)
+//	}
+//	defer tools.Close()
+//	err = s.Run(ctx, &mcp.StdioTransport{})
+//
+// A tool reaches the MCP request that called it with [CallToolRequest]
+// (the session, the client's capabilities, _meta), and asks its user for
+// input with [Elicit], which returns an error wrapping
+// [ErrElicitationUnsupported] where the client cannot answer, so that the
+// tool carries on without. cmd/example-tools --stdio is a complete
+// example.
 // # Endpoints
 //
 // GET /.well-known/toolplane/tools ([spec.DefaultPath], see
@@ -38,6 +69,9 @@
 //	400 bad_request          a body that could not be read
 //	413 body_too_large       a body over Options.MaxBodyBytes (1 MiB)
 //	405 method_not_allowed   any method but POST (the spec document: GET, HEAD)
+//
+// The 404 of an unknown tool names the tool most likely meant, as MCP's
+// tools/call error does ("did you mean").
 //
 // /mcp serves MCP Streamable HTTP through the official MCP Go SDK. Its
 // tools/list returns the spec document's tools, and its tools/call returns

@@ -88,3 +88,42 @@ func ExampleNew_mcp() {
 	// greet - Greet someone by name
 	// Hello, Changlu!
 }
+
+// AddTools puts a registry's tools on a go-sdk server of one's own, here
+// served in memory beside a prompt of its own; over stdio it would be
+// s.Run(ctx, &mcp.StdioTransport{}). The arguments are bound by toolkit:
+// the name in another case is repaired.
+func ExampleAddTools() {
+	reg := new(toolkit.Registry)
+	if err := reg.Add(toolkit.MustNew("greet", "Greet someone by name", greetFn)); err != nil {
+		panic(err)
+	}
+	s := mcp.NewServer(&mcp.Implementation{Name: "greeter", Version: "v1"}, nil)
+	s.AddPrompt(&mcp.Prompt{Name: "welcome"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	tools, err := server.AddTools(s, reg, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer tools.Close()
+
+	ctx := context.Background()
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := s.Connect(ctx, st, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer ss.Close()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "client", Version: "v1"}, nil).Connect(ctx, ct, nil)
+	if err != nil {
+		panic(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "greet", Arguments: json.RawMessage(`{"NAME":"Ada"}`)})
+	if err != nil {
+		panic(err)
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	// Output: Hello, Ada!
+}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -139,7 +140,9 @@ type Options struct {
 // are added and removed. Call [Handler.Close] when done with it (typically
 // with [http.Server.RegisterOnShutdown]): it stops following the registry
 // and ends open MCP streams, which [http.Server.Shutdown] would otherwise
-// wait for.
+// wait for. A Handler also ends its MCP streams when the http.Server of
+// any request it served shuts down, so that Shutdown returns even where
+// its owner forgot Close.
 type Handler struct {
 	reg     *toolkit.Registry
 	guard   invokeGuard
@@ -152,14 +155,31 @@ type Handler struct {
 
 	doc atomic.Pointer[document]
 
-	closeOnce   sync.Once
-	unsubscribe func()
+	closeOnce sync.Once
+	servers   sync.Map // *http.Server whose shutdown closes h
 }
 
-// New returns a Handler that serves reg. opts may be nil.
+// New returns a Handler that serves reg. opts may be nil. It panics where
+// [NewHandler] returns an error: for a nil registry or an option out of
+// range, a programming error found at the first start.
 func New(reg *toolkit.Registry, opts *Options) *Handler {
+	h, err := NewHandler(reg, opts)
+	if err != nil {
+		panic(err)
+	}
+	return h
+}
+
+// ErrInvalidOptions is matched by the error of [NewHandler] for a nil
+// registry or an option out of range.
+var ErrInvalidOptions = errors.New("server: invalid options")
+
+// NewHandler returns a Handler that serves reg, or an error wrapping
+// [ErrInvalidOptions] for a nil registry or an option out of range, as
+// [toolkit.New] returns one for a bad tool. opts may be nil.
+func NewHandler(reg *toolkit.Registry, opts *Options) (*Handler, error) {
 	if reg == nil {
-		panic("server.New: nil registry")
+		return nil, fmt.Errorf("%w: nil registry", ErrInvalidOptions)
 	}
 	var o Options
 	if opts != nil {
@@ -172,10 +192,10 @@ func New(reg *toolkit.Registry, opts *Options) *Handler {
 		o.SpecPath = spec.DefaultPath
 	}
 	if !strings.HasPrefix(o.SpecPath, "/") || strings.ContainsAny(o.SpecPath, "{} ") {
-		panic(fmt.Sprintf("server.New: SpecPath %q is not a plain absolute path", o.SpecPath))
+		return nil, fmt.Errorf("%w: SpecPath %q is not a plain absolute path", ErrInvalidOptions, o.SpecPath)
 	}
 	if o.MaxBodyBytes < 0 || o.SessionTimeout < 0 {
-		panic(fmt.Sprintf("server.New: MaxBodyBytes (%d) and SessionTimeout (%s) must not be negative", o.MaxBodyBytes, o.SessionTimeout))
+		return nil, fmt.Errorf("%w: MaxBodyBytes (%d) and SessionTimeout (%s) must not be negative", ErrInvalidOptions, o.MaxBodyBytes, o.SessionTimeout)
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes
@@ -195,7 +215,10 @@ func New(reg *toolkit.Registry, opts *Options) *Handler {
 		logger:  o.Logger,
 		mux:     http.NewServeMux(),
 	}
-	h.mcp = newMCPBridge(reg, &o, h.callContext)
+	var err error
+	if h.mcp, err = newMCPBridge(reg, &o, o.CallContext); err != nil {
+		return nil, err
+	}
 	// The method checks are the handlers' own, so that a wrong method gets
 	// a JSON error body like every other failure here; ServeMux's own 405
 	// is plain text.
@@ -205,12 +228,23 @@ func New(reg *toolkit.Registry, opts *Options) *Handler {
 	h.mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, CodeNotFound, "no such endpoint; tools are listed at "+o.SpecPath)
 	})
-	h.unsubscribe = reg.Subscribe(h.mcp.sync)
-	return h
+	return h, nil
 }
 
 // ServeHTTP implements [http.Handler].
 func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if srv, ok := r.Context().Value(http.ServerContextKey).(*http.Server); ok && srv != nil {
+		if _, seen := h.servers.Load(srv); !seen {
+			if _, seen = h.servers.LoadOrStore(srv, true); !seen {
+				// Shutdown waits for open MCP streams, which end only with
+				// Close: a Handler that its owner forgot to close would
+				// hold Shutdown to its deadline. Only the streams end
+				// here: the Handler may serve another server too, and goes
+				// on following the registry until Close.
+				srv.RegisterOnShutdown(h.mcp.endSessions)
+			}
+		}
+	}
 	h.mux.ServeHTTP(w, r)
 }
 
@@ -219,27 +253,14 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // standalone SSE stream). Requests that arrive after Close are still
 // served, statelessly. Close is idempotent and always returns nil.
 func (h *Handler) Close() error {
-	h.closeOnce.Do(func() {
-		h.unsubscribe()
-		h.mcp.close()
-	})
+	h.closeOnce.Do(h.mcp.close)
 	return nil
 }
 
-// callContext returns ctx carrying the caller of this request: the subject
-// and scopes that an outer middleware set, or failing that those of a token
-// that the MCP SDK's auth middleware verified, and the request's header;
-// then whatever Options.CallContext adds.
+// callContext returns ctx carrying the caller of this request (see
+// callerContext), then whatever Options.CallContext adds.
 func (h *Handler) callContext(ctx context.Context, header http.Header, token *auth.TokenInfo) context.Context {
-	c, _ := toolkit.CallerFrom(ctx)
-	if c.Subject == "" && len(c.Scopes) == 0 && token != nil {
-		c.Subject = token.UserID
-		c.Scopes = token.Scopes
-	}
-	if header != nil {
-		c.Header = header
-	}
-	ctx = toolkit.WithCaller(ctx, c)
+	ctx = callerContext(ctx, header, token)
 	if h.callCtx != nil {
 		ctx = h.callCtx(ctx, header)
 	}

@@ -32,7 +32,7 @@ func (h *Handler) serveInvoke(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	if _, ok := h.reg.Lookup(name); !ok {
 		discard(r.Body)
-		writeError(w, http.StatusNotFound, CodeToolNotFound, "no tool named "+quote(name))
+		h.notFound(w, name)
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
@@ -57,13 +57,23 @@ func (h *Handler) serveInvoke(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, res)
 	case errors.Is(err, toolkit.ErrToolNotFound):
 		// Removed between the lookup and the call.
-		writeError(w, http.StatusNotFound, CodeToolNotFound, "no tool named "+quote(name))
+		h.notFound(w, name)
 	case errors.Is(err, toolkit.ErrInvalidArguments):
 		// Only a registry that propagates errors gets here.
 		writeError(w, http.StatusBadRequest, CodeInvalidArguments, err.Error())
 	default:
 		writeError(w, http.StatusInternalServerError, CodeToolFailed, err.Error())
 	}
+}
+
+// notFound replies 404 for an unknown tool, naming the one most likely
+// meant.
+func (h *Handler) notFound(w http.ResponseWriter, name string) {
+	msg := "no tool named " + quote(name)
+	if near, ok := h.reg.Nearest(name); ok {
+		msg += " (did you mean " + quote(near) + "?)"
+	}
+	writeError(w, http.StatusNotFound, CodeToolNotFound, msg)
 }
 
 func byteCount(n int64) string {

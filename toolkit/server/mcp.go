@@ -2,14 +2,10 @@ package server
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"log/slog"
 	"net/http"
 	"sync"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/toolkit"
@@ -22,25 +18,21 @@ import (
 // subscriptions/listen rather than on a session's SSE stream.
 const modernProtocol = "2026-07-28"
 
-// mcpBridge keeps an MCP server's tools equal to the registry's and serves
-// it over Streamable HTTP. The SDK's tools are raw tools: their arguments
-// reach [toolkit.Registry.Call] untouched, so that toolkit's lenient binding
-// and middleware run instead of the SDK's strict decoding.
+// mcpBridge serves a registry's tools over Streamable HTTP, from an MCP
+// server of its own that [AddTools] keeps equal to the registry. The SDK's
+// tools are raw tools: their arguments reach [toolkit.Registry.Call]
+// untouched, so that toolkit's lenient binding and middleware run instead
+// of the SDK's strict decoding.
 type mcpBridge struct {
-	reg     *toolkit.Registry
-	server  *mcp.Server
-	logger  *slog.Logger
-	callCtx func(context.Context, http.Header, *auth.TokenInfo) context.Context
+	server *mcp.Server
+	tools  *Tools
 
 	stateless http.Handler
 	sessions  http.Handler // nil unless Options.MCPSessions
-
-	mu     sync.Mutex
-	served map[string]string // tool name → revision of its spec as served
 }
 
-func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Context, http.Header, *auth.TokenInfo) context.Context) *mcpBridge {
-	b := &mcpBridge{reg: reg, logger: o.Logger, callCtx: callCtx, served: map[string]string{}}
+func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Context, http.Header) context.Context) (*mcpBridge, error) {
+	b := &mcpBridge{}
 	// The SDK logs every stateless request at Info: one line per call.
 	sdkLogger := slog.New(minLevel{Handler: o.Logger.Handler(), min: slog.LevelWarn})
 	b.server = mcp.NewServer(
@@ -57,6 +49,21 @@ func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Contex
 			},
 		},
 	)
+	topts := &ToolsOptions{Logger: o.Logger}
+	if callCtx != nil {
+		topts.CallContext = func(ctx context.Context, req *mcp.CallToolRequest) context.Context {
+			var header http.Header
+			if req.Extra != nil {
+				header = req.Extra.Header
+			}
+			return callCtx(ctx, header)
+		}
+	}
+	tools, err := AddTools(b.server, reg, topts)
+	if err != nil {
+		return nil, err
+	}
+	b.tools = tools
 	getServer := func(*http.Request) *mcp.Server { return b.server }
 	b.stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 		Stateless:                  true,
@@ -74,8 +81,7 @@ func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Contex
 			DisableLocalhostProtection: o.AllowAnyHostOnLoopback,
 		})
 	}
-	b.sync()
-	return b
+	return b, nil
 }
 
 // ServeHTTP routes a request of the 2026 era to the stateless handler, and
@@ -89,87 +95,16 @@ func (b *mcpBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	b.stateless.ServeHTTP(w, r)
 }
 
-// sync makes the MCP server's tools equal to the registry's. It adds or
-// replaces only the tools whose spec changed, and removes the rest in one
-// call, so that a change is one debounced list_changed notification.
-func (b *mcpBridge) sync() {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	tools := b.reg.Specs()
-	seen := make(map[string]bool, len(tools))
-	for _, t := range tools {
-		seen[t.Name] = true
-		rev := spec.Revision([]spec.Tool{t})
-		if b.served[t.Name] == rev {
-			continue
-		}
-		if err := b.add(t); err != nil {
-			b.logger.Error("Serving a tool over MCP failed", "tool", t.Name, "error", err)
-			continue
-		}
-		b.served[t.Name] = rev
-	}
-	var gone []string
-	for name := range b.served {
-		if !seen[name] {
-			gone = append(gone, name)
-			delete(b.served, name)
-		}
-	}
-	if len(gone) > 0 {
-		b.server.RemoveTools(gone...)
-	}
-}
-
-// add registers t with the SDK. The SDK panics on a schema it cannot serve;
-// that is turned into an error so that one bad tool does not take the
-// process down.
-func (b *mcpBridge) add(t spec.Tool) (err error) {
-	defer func() {
-		if p := recover(); p != nil {
-			err = fmt.Errorf("%v", p)
-		}
-	}()
-	b.server.AddTool(MCPTool(t), b.call)
-	return nil
-}
-
-// call is the one handler of every tool: it calls the registry exactly as
-// the invoke endpoint does.
-func (b *mcpBridge) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	var (
-		header http.Header
-		token  *auth.TokenInfo
-	)
-	if req.Extra != nil {
-		header = req.Extra.Header
-		token = req.Extra.TokenInfo
-	}
-	if req.Session != nil && req.Session.ID() != "" {
-		// A session's context is that of the request that opened it, so a
-		// caller in it would be stale; only this request's header and
-		// verified token speak for this request.
-		ctx = toolkit.WithCaller(ctx, toolkit.Caller{})
-	}
-	ctx = b.callCtx(ctx, header, token)
-	if req.Session != nil {
-		ctx = toolkit.WithReporter(ctx, &reporter{session: req.Session, tool: req.Params.Name, token: req.Params.GetProgressToken()})
-	}
-	res, err := b.reg.Call(ctx, req.Params.Name, req.Params.Arguments)
-	switch {
-	case err == nil:
-		return mcpResult(res), nil
-	case errors.Is(err, toolkit.ErrToolNotFound):
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf("unknown tool %q", req.Params.Name)}
-	case errors.Is(err, toolkit.ErrInvalidArguments):
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	default:
-		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: err.Error()}
-	}
-}
-
-// close ends every session, and with it every open stream.
+// close stops following the registry and ends every session, and with it
+// every open stream.
 func (b *mcpBridge) close() {
+	b.tools.stopFollowing()
+	b.endSessions()
+}
+
+// endSessions ends every session, and with it every open stream; a client
+// that is still there opens a new one.
+func (b *mcpBridge) endSessions() {
 	for ss := range b.server.Sessions() {
 		_ = ss.Close()
 	}

@@ -130,7 +130,7 @@ func TestNewRefusesNegativeOptions(t *testing.T) {
 // has no recover: unless the registry recovers it, it ends the process.
 func TestMiddlewarePanicKeepsTheServerServing(t *testing.T) {
 	reg := new(toolkit.Registry)
-	reg.Use(func(next toolkit.Handler) toolkit.Handler {
+	reg.Use(func(next toolkit.CallHandler) toolkit.CallHandler {
 		return func(ctx context.Context, req *toolkit.Request) (*spec.CallResult, error) {
 			if strings.Contains(string(req.Arguments), "boom") {
 				panic("middleware bug")

@@ -53,7 +53,7 @@ func Middleware(opts ...Option) toolkit.Middleware {
 		c.provider = otel.GetTracerProvider()
 	}
 	tracer := c.provider.Tracer(ScopeName)
-	return func(next toolkit.Handler) toolkit.Handler {
+	return func(next toolkit.CallHandler) toolkit.CallHandler {
 		return func(ctx context.Context, req *toolkit.Request) (*spec.CallResult, error) {
 			name := req.Tool.Name()
 			ctx, span := tracer.Start(ctx, "execute_tool "+name,

@@ -30,6 +30,9 @@ type In struct {
 	When   time.Time `json:"when,omitzero"`
 	Note   string    `json:"note,omitempty"`
 	Nested any       `json:"nested,omitempty"`
+	// Since round three.
+	Codes map[int]string `json:"codes,omitempty"`
+	Day   time.Time      `json:"day,omitzero" tool:"format=date"`
 }
 
 // Repair is arguments that are repaired, and the value they bind to.
@@ -67,6 +70,13 @@ var Repairs = []Repair{
 	{"space around an enum value", `{"name":"a","units":" imperial "}`, In{Name: "a", Units: "imperial"}},
 	{"space and case around an enum value", `{"name":"a","units":"Metric\n"}`, In{Name: "a", Units: "metric"}},
 	{"space around a number", `{"name":"a","count":" 12 ","ratio":"\t2.5 "}`, In{Name: "a", Count: 12, Ratio: 2.5}},
+	// v2, round three.
+	{"a UTF-8 byte order mark before the object", "\ufeff{\"name\":\"a\"}", In{Name: "a"}},
+	{"a single numeric string for an array of integers", `{"name":"a","ids":"8"}`, In{Name: "a", IDs: []int{8}}},
+	{"a date-time with lower-case t and z", `{"name":"a","when":"2026-12-24t10:00:00z"}`, In{Name: "a", When: time.Date(2026, 12, 24, 10, 0, 0, 0, time.UTC)}},
+	{"a leap second", `{"name":"a","when":"2016-12-31T23:59:60Z"}`, In{Name: "a", When: time.Date(2017, 1, 1, 0, 0, 0, 0, time.UTC)}},
+	{"a date for a time with format=date", `{"name":"a","day":"2026-12-24"}`, In{Name: "a", Day: time.Date(2026, 12, 24, 0, 0, 0, 0, time.UTC)}},
+	{"null for an optional pointer", `{"name":"a","addr":null,"tags":null}`, In{Name: "a"}},
 }
 
 // Refusals has one row per refusal of the extended matrix.
@@ -88,4 +98,8 @@ var Refusals = []Refusal{
 	{"arguments too large", `{"name":"` + strings.Repeat("x", 1<<20) + `"}`, "$", "arguments of at most 1024 KiB"},
 	{"an ambiguous single-quoted string", `{'name': 'O'Brien'}`, "$", "not JSON"},
 	{"a wrapper around names the tool lacks", `{"arguments":{"nme":"a"}}`, "$.arguments", "unknown name"},
+	// v2, round three.
+	{"integer keys that are one key", `{"name":"a","codes":{"1":"x","01":"y"}}`, `$.codes["1"]`, `the same key as "01"`},
+	{"null for an optional value", `{"name":"a","count":null}`, "$.count", "expected an integer, received null"},
+	{"a date-time for a time with format=date", `{"name":"a","day":"2026-12-24T10:00:00Z"}`, "$.day", "a valid date string"},
 }

@@ -218,7 +218,7 @@ func (c *comparer) schemaDoc(path string, oldRaw, newRaw json.RawMessage, dir di
 var annotationKeywords = map[string]bool{
 	"description": true, "title": true, "examples": true, "default": true, "$comment": true,
 	"deprecated": true, "readOnly": true, "writeOnly": true, "$schema": true, "$id": true,
-	"$anchor": true, "contentMediaType": true, "contentEncoding": true, "x-order": true,
+	"$anchor": true, "contentMediaType": true, "x-order": true,
 }
 
 // handled are the keywords the comparison understands; any other keyword
@@ -230,6 +230,7 @@ var handled = map[string]bool{
 	"minimum": true, "maximum": true, "exclusiveMinimum": true, "exclusiveMaximum": true,
 	"minLength": true, "maxLength": true, "minItems": true, "maxItems": true,
 	"minProperties": true, "maxProperties": true, "multipleOf": true, "uniqueItems": true,
+	"contentEncoding": true,
 }
 
 func (c *comparer) schema(path string, o, n any, dir direction, depth int) {
@@ -265,14 +266,26 @@ func (c *comparer) schema(path string, o, n any, dir direction, depth int) {
 		}
 	}
 
+	// true and {} both allow any value: compare them as the same schema.
+	if b, ok := o.(bool); ok && b {
+		if _, isMap := n.(map[string]any); isMap {
+			o = map[string]any{}
+		}
+	}
+	if b, ok := n.(bool); ok && b {
+		if _, isMap := o.(map[string]any); isMap {
+			n = map[string]any{}
+		}
+	}
 	ob, oIsBool := o.(bool)
 	nb, nIsBool := n.(bool)
 	om, oIsMap := o.(map[string]any)
 	nm, nIsMap := n.(map[string]any)
 	if oIsBool || nIsBool || !oIsMap || !nIsMap {
-		// true accepts anything, false nothing; an empty object is true.
-		wider := (nIsBool && nb) || (oIsBool && !ob) || (nIsMap && len(nm) == 0)
-		narrower := (oIsBool && ob) || (nIsBool && !nb) || (oIsMap && len(om) == 0)
+		// true accepts anything, false nothing; an object of annotations
+		// only is true.
+		wider := (nIsBool && nb) || (oIsBool && !ob) || (nIsMap && allowsAll(nm))
+		narrower := (oIsBool && ob) || (nIsBool && !nb) || (oIsMap && allowsAll(om))
 		switch {
 		case wider && !narrower:
 			c.add(path, dir == output, "the schema now allows any value")
@@ -309,6 +322,16 @@ func (c *comparer) schema(path string, o, n any, dir direction, depth int) {
 		c.add(path, true, "%s changed; toolplane does not classify %s, so it is taken as breaking",
 			strings.Join(unknown, ", "), plural(len(unknown), "this keyword", "these keywords"))
 	}
+}
+
+// allowsAll reports whether a schema object has no assertion at all.
+func allowsAll(m map[string]any) bool {
+	for k := range m {
+		if !annotationKeywords[k] {
+			return false
+		}
+	}
+	return true
 }
 
 // narrow reports a change that lets fewer values through: breaking for
@@ -456,23 +479,130 @@ func showValues(v []string) string {
 }
 
 // lower bounds narrow when they rise; upper bounds narrow when they fall.
-var lowerBounds = []string{"minimum", "exclusiveMinimum", "minLength", "minItems", "minProperties"}
-var upperBounds = []string{"maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties"}
+// An absent count bound is its neutral value: minLength 0 adds nothing.
+var lowerCounts = []string{"minLength", "minItems", "minProperties"}
+var upperCounts = []string{"maxLength", "maxItems", "maxProperties"}
+
+// limit is a numeric bound: its value, and whether the value itself is
+// excluded. A nil value is no bound.
+type limit struct {
+	v         *big.Rat
+	exclusive bool
+}
+
+// numericLimit returns a schema's effective lower (or upper) bound on
+// numbers, the tighter of minimum and exclusiveMinimum (maximum and
+// exclusiveMaximum). On a schema of integers only, the bound is the
+// integer it admits, so that exclusiveMinimum 0 is minimum 1. ok is false
+// for a bound that is not a number.
+func numericLimit(m map[string]any, lower bool) (l limit, ok bool) {
+	incl, excl := "maximum", "exclusiveMaximum"
+	if lower {
+		incl, excl = "minimum", "exclusiveMinimum"
+	}
+	iv, iHas := number(m[incl])
+	ev, eHas := number(m[excl])
+	if (iHas && iv == nil) || (eHas && ev == nil) {
+		return limit{}, false
+	}
+	if iHas {
+		l = limit{v: iv}
+	}
+	if eHas && (l.v == nil || tighterLimit(limit{v: ev, exclusive: true}, l, lower)) {
+		l = limit{v: ev, exclusive: true}
+	}
+	if t, _ := typeSet(m["type"]); l.v != nil && slices.Equal(t, []string{"integer"}) {
+		l = integerLimit(l, lower)
+	}
+	return l, true
+}
+
+// integerLimit is the inclusive integer bound that l admits.
+func integerLimit(l limit, lower bool) limit {
+	num, den := l.v.Num(), l.v.Denom()
+	q, r := new(big.Int).DivMod(num, den, new(big.Int)) // floor
+	whole := r.Sign() == 0
+	switch {
+	case lower && (l.exclusive || !whole):
+		q.Add(q, big.NewInt(1)) // the next integer up
+	case !lower && l.exclusive && whole:
+		q.Sub(q, big.NewInt(1))
+	}
+	return limit{v: new(big.Rat).SetInt(q)}
+}
+
+// tighterLimit reports whether a admits fewer values than b.
+func tighterLimit(a, b limit, lower bool) bool {
+	if b.v == nil {
+		return a.v != nil
+	}
+	if a.v == nil {
+		return false
+	}
+	c := a.v.Cmp(b.v)
+	if !lower {
+		c = -c
+	}
+	return c > 0 || c == 0 && a.exclusive && !b.exclusive
+}
+
+func (l limit) String(lower bool) string {
+	op := map[[2]bool]string{{true, false}: ">=", {true, true}: ">", {false, false}: "<=", {false, true}: "<"}[[2]bool{lower, l.exclusive}]
+	return op + " " + l.v.RatString()
+}
 
 func (c *comparer) bounds(path string, o, n map[string]any, dir direction) {
-	bound := func(k string, lower bool) {
+	for _, lower := range []bool{true, false} {
+		ol, oOK := numericLimit(o, lower)
+		nl, nOK := numericLimit(n, lower)
+		word := "upper"
+		if lower {
+			word = "lower"
+		}
+		switch {
+		case !oOK || !nOK:
+			for _, k := range []string{"minimum", "exclusiveMinimum", "maximum", "exclusiveMaximum"} {
+				if !equal(o[k], n[k]) {
+					c.add(path, true, "%s changed from %s to %s; taken as breaking", k, show(o[k]), show(n[k]))
+				}
+			}
+		case tighterLimit(nl, ol, lower):
+			if ol.v == nil {
+				c.narrow(path, dir, "a %s bound %s was added", word, nl.String(lower))
+			} else {
+				c.narrow(path, dir, "the %s bound tightened from %s to %s", word, ol.String(lower), nl.String(lower))
+			}
+		case tighterLimit(ol, nl, lower):
+			if nl.v == nil {
+				c.widen(path, dir, "the %s bound %s was removed", word, ol.String(lower))
+			} else {
+				c.widen(path, dir, "the %s bound relaxed from %s to %s", word, ol.String(lower), nl.String(lower))
+			}
+		}
+		if !oOK || !nOK {
+			break
+		}
+	}
+	count := func(k string, lower bool) {
 		ov, oHas := number(o[k])
 		nv, nHas := number(n[k])
-		if !oHas && !nHas {
-			return
-		}
 		if (oHas && ov == nil) || (nHas && nv == nil) {
 			if !equal(o[k], n[k]) {
 				c.add(path, true, "%s changed from %s to %s; taken as breaking", k, show(o[k]), show(n[k]))
 			}
 			return
 		}
+		if lower {
+			// No lower bound on a count is 0.
+			if !oHas {
+				ov, oHas = new(big.Rat), true
+			}
+			if !nHas {
+				nv, nHas = new(big.Rat), true
+			}
+		}
 		switch {
+		case !oHas && !nHas:
 		case !oHas:
 			c.narrow(path, dir, "%s %s was added", k, nv.RatString())
 		case !nHas:
@@ -482,19 +612,18 @@ func (c *comparer) bounds(path string, o, n map[string]any, dir direction) {
 			if cmp == 0 {
 				return
 			}
-			tighter := (lower && cmp > 0) || (!lower && cmp < 0)
-			if tighter {
+			if (lower && cmp > 0) || (!lower && cmp < 0) {
 				c.narrow(path, dir, "%s tightened from %s to %s", k, ov.RatString(), nv.RatString())
 			} else {
 				c.widen(path, dir, "%s relaxed from %s to %s", k, ov.RatString(), nv.RatString())
 			}
 		}
 	}
-	for _, k := range lowerBounds {
-		bound(k, true)
+	for _, k := range lowerCounts {
+		count(k, true)
 	}
-	for _, k := range upperBounds {
-		bound(k, false)
+	for _, k := range upperCounts {
+		count(k, false)
 	}
 
 	om, oHas := number(o["multipleOf"])
@@ -533,6 +662,12 @@ func (c *comparer) bounds(path string, o, n map[string]any, dir direction) {
 			// in general: a changed pattern or format is a narrowing.
 			c.narrow(path, dir, "%s changed from %s to %s", k, show(ov), show(nv))
 		}
+	}
+
+	if !equal(o["contentEncoding"], n["contentEncoding"]) {
+		// toolkit decodes base64 into bytes: the same string now means
+		// other bytes (or none), whichever way it flows.
+		c.add(path, true, "contentEncoding changed from %s to %s: the same text now stands for other data", show(o["contentEncoding"]), show(n["contentEncoding"]))
 	}
 
 	ou, _ := o["uniqueItems"].(bool)
@@ -615,9 +750,19 @@ func (c *comparer) object(path string, o, n map[string]any, dir direction, depth
 		if _, ok := renamed[a]; ok {
 			continue
 		}
+		oap, closed := o["additionalProperties"].(bool)
+		closed = closed && !oap
+		apSchema, _ := o["additionalProperties"].(map[string]any)
 		switch {
 		case nreq[a] && dir == input:
 			c.add(propPath(path, a), true, "property %q was added and is required", a)
+		case dir == output && closed:
+			// The old schema promised no other property: a reader that
+			// holds results to it now refuses them.
+			c.add(propPath(path, a), true, "property %q was added to an object whose schema allowed no other property", a)
+		case apSchema != nil && !allowsAll(apSchema):
+			// The name was allowed before, as any additional property.
+			c.schema(propPath(path, a), apSchema, np[a], dir, depth+1)
 		case dir == input:
 			c.add(propPath(path, a), false, "optional property %q was added", a)
 		default:
@@ -701,6 +846,13 @@ func (c *comparer) combinators(path string, o, n map[string]any, dir direction, 
 		nl, nOK := n[k].([]any)
 		p := path + "." + k
 		switch {
+		case oOK && nOK && len(ol) == len(nl) && subset(ol, nl) && subset(nl, ol):
+			// The same alternatives in another order.
+		case k == "oneOf" && oOK && nOK && len(ol) != len(nl) && !disjoint(append(slices.Clone(ol), nl...)):
+			// A value must match exactly one: an alternative that overlaps
+			// another changes which values match one, both ways.
+			c.add(p, true, "oneOf changed from %s to %s, and its alternatives overlap: a value that matched one may now match two; taken as breaking",
+				plural(len(ol), "alternative", "alternatives"), plural(len(nl), "alternative", "alternatives"))
 		case len(ol) == len(nl) && oOK && nOK:
 			for i := range ol {
 				c.schema(fmt.Sprintf("%s[%d]", p, i), ol[i], nl[i], dir, depth+1)
@@ -716,10 +868,83 @@ func (c *comparer) combinators(path string, o, n map[string]any, dir direction, 
 	}
 }
 
+// disjoint reports whether no value can match two of the schemas, as far
+// as their types and consts show: each must name its types (or be a
+// const or enum), and no two may share one.
+func disjoint(schemas []any) bool {
+	var seen []string // type names, and canonical values of consts/enums
+	for i, s := range schemas {
+		if slices.ContainsFunc(schemas[:i], func(p any) bool { return same(p, s) }) {
+			continue // the same alternative in old and new
+		}
+		m, ok := s.(map[string]any)
+		if !ok {
+			return false
+		}
+		var mine []string
+		if vals, has := enumValues(m); has {
+			for _, v := range vals {
+				mine = append(mine, "value:"+v)
+			}
+		} else {
+			t, ok := typeSet(m["type"])
+			if !ok || t == nil {
+				return false
+			}
+			for _, x := range t {
+				mine = append(mine, "type:"+x)
+				if x == "number" {
+					mine = append(mine, "type:integer")
+				}
+			}
+		}
+		for _, x := range mine {
+			if slices.Contains(seen, x) {
+				return false
+			}
+			if strings.HasPrefix(x, "value:") {
+				// A const overlaps any alternative typed like it.
+				if typ := jsonTypeOf(strings.TrimPrefix(x, "value:")); typ != "" && (slices.Contains(seen, "type:"+typ) || typ == "integer" && slices.Contains(seen, "type:number")) {
+					return false
+				}
+			} else if slices.ContainsFunc(seen, func(v string) bool {
+				if !strings.HasPrefix(v, "value:") {
+					return false
+				}
+				typ := jsonTypeOf(strings.TrimPrefix(v, "value:"))
+				return "type:"+typ == x || x == "type:number" && typ == "integer"
+			}) {
+				return false
+			}
+		}
+		seen = append(seen, mine...)
+	}
+	return true
+}
+
+// jsonTypeOf names the JSON type of a canonical JSON value.
+func jsonTypeOf(v string) string {
+	switch {
+	case v == "null":
+		return "null"
+	case v == "true" || v == "false":
+		return "boolean"
+	case strings.HasPrefix(v, `"`):
+		return "string"
+	case strings.HasPrefix(v, "{"):
+		return "object"
+	case strings.HasPrefix(v, "["):
+		return "array"
+	case strings.ContainsAny(v, ".eE"):
+		return "number"
+	}
+	return "integer"
+}
+
 // subset reports whether every schema of a is in b.
 func subset(a, b []any) bool {
 	for _, x := range a {
-		if !slices.ContainsFunc(b, func(y any) bool { return equal(x, y) }) {
+		if !slices.ContainsFunc(b, func(y any) bool { return same(x, y) }) {
 			return false
 		}
 	}
@@ -871,13 +1096,46 @@ func keys(a, b map[string]any) []string {
 	return out
 }
 
+// canon is v's canonical JSON: object names sorted, and numbers by value,
+// so that 1 and 1.0 are one value, as JSON Schema compares them.
 func canon(v any) string {
-	b, err := json.Marshal(v)
+	b, err := json.Marshal(canonNumbers(v))
 	if err != nil {
 		return fmt.Sprint(v)
 	}
 	return string(b)
 }
+
+func canonNumbers(v any) any {
+	switch x := v.(type) {
+	case json.Number:
+		if r, ok := number(x); ok && r != nil {
+			if r.IsInt() {
+				return json.Number(r.Num().String())
+			}
+			if f, exact := r.Float64(); exact {
+				return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+			}
+		}
+	case map[string]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[k] = canonNumbers(e)
+		}
+		return m
+	case []any:
+		l := make([]any, len(x))
+		for i, e := range x {
+			l[i] = canonNumbers(e)
+		}
+		return l
+	}
+	return v
+}
+
+// same reports whether two schemas or values are the same JSON, numbers
+// compared by value.
+func same(a, b any) bool { return equal(a, b) || canon(a) == canon(b) }
 
 // equal compares two decoded JSON values; numbers compare by their text.
 func equal(a, b any) bool { return reflect.DeepEqual(a, b) }

@@ -95,6 +95,20 @@ func TestCompareInputSchemas(t *testing.T) {
 		{"multipleOf relaxed", obj(`"n":{"type":"integer","multipleOf":10}`), obj(`"n":{"type":"integer","multipleOf":5}`), compatible, "inputSchema.properties.n"},
 		{"a bound with an exponent too large to build exactly is conservative", obj(`"n":{"type":"number","maximum":1}`), obj(`"n":{"type":"number","maximum":1e999999999}`), breaking, "inputSchema.properties.n"},
 		{"const changed", obj(`"v":{"const":"v1"}`), obj(`"v":{"const":"v2"}`), breaking, "inputSchema.properties.v"},
+		// The review of round three: breaking changes once called compatible.
+		{"oneOf gains an alternative that overlaps one it had", obj(`"id":{"oneOf":[{"type":"string"},{"type":"integer"}]}`), obj(`"id":{"oneOf":[{"type":"string"},{"type":"integer"},{"type":"number"}]}`), breaking, "inputSchema.properties.id.oneOf"},
+		{"oneOf gains a disjoint alternative", obj(`"id":{"oneOf":[{"type":"string"},{"type":"integer"}]}`), obj(`"id":{"oneOf":[{"type":"string"},{"type":"integer"},{"type":"boolean"}]}`), compatible, "inputSchema.properties.id.oneOf"},
+		{"string becomes []byte (base64)", obj(`"data":{"type":"string"}`), obj(`"data":{"type":"string","contentEncoding":"base64"}`), breaking, "inputSchema.properties.data"},
+		// False alarms that made lint exit 1.
+		{"true becomes {}", obj(`"any":true`), obj(`"any":{}`), compatible, ""},
+		{"{} becomes true", obj(`"any":{}`), obj(`"any":true`), compatible, ""},
+		{"minLength 0 added", obj(`"s":{"type":"string"}`), obj(`"s":{"type":"string","minLength":0}`), compatible, ""},
+		{"enum [1] becomes [1.0]", obj(`"n":{"type":"number","enum":[1]}`), obj(`"n":{"type":"number","enum":[1.0]}`), compatible, ""},
+		{"minimum 1 becomes exclusiveMinimum 0 on an integer", obj(`"n":{"type":"integer","minimum":1}`), obj(`"n":{"type":"integer","exclusiveMinimum":0}`), compatible, ""},
+		{"minimum 1 becomes exclusiveMinimum 0 on a number", obj(`"n":{"type":"number","minimum":1}`), obj(`"n":{"type":"number","exclusiveMinimum":0}`), compatible, "inputSchema.properties.n"},
+		{"exclusiveMinimum 0 becomes minimum 0.5 on a number", obj(`"n":{"type":"number","exclusiveMinimum":0}`), obj(`"n":{"type":"number","minimum":0.5}`), breaking, "inputSchema.properties.n"},
+		{"anyOf consts reordered", obj(`"c":{"anyOf":[{"const":"a"},{"const":"b"}]}`), obj(`"c":{"anyOf":[{"const":"b"},{"const":"a"}]}`), compatible, ""},
+		{"a property added where additionalProperties had a schema it breaks", `{"type":"object","properties":{},"additionalProperties":{"type":"string"}}`, `{"type":"object","properties":{"n":{"type":"integer"}},"additionalProperties":{"type":"string"}}`, breaking, "inputSchema.properties.n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			changes := contract.Compare(
@@ -158,6 +172,14 @@ func TestCompareOutputSchemasAndAnnotations(t *testing.T) {
 			contract.Version{InputSchema: in, Annotations: &spec.Annotations{ReadOnlyHint: &yes}},
 			contract.Version{InputSchema: in, Annotations: &spec.Annotations{ReadOnlyHint: &no}},
 			breaking, "annotations.readOnlyHint"},
+		{"an output property added where additionalProperties was false",
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(`{"type":"object","properties":{"total":{"type":"number"}},"required":["total"],"additionalProperties":false}`)},
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(`{"type":"object","properties":{"total":{"type":"number"},"tax":{"type":"number"}},"required":["total"],"additionalProperties":false}`)},
+			breaking, "outputSchema.properties.tax"},
+		{"an output string becomes []byte (base64)",
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"data":{"type":"string"}`))},
+			contract.Version{InputSchema: in, OutputSchema: json.RawMessage(obj(`"data":{"type":"string","contentEncoding":"base64"}`))},
+			breaking, "outputSchema.properties.data"},
 		{"the tool description",
 			contract.Version{InputSchema: in, Description: "Finds a customer."},
 			contract.Version{InputSchema: in, Description: "Finds a customer by id."},
