@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -59,6 +60,14 @@ type Gateway struct {
 	client *http.Client
 	slots  chan struct{}
 
+	// The bounds of limits.go and sessions.go.
+	bodies, results *budget
+	streams         *counter
+	callerStreams   *counter
+	sessionLimits   *sessionLimits // nil unless Options.Sessions
+	ledgers         sync.Map       // requestHeader → *ledger
+	lists           *semaphore.Weighted
+
 	// access keeps what each caller may see of the table (table.go), and
 	// questionSlots bound the authorization questions in flight (auth.go).
 	access        *accessCache
@@ -80,7 +89,13 @@ func New(opts *Options) *Gateway {
 		logger:  o.Logger,
 		metrics: newMetrics(o.Registerer),
 		slots:   make(chan struct{}, o.MaxConcurrentCalls),
-		access:  newAccessCache(maxAccessCacheTools),
+		bodies:  newBudget(o.MaxBodyMemory, firstBodyChunk),
+		results: newBudget(o.MaxResultMemory, firstResultChunk),
+		lists:   semaphore.NewWeighted(int64(o.MaxConcurrentLists)),
+		streams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerClient),
+		// Per authenticated caller, the same bound as per address.
+		callerStreams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerCaller),
+		access:        newAccessCache(maxAccessCacheTools),
 
 		questionSlots: make(chan struct{}, maxQuestionsInFlight),
 	}
@@ -115,6 +130,7 @@ func New(opts *Options) *Gateway {
 		PropagateRequestCancellation: true,
 	})
 	if o.Sessions {
+		g.sessionLimits = newSessionLimits(g)
 		g.sessions = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			Logger:                     sdkLogger,
 			MaxRequestBodyBytes:        o.MaxBodyBytes,
@@ -151,8 +167,9 @@ func New(opts *Options) *Gateway {
 }
 
 // ServeHTTP implements [http.Handler]: MCP at [MCPPath] and its views, and
-// the table at [TablePath].
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+// the table at [TablePath], each within the bounds of [Options] (see
+// limits.go): they apply in front of the mux, to every endpoint.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.serveBounded(w, r, g.mux) }
 
 // Close ends every MCP session and stream, which [http.Server.Shutdown]
 // would otherwise wait for, and closes idle connections to workloads.
@@ -230,7 +247,16 @@ func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Del(searchHeader)
 	g.metrics.inFlight.Inc()
 	defer g.metrics.inFlight.Dec()
+	release, ok := g.acquireCallerStream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			g.sessionLimits.serveNew(w, r, g.sessions)
+			return
+		}
 		g.sessions.ServeHTTP(w, r)
 		return
 	}
@@ -281,6 +307,9 @@ func newWorkloadClient(o *Options) *http.Client {
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = o.MaxConcurrentCalls
 	tr.IdleConnTimeout = 90 * time.Second
+	// Go's transport reads up to 10 MiB of a reply's header; a workload
+	// that sends that much and stalls would hold it for the call timeout.
+	tr.MaxResponseHeaderBytes = o.MaxResponseHeaderBytes
 	tr.ForceAttemptHTTP2 = false
 	if o.DialContext != nil {
 		tr.DialContext = o.DialContext

@@ -69,6 +69,9 @@ func startGateway(name string, tools []spec.TableTool, resolve map[string]string
 	g := &harness.Gateway{Bin: gatewayBin, Kubeconfig: cp.Kubeconfig, TableNamespace: ns, Resolve: resolve,
 		Args: args, Env: []string{chartGoMemLimit}, LogPath: filepath.Join(workDir, name+"-gateway.log")}
 	Expect(g.Start(ctx)).To(Succeed())
+	if st, err := harness.ReadProcStats(g.Pid()); err == nil {
+		AddReportEntry("gateway RSS at start", fmt.Sprintf("%d MiB (%d tools)", st.RSS>>20, len(tools)))
+	}
 	DeferCleanup(func() {
 		// Not Succeed: a gateway killed by its attack has exited already,
 		// which expectBounded reports.
@@ -180,4 +183,44 @@ func postMCP(c context.Context, hc *http.Client, url, version, body string) (*ht
 		req.Header.Set("Mcp-Protocol-Version", version)
 	}
 	return hc.Do(req)
+}
+
+// meta2026 is the _meta a 2026-07-28 client sends with every request.
+const meta2026 = `"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"attacker","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// post2026 sends one raw 2026-07-28 request of method, with params (a JSON
+// object's members, without braces, or "") and the Mcp-Method and Mcp-Name
+// headers a 2026 client sends.
+func post2026(c context.Context, hc *http.Client, url, method, name, params string) (*http.Response, error) {
+	if params != "" {
+		params = "," + params
+	}
+	body := fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":%q,"params":{%s%s}}`, method, meta2026, params)
+	req, err := http.NewRequestWithContext(c, http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", method)
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
+	return hc.Do(req)
+}
+
+// attackers returns n HTTP clients, each from an address of its own
+// (harness.LoopbackIP(first+i)) with up to conns connections.
+func attackers(first, n, conns int) []*http.Client {
+	out := make([]*http.Client, n)
+	for i := range out {
+		out[i] = harness.ClientFrom(harness.LoopbackIP(first+i), conns)
+	}
+	DeferCleanup(func() {
+		for _, hc := range out {
+			hc.CloseIdleConnections()
+		}
+	})
+	return out
 }

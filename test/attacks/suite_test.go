@@ -43,10 +43,9 @@ const (
 
 // The chart's limits, which the bounds are checked against.
 const (
-	// gatewayMemoryLimit is the chart's gateway.resources.limits.memory.
-	gatewayMemoryLimit = 256 << 20
 	// gatewayRSSBound is the gateway's peak RSS allowed under any attack:
-	// the chart's limit with headroom.
+	// the chart's limit (gateway.resources.limits.memory, 256Mi) with
+	// headroom.
 	gatewayRSSBound = 200 << 20
 	// chartGoMemLimit is the GOMEMLIMIT the chart sets for a 256Mi limit at
 	// its goMemLimitPercent of 90.
@@ -93,6 +92,11 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	gatewayBin, err = harness.Build(ctx, root, workDir, "gateway")
 	Expect(err).NotTo(HaveOccurred())
+	// ATTACKS_GATEWAY_BIN runs the gateway's attacks against another build,
+	// such as one of an older commit, to see a bound that it lacks fail.
+	if bin := os.Getenv("ATTACKS_GATEWAY_BIN"); bin != "" {
+		gatewayBin = bin
+	}
 	exampleToolsBin, err = harness.Build(ctx, root, workDir, "example-tools")
 	Expect(err).NotTo(HaveOccurred())
 
