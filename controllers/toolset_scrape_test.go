@@ -282,6 +282,21 @@ func TestFetch(t *testing.T) {
 			t.Fatalf("over the limit: %v", err)
 		}
 	})
+	t.Run("a _meta of maps within the limit fails before it is decoded; schemas of the same size pass", func(t *testing.T) {
+		const limit = 1 << 20
+		maps := strings.Repeat(`{"a":0},`, (limit-4096)/8)
+		metaDoc := []byte(`{"schemaVersion":"` + spec.SchemaVersion + `","tools":[{"name":"a","inputSchema":{"type":"object"},"_meta":{"x":[` + maps + `{}]}}]}`)
+		url := serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(metaDoc) })
+		_, err := fetch(newScraper(1, limit), target(0), url, nil)
+		if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), "_meta") {
+			t.Fatalf("got %v, want errTooLarge for _meta", err)
+		}
+		schemaDoc := []byte(`{"schemaVersion":"` + spec.SchemaVersion + `","tools":[{"name":"a","inputSchema":{"type":"object","x":[` + maps + `{}]}}]}`)
+		url = serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(schemaDoc) })
+		if _, err := fetch(newScraper(1, limit), target(0), url, nil); err != nil {
+			t.Fatalf("the same bytes as a raw schema: %v", err)
+		}
+	})
 	t.Run("a gzip bomb is capped after decompression", func(t *testing.T) {
 		var zipped bytes.Buffer
 		zw := gzip.NewWriter(&zipped)
