@@ -170,6 +170,10 @@ func TestValidateTool(t *testing.T) {
 		{"relative $ref under a remote $id", "x", with("x", `{"$id":"https://example.com/root.json","type":"object","properties":{"a":{"$ref":"other.json"}}}`, ""), "external $ref is not allowed"},
 		{"input schema over the limit", "x", with("x", `{"type":"object","description":"`+strings.Repeat("d", 600)+`"}`, ""), "more than limits.maxSchemaBytes 512"},
 		{"output schema not an object schema", "x", with("x", `{"type":"object"}`, `{"type":"string"}`), `outputSchema must be`},
+		// Refused before the compiler expands them, which took 0.1 s of CPU
+		// for each such number.
+		{"a huge exponent in the input schema", "x", with("x", `{"type":"object","properties":{"a":{"minimum":1e999999}}}`, ""), "1e999999 is beyond what a 64-bit float holds"},
+		{"a tiny exponent in the output schema", "x", with("x", `{"type":"object"}`, `{"type":"object","properties":{"a":{"multipleOf":1e-999999}}}`), "outputSchema: the number 1e-999999"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
