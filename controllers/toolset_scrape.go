@@ -36,6 +36,9 @@ import (
 const (
 	// DefaultMaxResponseBytes is the largest spec document read from a Pod.
 	DefaultMaxResponseBytes int64 = 4 << 20
+	// DefaultClusterDomain is the cluster DNS domain of the Service names
+	// published in endpoints.
+	DefaultClusterDomain = "cluster.local"
 	// DefaultMaxConcurrentScrapes bounds the scrapes in flight across every
 	// ToolSet.
 	DefaultMaxConcurrentScrapes = 32

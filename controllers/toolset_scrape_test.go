@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -123,7 +124,7 @@ func FuzzParseDocument(f *testing.F) {
 		if again2, _ := json.Marshal(doc2); !bytes.Equal(again, again2) {
 			t.Fatalf("round trip changed the document:\n%s\n%s", again, again2)
 		}
-		a := assemble(ts, []*spec.Document{doc, doc2}, 0)
+		a := assemble(ts, []*spec.Document{doc, doc2}, 0, "")
 		if len(a.tools)+len(a.rejected) > len(doc.Tools) {
 			t.Fatalf("assembled %d tools from %d", len(a.tools)+len(a.rejected), len(doc.Tools))
 		}
@@ -198,7 +199,7 @@ func TestAssembleIsIndependentOfPodOrder(t *testing.T) {
 	d2 := &spec.Document{Revision: "r2", Tools: []spec.Tool{formY}}
 	ts := &v1alpha1.ToolSet{}
 	// One Pod each: a tie, broken by the forms' bytes, never by order.
-	a12, a21 := assemble(ts, []*spec.Document{d1, d2}, 0), assemble(ts, []*spec.Document{d2, d1}, 0)
+	a12, a21 := assemble(ts, []*spec.Document{d1, d2}, 0, ""), assemble(ts, []*spec.Document{d2, d1}, 0, "")
 	if len(a12.tools) != 1 || len(a21.tools) != 1 || a12.tools[0].Description != a21.tools[0].Description {
 		t.Fatalf("assembly depends on the order of the Pods: %+v vs %+v", a12.tools, a21.tools)
 	}
@@ -221,11 +222,11 @@ func TestNewRoundCountsFailedReadyPods(t *testing.T) {
 	}
 
 	ts := &v1alpha1.ToolSet{}
-	a := assemble(ts, append(rd.docs, rd.lastKnown...), 0)
+	a := assemble(ts, append(rd.docs, rd.lastKnown...), 0, "")
 	if len(a.tools) != 1 || a.tools[0].Name != "x" {
 		t.Fatalf("with the failed Pod's last document, offered %+v; want only x", a.tools)
 	}
-	a = assemble(ts, append(rd.docs, rd.lastKnown...), rd.blind)
+	a = assemble(ts, append(rd.docs, rd.lastKnown...), rd.blind, "")
 	if len(a.tools) != 0 || a.count(v1alpha1.ToolSkewed) != 2 {
 		t.Fatalf("with a Pod never scraped, offered %+v; want nothing, both Skewed", a.tools)
 	}
@@ -431,13 +432,13 @@ func BenchmarkAssemble(b *testing.B) {
 	ts := &v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{Limits: v1alpha1.Limits{MaxTools: 256, MaxSchemaBytes: 65536}}}
 	b.Run("cold", func(b *testing.B) {
 		for b.Loop() {
-			_ = assemble(ts, docs, 0)
+			_ = assemble(ts, docs, 0, "")
 		}
 	})
 	b.Run("unchanged", func(b *testing.B) {
 		mem := &toolSetMemory{}
 		for b.Loop() {
-			_ = mem.assemble(ts, docs, 0)
+			_ = mem.assemble(ts, docs, 0, "")
 		}
 	})
 }
@@ -597,15 +598,20 @@ func TestValidateSpec(t *testing.T) {
 }
 
 // TestServiceURL checks that the published endpoints name the ToolSet's own
-// namespace and take the scheme from the Service, else from the scrape.
+// namespace, fully qualified in the cluster domain, and take the scheme
+// from the Service, else from the scrape.
 func TestServiceURL(t *testing.T) {
 	ts := &v1alpha1.ToolSet{ObjectMeta: metav1.ObjectMeta{Namespace: "crm", Name: "t"}, Spec: v1alpha1.ToolSetSpec{Scheme: "https"}}
 	svc := &v1alpha1.ServiceReference{Name: "crm-tools", Port: 8443}
-	if got := serviceURL(ts, svc, "/tools/get.order"); got != "https://crm-tools.crm.svc:8443/tools/get.order" {
+	if got := serviceURL(ts, svc, "/tools/get.order", ""); got != "https://crm-tools.crm.svc.cluster.local:8443/tools/get.order" {
 		t.Errorf("scheme from spec.scheme: %s", got)
 	}
 	svc.Scheme = "http"
-	if got := serviceURL(ts, svc, spec.MCPPath); got != "http://crm-tools.crm.svc:8443/mcp" {
-		t.Errorf("scheme from spec.service.scheme: %s", got)
+	if got := serviceURL(ts, svc, spec.MCPPath, "corp.example"); got != "http://crm-tools.crm.svc.corp.example:8443/mcp" {
+		t.Errorf("scheme from spec.service.scheme, in another cluster domain: %s", got)
+	}
+	// What the operator publishes, toolkit/discovery and the gateway call.
+	if _, err := discovery.CheckServiceEndpoint(serviceURL(ts, svc, spec.MCPPath, ""), ts.Namespace, ""); err != nil {
+		t.Errorf("the published endpoint is refused by discovery: %v", err)
 	}
 }

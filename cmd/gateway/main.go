@@ -65,12 +65,14 @@ func main() {
 	flag.StringVar(&authMode, "auth", "none", `How callers are authorized: "none" (every caller may call every tool; trusted networks only) or "kubernetes" (TokenReview, then a SubjectAccessReview per tool).`)
 	flag.StringVar(&audiences, "token-audience", "", "With --auth=kubernetes, the audiences (comma-separated) a caller's token must be issued for; empty means the API server's own.")
 	flag.DurationVar(&authTTL, "auth-cache-ttl", gateway.DefaultAuthCacheTTL, "With --auth=kubernetes, how long token reviews and access decisions are reused: how long a revoked grant can still work.")
-	flag.Var(&resolve, "resolve", "host:port=ip:port: dial ip:port for the workload endpoint host:port, as curl's --resolve does; repeatable. "+
+	flag.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local",
+		"The cluster's DNS domain. Tools are routed only to <service>.<namespace>.svc.<cluster-domain> of their own namespace, dialed fully qualified.")
+	flag.Var(&resolve, "resolve", "host:port=ip:port: dial ip:port for the workload endpoint host:port (name.namespace.svc.<cluster-domain>:port), as curl's --resolve does; repeatable. "+
 		"For running outside a cluster (the demo, tests), where Service names do not resolve; in a cluster leave it unset.")
 	flag.StringVar(&logLevel, "log-level", "info", "The least level logged: debug, info, warn or error.")
 	flag.Parse()
 	if len(resolve) > 0 {
-		o.DialContext = resolve.dial
+		o.DialContext = resolve.dialer(o.ClusterDomain)
 	}
 
 	var level slog.Level
@@ -196,14 +198,22 @@ func (f *resolveFlag) Set(v string) error {
 	return nil
 }
 
-// dial dials the address mapped for addr, and refuses any other: outside a
-// cluster nothing else is a workload.
-func (f resolveFlag) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	to, ok := f[addr]
-	if !ok {
-		return nil, fmt.Errorf("no --resolve for %s", addr)
+// dialer dials the address mapped for each address, and refuses any other:
+// outside a cluster nothing else is a workload. The gateway dials Services
+// by their fully qualified names; a mapping given for the short
+// name.namespace.svc:port serves as well.
+func (f resolveFlag) dialer(clusterDomain string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	suffix := ".svc." + strings.Trim(clusterDomain, ".")
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		to, ok := f[addr]
+		if host, port, err := net.SplitHostPort(addr); !ok && err == nil && strings.HasSuffix(host, suffix) {
+			to, ok = f[net.JoinHostPort(strings.TrimSuffix(host, suffix)+".svc", port)]
+		}
+		if !ok {
+			return nil, fmt.Errorf("no --resolve for %s", addr)
+		}
+		return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, to)
 	}
-	return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, to)
 }
 
 // secureMetrics puts the metrics server behind the API server's
