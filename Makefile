@@ -60,6 +60,13 @@ test: manifests generate envtest helm interop-deps conformance-deps ## Run every
 	cd toolkit && go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZ_TIME_SHORT) $(MODULES)
 
+# The attack suite (test/attacks) runs its cheap specs in `make test`; this
+# runs the heavy ones: thousands of connections, streams and sessions, and
+# hundreds of concurrent large results, against the real binaries.
+.PHONY: test-attacks
+test-attacks: envtest ## Run the heavy specs of the attack suite (test/attacks: one small hostile input per spec against the real manager, gateway and example-tools; peak RSS and a well-behaved client checked).
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go test -count=1 -timeout 15m ./test/attacks -args -ginkgo.label-filter=heavy
+
 .PHONY: model-test
 model-test: manifests generate envtest ## Run the ownership model test (random changes, restarts and failovers against a model of the rule) for MODEL_STEPS steps of MODEL_SEED (default 500 of a random seed); prints the seed, steps and faults.
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) MODEL_SEED=$(MODEL_SEED) MODEL_STEPS=$(MODEL_STEPS) \

@@ -46,6 +46,7 @@ func main() {
 		resolve                      resolveFlag
 		o                            gateway.Options
 		metricsSecure                bool
+		srv                          serverTimeouts
 	)
 	flag.StringVar(&addr, "addr", ":8080", "The address that serves MCP (/mcp and its views) and GET /v1/tools.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address that serves /healthz and /readyz (ready once a good tool table is held).")
@@ -62,6 +63,23 @@ func main() {
 	flag.BoolVar(&o.Sessions, "sessions", false, "Give 2025-era MCP clients sessions, so that list_changed reaches them; needs sticky sessions with more than one replica.")
 	flag.Int64Var(&o.MaxBodyBytes, "max-body-bytes", gateway.DefaultMaxBodyBytes, "The largest MCP request body accepted.")
 	flag.Int64Var(&o.MaxResultBytes, "max-result-bytes", gateway.DefaultMaxResultBytes, "The largest result accepted from a workload for one call.")
+	flag.Int64Var(&o.MaxBodyMemory, "max-body-memory", gateway.DefaultMaxBodyMemory, "The bytes of MCP request bodies that requests in flight may hold together; a request beyond it waits, then gets 503.")
+	flag.Int64Var(&o.MaxResultMemory, "max-result-memory", gateway.DefaultMaxResultMemory, "The bytes of workloads' results that calls in flight may hold together; at least --max-result-bytes.")
+	flag.Int64Var(&o.MaxResponseHeaderBytes, "max-response-header-bytes", gateway.DefaultMaxResponseHeaderBytes, "The largest response header accepted from a workload.")
+	flag.DurationVar(&srv.readHeader, "read-header-timeout", defaultReadHeaderTimeout, "How long a client may take to send a request's header.")
+	flag.DurationVar(&srv.read, "read-timeout", defaultReadTimeout, "How long a client may take to send a whole request, header and body.")
+	flag.DurationVar(&srv.idle, "idle-timeout", defaultIdleTimeout, "How long a keep-alive connection may wait for its next request.")
+	flag.DurationVar(&o.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "How long one write of a response or stream may block; a client that does not read is dropped after it.")
+	flag.IntVar(&o.MaxConns, "max-conns", gateway.DefaultMaxConns, "The most client connections open at once; more are closed when accepted.")
+	flag.IntVar(&o.MaxConnsPerClient, "max-conns-per-client", gateway.DefaultMaxConnsPerClient, "The most connections open at once from one client address (raise it behind a proxy).")
+	flag.IntVar(&o.MaxConcurrentLists, "max-concurrent-lists", gateway.DefaultMaxConcurrentLists, "The most tools/list requests answered at once, until their page is written; more wait, then get 503.")
+	flag.IntVar(&o.MaxStreams, "max-streams", gateway.DefaultMaxStreams, "The most notification streams (subscriptions/listen, a session's GET) open at once; more get 429.")
+	flag.IntVar(&o.MaxStreamsPerClient, "max-streams-per-client", gateway.DefaultMaxStreamsPerClient, "The most notification streams open at once from one client address.")
+	flag.DurationVar(&o.StreamLifetime, "stream-lifetime", gateway.DefaultStreamLifetime, "How long a notification stream lives; the client opens another.")
+	flag.DurationVar(&o.SessionTimeout, "session-timeout", gateway.DefaultSessionTimeout, "With --sessions, how long a session lives without a request.")
+	flag.DurationVar(&o.SessionLifetime, "session-lifetime", gateway.DefaultSessionLifetime, "With --sessions, how long a session lives however busy; the client initializes again.")
+	flag.IntVar(&o.MaxSessions, "max-sessions", gateway.DefaultMaxSessions, "With --sessions, the most sessions held at once; more initialize requests get 429.")
+	flag.IntVar(&o.MaxSessionsPerClient, "max-sessions-per-client", gateway.DefaultMaxSessionsPerClient, "With --sessions, the most sessions held at once for one client address.")
 	flag.StringVar(&authMode, "auth", "none", `How callers are authorized: "none" (every caller may call every tool; trusted networks only) or "kubernetes" (TokenReview, then a SubjectAccessReview per tool).`)
 	flag.StringVar(&audiences, "token-audience", "", "With --auth=kubernetes, the audiences (comma-separated) a caller's token must be issued for; empty means the API server's own.")
 	flag.DurationVar(&authTTL, "auth-cache-ttl", gateway.DefaultAuthCacheTTL, "With --auth=kubernetes, how long token reviews and access decisions are reused: how long a revoked grant can still work.")
@@ -82,13 +100,30 @@ func main() {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
-	if err := run(log, addr, probeAddr, metricsAddr, metricsSecure, tableNamespace, tableName, authMode, audiences, authTTL, o); err != nil {
+	if err := run(log, addr, probeAddr, metricsAddr, metricsSecure, tableNamespace, tableName, authMode, audiences, authTTL, srv, o); err != nil {
 		log.Error("The gateway stopped", "error", err)
 		os.Exit(1)
 	}
 }
 
-func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bool, tableNamespace, tableName, authMode, audiences string, authTTL time.Duration, o gateway.Options) error {
+// Defaults of the client-facing server's timeouts.
+const (
+	defaultReadHeaderTimeout = 10 * time.Second
+	// defaultReadTimeout bounds a whole request; bodies are at most
+	// --max-body-bytes (1 MiB) and come from inside the cluster.
+	defaultReadTimeout = 30 * time.Second
+	defaultIdleTimeout = 60 * time.Second
+	// maxHeaderBytes bounds a request's header, well above what any MCP
+	// client sends (Go's default is 1 MiB).
+	maxHeaderBytes = 64 << 10
+)
+
+// serverTimeouts are the timeouts of the client-facing server. It has no
+// WriteTimeout: that would end every notification stream; each write gets
+// a deadline of its own instead (gateway.Options.WriteTimeout).
+type serverTimeouts struct{ readHeader, read, idle time.Duration }
+
+func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bool, tableNamespace, tableName, authMode, audiences string, authTTL time.Duration, srv serverTimeouts, o gateway.Options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
@@ -124,7 +159,8 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 	g := gateway.New(&o)
 	defer g.Close()
 
-	servers := []*http.Server{{Addr: addr, Handler: g, ReadHeaderTimeout: 10 * time.Second}}
+	servers := []*http.Server{{Addr: addr, Handler: g, ReadHeaderTimeout: srv.readHeader, ReadTimeout: srv.read,
+		IdleTimeout: srv.idle, MaxHeaderBytes: maxHeaderBytes}}
 	servers[0].RegisterOnShutdown(func() { _ = g.Close() })
 	probes := http.NewServeMux()
 	probes.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
@@ -148,10 +184,20 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 		servers = append(servers, s)
 	}
 
+	// The client-facing server listens through the gateway's connection
+	// bounds (--max-conns, --max-conns-per-client).
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listening on %s: %w", addr, err)
+	}
+	listeners := map[*http.Server]net.Listener{servers[0]: g.Listener(l)}
 	errs := make(chan error, len(servers))
 	for _, s := range servers {
 		go func() {
 			serve := s.ListenAndServe
+			if l, ok := listeners[s]; ok {
+				serve = func() error { return s.Serve(l) }
+			}
 			if s.TLSConfig != nil {
 				serve = func() error { return s.ListenAndServeTLS("", "") }
 			}

@@ -116,7 +116,14 @@ func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessag
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
 		return nil, outcomeBadReply, "the workload answered " + statusDetail(resp.StatusCode, b)
 	}
-	b, err := io.ReadAll(io.LimitReader(resp.Body, g.opts.MaxResultBytes+1))
+	// The reply is held within the budget of every call's replies, not
+	// only the per-call limit: 256 calls of 4 MiB each would be a gigabyte.
+	b, held, err := g.results.read(ctx, io.LimitReader(resp.Body, g.opts.MaxResultBytes+1), resp.ContentLength, g.opts.MaxResultBytes)
+	defer func() { g.results.release(held) }()
+	if errors.Is(err, errBudget) {
+		g.metrics.refused.WithLabelValues(refusedResultMemory).Inc()
+		return nil, outcomeBusy, fmt.Sprintf("the gateway's budget of %d bytes for the results of calls in flight is spent; retry", g.opts.MaxResultMemory)
+	}
 	if err != nil {
 		return g.failure(ctx, err)
 	}
@@ -126,6 +133,11 @@ func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessag
 	res, err := decodeResult(b)
 	if err != nil {
 		return nil, outcomeBadReply, "the workload's reply is not a tool result: " + err.Error()
+	}
+	if l := g.ledgerOf(header); l != nil {
+		// Charged until the answer is written, not only until it is decoded.
+		l.add(held)
+		held = 0
 	}
 	if res.IsError {
 		return res, outcomeToolError, ""

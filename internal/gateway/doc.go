@@ -57,6 +57,20 @@
 // gives them sessions; a session lives in one replica, so several replicas
 // then need sticky sessions.
 //
+// # Bounds
+//
+// Nothing one client sends, and nothing one workload answers, makes the
+// gateway hold more than a bound of [Options] (limits.go, sessions.go),
+// applied in [Gateway.ServeHTTP] in front of every endpoint and in
+// [Gateway.Listener]: JSON-RPC batches are refused (no supported
+// protocol era needs them); connections, notification streams and
+// sessions are bounded per client address and in all, and streams and
+// sessions have a lifetime; every write to a client has a deadline;
+// request bodies, tools/list pages and workloads' results in flight are
+// bounded in bytes or number until their answer is written; and a
+// workload's response header is bounded. docs/operations.md adds them up
+// against the chart's memory limit.
+//
 // # Authorization
 //
 // With Options.Auth (see [KubernetesAuth]) a caller presents a bearer

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -58,6 +59,13 @@ type Gateway struct {
 	client *http.Client
 	slots  chan struct{}
 
+	// The bounds of limits.go and sessions.go.
+	bodies, results *budget
+	streams         *counter
+	sessionLimits   *sessionLimits // nil unless Options.Sessions
+	ledgers         sync.Map       // requestHeader → *ledger
+	lists           *semaphore.Weighted
+
 	closeOnce sync.Once
 }
 
@@ -73,6 +81,10 @@ func New(opts *Options) *Gateway {
 		logger:  o.Logger,
 		metrics: newMetrics(o.Registerer),
 		slots:   make(chan struct{}, o.MaxConcurrentCalls),
+		bodies:  newBudget(o.MaxBodyMemory, firstBodyChunk),
+		results: newBudget(o.MaxResultMemory, firstResultChunk),
+		lists:   semaphore.NewWeighted(int64(o.MaxConcurrentLists)),
+		streams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerClient),
 	}
 	g.client = newWorkloadClient(&o)
 	if ka, ok := o.Auth.(*KubernetesAuth); ok && ka.metrics == nil {
@@ -104,6 +116,7 @@ func New(opts *Options) *Gateway {
 		PropagateRequestCancellation: true,
 	})
 	if o.Sessions {
+		g.sessionLimits = newSessionLimits(g)
 		g.sessions = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
 			Logger:                     sdkLogger,
 			MaxRequestBodyBytes:        o.MaxBodyBytes,
@@ -128,8 +141,9 @@ func New(opts *Options) *Gateway {
 }
 
 // ServeHTTP implements [http.Handler]: MCP at [MCPPath] and its views, and
-// the table at [TablePath].
-func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.mux.ServeHTTP(w, r) }
+// the table at [TablePath], each within the bounds of [Options] (see
+// limits.go): they apply in front of the mux, to every endpoint.
+func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.serveBounded(w, r, g.mux) }
 
 // Close ends every MCP session and stream, which [http.Server.Shutdown]
 // would otherwise wait for, and closes idle connections to workloads.
@@ -206,6 +220,10 @@ func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	g.metrics.inFlight.Inc()
 	defer g.metrics.inFlight.Dec()
 	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			g.sessionLimits.serveNew(w, r, g.sessions)
+			return
+		}
 		g.sessions.ServeHTTP(w, r)
 		return
 	}
@@ -256,6 +274,9 @@ func newWorkloadClient(o *Options) *http.Client {
 	tr.MaxIdleConns = 0
 	tr.MaxIdleConnsPerHost = o.MaxConcurrentCalls
 	tr.IdleConnTimeout = 90 * time.Second
+	// Go's transport reads up to 10 MiB of a reply's header; a workload
+	// that sends that much and stalls would hold it for the call timeout.
+	tr.MaxResponseHeaderBytes = o.MaxResponseHeaderBytes
 	tr.ForceAttemptHTTP2 = false
 	if o.DialContext != nil {
 		tr.DialContext = o.DialContext

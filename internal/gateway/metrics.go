@@ -17,6 +17,10 @@ type metrics struct {
 	authn      *prometheus.CounterVec
 	authzCache *prometheus.CounterVec
 	inFlight   prometheus.Gauge
+	refused    *prometheus.CounterVec
+	conns      prometheus.Gauge
+	streams    prometheus.Gauge
+	sessions   prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -67,8 +71,25 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "toolplane_gateway_mcp_requests_in_flight",
 			Help: "MCP HTTP requests being served now, open notification streams (subscriptions/listen, a session's GET) included.",
 		}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_refused_total",
+			Help: "Requests and connections the gateway refused at a bound, by reason (batch, body_memory, connections, connections_per_client, streams, streams_per_client, sessions, sessions_per_client, result_memory, lists).",
+		}, []string{"reason"}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolplane_gateway_connections",
+			Help: "Client connections open now (--max-conns bounds them).",
+		}),
+		streams: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolplane_gateway_streams",
+			Help: "Notification streams open now: subscriptions/listen, and a session's GET (--max-streams bounds them).",
+		}),
+		sessions: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "toolplane_gateway_sessions",
+			Help: "2025-era MCP sessions held now (--sessions; --max-sessions bounds them).",
+		}),
 	}
 	if reg != nil {
+		reg.MustRegister(m.refused, m.conns, m.streams, m.sessions)
 		reg.MustRegister(m.inFlight, m.calls, m.duration, m.listSize, m.tools, m.routable, m.revision, m.loaded, m.rejected, m.authn, m.authzCache)
 	}
 	return m

@@ -28,6 +28,40 @@ const (
 	DefaultListTTL = 10 * time.Second
 	// DefaultSessionTimeout closes an idle 2025-era session (Sessions only).
 	DefaultSessionTimeout = 10 * time.Minute
+
+	// DefaultWriteTimeout is how long one write to a client may block.
+	DefaultWriteTimeout = 30 * time.Second
+	// DefaultMaxConns bounds the client connections open at once.
+	DefaultMaxConns = 1024
+	// DefaultMaxConnsPerClient bounds the connections of one client address.
+	DefaultMaxConnsPerClient = 64
+	// DefaultMaxBodyMemory bounds the bytes of MCP request bodies held at
+	// once: 8 MiB.
+	DefaultMaxBodyMemory = 8 << 20
+	// DefaultMaxResultMemory bounds the bytes of workloads' results held at
+	// once: 8 MiB, two results at the 4 MiB limit. Each byte costs about
+	// eight in the heap until the answer is written (the reply, its
+	// decoding, the SDK's two encodings, and the garbage collector's
+	// headroom), so 8 MiB is about 64 MiB of the chart's 256 Mi.
+	DefaultMaxResultMemory = 8 << 20
+	// DefaultMaxResponseHeaderBytes bounds a workload's response header: 64
+	// KiB, as the operator's scraper.
+	DefaultMaxResponseHeaderBytes = 64 << 10
+	// DefaultMaxConcurrentLists bounds the tools/list answers in flight.
+	DefaultMaxConcurrentLists = 32
+	// DefaultMaxStreams bounds the notification streams open at once.
+	DefaultMaxStreams = 256
+	// DefaultMaxStreamsPerClient bounds one client address's streams.
+	DefaultMaxStreamsPerClient = 16
+	// DefaultStreamLifetime ends a notification stream; the client opens
+	// another.
+	DefaultStreamLifetime = time.Hour
+	// DefaultMaxSessions bounds the 2025-era sessions held (Sessions only).
+	DefaultMaxSessions = 1000
+	// DefaultMaxSessionsPerClient bounds one client address's sessions.
+	DefaultMaxSessionsPerClient = 32
+	// DefaultSessionLifetime ends a session however busy it is.
+	DefaultSessionLifetime = 4 * time.Hour
 )
 
 // Options configure a [Gateway]. The zero value serves: no authentication,
@@ -52,6 +86,13 @@ type Options struct {
 	// of a large cluster would be megabytes of JSON that many clients read
 	// whole. Zero means [DefaultPageSize].
 	PageSize int
+	// MaxConcurrentLists bounds the tools/list requests answered at once,
+	// from their arrival until their page is written: each holds a page of
+	// PageSize tools, encoded twice, for as long as a client takes to read
+	// it (up to WriteTimeout), and every connection could ask for one. A
+	// request waits a few seconds for a slot, then gets 503. Zero means
+	// [DefaultMaxConcurrentLists].
+	MaxConcurrentLists int
 	// ListTTL is the ttlMs that 2026-07-28 clients may cache a tools/list
 	// page for. The table changes rarely and list_changed tells listening
 	// clients at once, so a short TTL costs little. Zero means
@@ -63,6 +104,53 @@ type Options struct {
 	// MaxResultBytes bounds a workload's reply to one call; a larger reply
 	// gives an isError result. Zero means [DefaultMaxResultBytes].
 	MaxResultBytes int64
+	// MaxBodyMemory bounds the bytes of MCP request bodies that requests in
+	// flight hold together, so that many slow or large bodies at once
+	// (MaxConns of them could each be MaxBodyBytes) cannot exhaust memory.
+	// A request waits a few seconds for its first 4 KiB, then gets 503,
+	// and holds at most twice what it has sent (never its declared
+	// Content-Length ahead of the bytes); one whose body outgrows what is
+	// left gets 503 at once.
+	// Zero means [DefaultMaxBodyMemory].
+	MaxBodyMemory int64
+	// MaxResultMemory bounds the bytes of workloads' replies that calls in
+	// flight hold together, from the first byte read until the caller's
+	// answer is written: MaxConcurrentCalls calls of MaxResultBytes each
+	// would be a gigabyte. A call waits a few seconds for its first 16 KiB
+	// and holds at most twice what it has read; a call whose reply grows
+	// past what is left
+	// gives an isError result that says so. It must be at least
+	// MaxResultBytes, and is raised to it. Zero means
+	// [DefaultMaxResultMemory].
+	MaxResultMemory int64
+	// MaxResponseHeaderBytes bounds a workload's response header, which Go's
+	// transport would otherwise read up to 10 MiB of. Zero means
+	// [DefaultMaxResponseHeaderBytes].
+	MaxResponseHeaderBytes int64
+
+	// WriteTimeout bounds each write of a response or stream to a client:
+	// the connection's write deadline is set this far ahead before every
+	// write, so a stream a client keeps reading lives on, and a client that
+	// stops reading is dropped. Zero means [DefaultWriteTimeout].
+	WriteTimeout time.Duration
+	// MaxConns and MaxConnsPerClient bound the client connections of a
+	// listener from [Gateway.Listener], in all and from one address (idle
+	// keep-alive ones included); a connection over either is closed at
+	// once. Behind a proxy every client has the proxy's address: raise
+	// MaxConnsPerClient there. Zero means [DefaultMaxConns] and
+	// [DefaultMaxConnsPerClient].
+	MaxConns, MaxConnsPerClient int
+	// MaxStreams and MaxStreamsPerClient bound the notification streams
+	// open at once (subscriptions/listen of 2026 clients, and the GET
+	// stream of a 2025 session), in all and from one address; one more is
+	// refused with 429. Each holds a connection, a few goroutines and the
+	// SDK's state, about 50 KiB. Zero means [DefaultMaxStreams] and
+	// [DefaultMaxStreamsPerClient].
+	MaxStreams, MaxStreamsPerClient int
+	// StreamLifetime ends a notification stream however healthy, so that
+	// none is held for ever; the client opens a new one. Zero means
+	// [DefaultStreamLifetime].
+	StreamLifetime time.Duration
 
 	// Sessions gives MCP clients of the 2025 era (those that send
 	// initialize) a session, so that a table change reaches them as
@@ -76,6 +164,16 @@ type Options struct {
 	// SessionTimeout closes a session after this long without a request.
 	// Zero means [DefaultSessionTimeout]. Only used with Sessions.
 	SessionTimeout time.Duration
+	// MaxSessions and MaxSessionsPerClient bound the sessions held, in all
+	// and opened from one address; an initialize over either is refused
+	// with 429. A session costs about 8 KiB until it times out. Zero means
+	// [DefaultMaxSessions] and [DefaultMaxSessionsPerClient]. Only used
+	// with Sessions.
+	MaxSessions, MaxSessionsPerClient int
+	// SessionLifetime closes a session this long after it opened, however
+	// busy; the client initializes again. Zero means
+	// [DefaultSessionLifetime]. Only used with Sessions.
+	SessionLifetime time.Duration
 	// AllowAnyHostOnLoopback turns off the MCP SDK's DNS-rebinding
 	// protection, which refuses (403) a request that arrives on a loopback
 	// address with a Host header that is not a loopback name. Set it only
@@ -139,6 +237,19 @@ func (o Options) withDefaults() Options {
 	if o.SessionTimeout <= 0 {
 		o.SessionTimeout = DefaultSessionTimeout
 	}
+	o.MaxBodyMemory = orDefault(o.MaxBodyMemory, DefaultMaxBodyMemory)
+	o.MaxResultMemory = max(orDefault(o.MaxResultMemory, DefaultMaxResultMemory), o.MaxResultBytes)
+	o.MaxResponseHeaderBytes = orDefault(o.MaxResponseHeaderBytes, DefaultMaxResponseHeaderBytes)
+	o.WriteTimeout = orDefault(o.WriteTimeout, DefaultWriteTimeout)
+	o.MaxConns = orDefault(o.MaxConns, DefaultMaxConns)
+	o.MaxConnsPerClient = orDefault(o.MaxConnsPerClient, DefaultMaxConnsPerClient)
+	o.MaxConcurrentLists = orDefault(o.MaxConcurrentLists, DefaultMaxConcurrentLists)
+	o.MaxStreams = orDefault(o.MaxStreams, DefaultMaxStreams)
+	o.MaxStreamsPerClient = orDefault(o.MaxStreamsPerClient, DefaultMaxStreamsPerClient)
+	o.StreamLifetime = orDefault(o.StreamLifetime, DefaultStreamLifetime)
+	o.MaxSessions = orDefault(o.MaxSessions, DefaultMaxSessions)
+	o.MaxSessionsPerClient = orDefault(o.MaxSessionsPerClient, DefaultMaxSessionsPerClient)
+	o.SessionLifetime = orDefault(o.SessionLifetime, DefaultSessionLifetime)
 	if o.Propagator == nil {
 		o.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}
@@ -146,4 +257,12 @@ func (o Options) withDefaults() Options {
 		o.Logger = slog.Default()
 	}
 	return o
+}
+
+// orDefault is v, or def when v is zero or negative.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
+	}
+	return v
 }

@@ -20,6 +20,9 @@ type Gateway struct {
 	Resolve map[string]string
 	// Args are further flags.
 	Args []string
+	// Env are further variables of its environment, NAME=value, such as
+	// the GOMEMLIMIT that the chart sets.
+	Env []string
 	// LogPath receives the gateway's output, appended across restarts.
 	LogPath string
 
@@ -55,7 +58,7 @@ func (g *Gateway) Start(ctx context.Context) error {
 	for host, addr := range g.Resolve {
 		args = append(args, "--resolve", host+"="+addr)
 	}
-	g.proc.Name, g.proc.Bin, g.proc.LogPath = "the gateway", g.Bin, g.LogPath
+	g.proc.Name, g.proc.Bin, g.proc.LogPath, g.proc.Env = "the gateway", g.Bin, g.LogPath, g.Env
 	g.proc.Args = append(args, g.Args...)
 	return g.proc.Start(ctx, "http://"+g.ProbeAddr+"/readyz")
 }
@@ -65,6 +68,13 @@ func (g *Gateway) URL() string { return "http://" + g.Addr }
 
 // Pid is the process id of the running gateway, or 0.
 func (g *Gateway) Pid() int { return g.proc.Pid() }
+
+// Done is closed when the running gateway exits; see [Process.Done].
+func (g *Gateway) Done() <-chan struct{} { return g.proc.Done() }
+
+// Exited reports whether the process that Start started has exited, and
+// how.
+func (g *Gateway) Exited() (bool, error) { return g.proc.Exited() }
 
 // Stop sends SIGTERM and waits up to timeout for the process to exit.
 func (g *Gateway) Stop(timeout time.Duration) error { return g.proc.Stop(timeout) }

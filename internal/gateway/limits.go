@@ -1,0 +1,413 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/semaphore"
+)
+
+// The bounds on what one client can make the gateway hold, applied in
+// [Gateway.ServeHTTP] and [Gateway.Listener] in front of every endpoint,
+// so that an endpoint added to the mux inherits them. See
+// docs/operations.md for what each costs at the chart's defaults.
+
+// Reasons a request or connection is refused, as the refused metric counts
+// them.
+const (
+	refusedBatch             = "batch"
+	refusedBodyMemory        = "body_memory"
+	refusedConns             = "connections"
+	refusedConnsPerClient    = "connections_per_client"
+	refusedStreams           = "streams"
+	refusedStreamsPerClient  = "streams_per_client"
+	refusedSessions          = "sessions"
+	refusedSessionsPerClient = "sessions_per_client"
+	refusedResultMemory      = "result_memory"
+	refusedLists             = "lists"
+)
+
+// methodListen opens a 2026-era notification stream.
+const methodListen = "subscriptions/listen"
+
+// isMCPPath reports whether path is served by the MCP handlers: /mcp and
+// everything under /mcp/, views and endpoints added later alike.
+func isMCPPath(path string) bool { return path == MCPPath || strings.HasPrefix(path, MCPPath+"/") }
+
+// clientKey is the address a request or connection comes from, without
+// its port: the unit of the per-client bounds.
+func clientKey(remoteAddr string) string {
+	if host, _, err := net.SplitHostPort(remoteAddr); err == nil {
+		return host
+	}
+	return remoteAddr
+}
+
+// serveBounded applies the per-request bounds and serves r with next:
+//   - every response gets a write deadline, extended on each write, so that
+//     a client that does not read is dropped;
+//   - an MCP POST's body is read within the body memory budget, and a
+//     JSON-RPC batch is refused before the SDK sees it;
+//   - a notification stream (subscriptions/listen, or a session's GET)
+//     takes a stream slot and ends at the stream lifetime.
+func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http.Handler) {
+	w = &deadlineWriter{ResponseWriter: w, rc: http.NewResponseController(w), timeout: g.opts.WriteTimeout}
+	if !isMCPPath(r.URL.Path) {
+		next.ServeHTTP(w, r)
+		return
+	}
+	client := clientKey(r.RemoteAddr)
+	stream := r.Method == http.MethodGet
+	var method string
+	if r.Method == http.MethodPost {
+		body, held, err := g.bodies.read(r.Context(), http.MaxBytesReader(w, r.Body, g.opts.MaxBodyBytes), r.ContentLength, g.opts.MaxBodyBytes)
+		defer g.bodies.release(held)
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			rpcError(w, http.StatusRequestEntityTooLarge, codeInvalidRequest, fmt.Sprintf("the request body is over the gateway's limit of %d bytes", g.opts.MaxBodyBytes))
+			return
+		case errors.Is(err, errBudget):
+			g.metrics.refused.WithLabelValues(refusedBodyMemory).Inc()
+			w.Header().Set("Retry-After", "1")
+			rpcError(w, http.StatusServiceUnavailable, codeServerBusy, "the gateway is reading too many request bodies at once; retry")
+			return
+		case err != nil:
+			rpcError(w, http.StatusBadRequest, codeInvalidRequest, "the request body could not be read")
+			return
+		}
+		msg := bytes.TrimLeft(body, " \t\r\n")
+		if len(msg) > 0 && msg[0] == '[' {
+			// No supported protocol era needs a batch (2025-06-18 dropped
+			// them), and one batch of tools/list calls multiplies a 64 KiB
+			// request into hundreds of megabytes of answer.
+			g.metrics.refused.WithLabelValues(refusedBatch).Inc()
+			rpcError(w, http.StatusBadRequest, codeInvalidRequest, "JSON-RPC batches are not supported: send one message per request")
+			return
+		}
+		var m struct {
+			Method string `json:"method"`
+		}
+		_ = json.Unmarshal(msg, &m)
+		method = m.Method
+		stream = method == methodListen
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
+	r.Header.Del(requestHeader)
+	if method == "tools/list" {
+		// A page is up to PageSize tools, encoded twice by the SDK, and
+		// held until a client that may not read has been written to.
+		c, cancel := context.WithTimeout(r.Context(), budgetWait)
+		err := g.lists.Acquire(c, 1)
+		cancel()
+		if err != nil {
+			g.metrics.refused.WithLabelValues(refusedLists).Inc()
+			w.Header().Set("Retry-After", "1")
+			rpcError(w, http.StatusServiceUnavailable, codeServerBusy, "the gateway is answering too many tools/list requests at once; retry")
+			return
+		}
+		defer g.lists.Release(1)
+	}
+	if !stream && r.Method == http.MethodPost {
+		// The results this request's calls read stay charged to the
+		// results' budget until its answer is written: the SDK encodes a
+		// result twice more after the call returns it.
+		l := &ledger{}
+		id := rand.Text()
+		g.ledgers.Store(id, l)
+		r.Header.Set(requestHeader, id)
+		defer func() {
+			g.ledgers.Delete(id)
+			g.results.release(l.take())
+		}()
+	}
+	if stream {
+		if reason := g.streams.acquire(client); reason != "" {
+			g.metrics.refused.WithLabelValues(reason).Inc()
+			w.Header().Set("Retry-After", "10")
+			rpcError(w, http.StatusTooManyRequests, codeServerBusy, "too many notification streams are open (from your address, or at the gateway); close one or retry later")
+			return
+		}
+		g.metrics.streams.Inc()
+		defer func() {
+			g.streams.release(client)
+			g.metrics.streams.Dec()
+		}()
+		// A stream ends at its lifetime; the client opens a new one, as
+		// after any stream the server closes.
+		c, cancel := context.WithTimeout(r.Context(), g.opts.StreamLifetime)
+		defer cancel()
+		r = r.WithContext(c)
+	}
+	next.ServeHTTP(w, r)
+}
+
+// requestHeader carries the id of a request's ledger from serveBounded to
+// the MCP method handlers, which see the request's header; it replaces
+// whatever a client sent.
+const requestHeader = "Toolplane-Gateway-Request"
+
+// ledger holds what a request's calls have charged to the results' budget.
+type ledger struct {
+	mu   sync.Mutex
+	held int64
+}
+
+func (l *ledger) add(n int64) {
+	l.mu.Lock()
+	l.held += n
+	l.mu.Unlock()
+}
+
+func (l *ledger) take() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := l.held
+	l.held = 0
+	return n
+}
+
+// ledgerOf returns the ledger of the request whose header h is, or nil.
+func (g *Gateway) ledgerOf(h http.Header) *ledger {
+	if id := h.Get(requestHeader); id != "" {
+		if l, ok := g.ledgers.Load(id); ok {
+			return l.(*ledger)
+		}
+	}
+	return nil
+}
+
+// JSON-RPC error codes the bounds answer with.
+const (
+	codeInvalidRequest = -32600
+	// codeServerBusy is in the range JSON-RPC reserves for servers.
+	codeServerBusy = -32000
+)
+
+// rpcError answers with a JSON-RPC error that has no id, as for a request
+// that could not be read.
+func rpcError(w http.ResponseWriter, status, code int, message string) {
+	b, _ := json.Marshal(map[string]any{
+		"jsonrpc": "2.0",
+		"id":      nil,
+		"error":   map[string]any{"code": code, "message": message},
+	})
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// deadlineWriter sets the connection's write deadline to timeout from now
+// before each write and flush: a response, or a stream, that the client
+// keeps reading never hits it, and one whose client stopped reading fails
+// its write and the connection is closed.
+type deadlineWriter struct {
+	http.ResponseWriter
+	rc      *http.ResponseController
+	timeout time.Duration
+}
+
+func (w *deadlineWriter) extend() { _ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout)) }
+
+func (w *deadlineWriter) WriteHeader(code int) {
+	w.extend()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *deadlineWriter) Write(b []byte) (int, error) {
+	w.extend()
+	return w.ResponseWriter.Write(b)
+}
+
+// FlushError is what [http.ResponseController.Flush] calls.
+func (w *deadlineWriter) FlushError() error {
+	w.extend()
+	return w.rc.Flush()
+}
+
+func (w *deadlineWriter) Flush() { _ = w.FlushError() }
+
+// Unwrap gives [http.ResponseController] the writer underneath.
+func (w *deadlineWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// counter counts what each client holds, against a per-client and a total
+// bound.
+type counter struct {
+	mu                    sync.Mutex
+	total, max, perClient int
+	byClient              map[string]int
+	// reasons name the bounds, for the refused metric.
+	reasonTotal, reasonPerClient string
+}
+
+func newCounter(maxTotal, perClient int, reasonTotal, reasonPerClient string) *counter {
+	return &counter{max: maxTotal, perClient: perClient, byClient: map[string]int{},
+		reasonTotal: reasonTotal, reasonPerClient: reasonPerClient}
+}
+
+// acquire takes one for client, or says which bound it is at.
+func (c *counter) acquire(client string) (refused string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.total >= c.max:
+		return c.reasonTotal
+	case c.byClient[client] >= c.perClient:
+		return c.reasonPerClient
+	}
+	c.total++
+	c.byClient[client]++
+	return ""
+}
+
+func (c *counter) release(client string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.total--
+	if c.byClient[client]--; c.byClient[client] <= 0 {
+		delete(c.byClient, client)
+	}
+}
+
+// errBudget is a read refused because the budget it draws on is spent.
+var errBudget = errors.New("memory budget spent")
+
+// budget bounds the bytes that reads in flight hold together: request
+// bodies, or workloads' results. A read waits for its first chunk (within
+// budgetWait) and takes the rest without waiting or fails, so that reads
+// that each hold part of the budget never wait on each other. A read
+// holds at most twice what it has read: a declared length is not
+// reserved ahead of the bytes, so a client or workload that declares a
+// megabyte and sends a byte a second holds one chunk.
+type budget struct {
+	sem         *semaphore.Weighted
+	size, first int64
+}
+
+// budgetWait bounds how long a read waits for its first chunk.
+const budgetWait = 5 * time.Second
+
+// The first chunk of a request body, and of a workload's reply: a
+// request body's is small, since every connection may hold one while its
+// client sends slowly (--max-conns of them are 4 MiB).
+const (
+	firstBodyChunk   = 4 << 10
+	firstResultChunk = 16 << 10
+)
+
+func newBudget(size, first int64) *budget {
+	return &budget{sem: semaphore.NewWeighted(size), size: size, first: first}
+}
+
+// read reads r whole, at most limit bytes (a longer r fails: the caller
+// bounds r, as with [http.MaxBytesReader], or checks len > limit), with
+// the bytes it holds reserved from the budget; release held when the bytes
+// are no longer needed, also after an error. hint is the expected length,
+// or -1: a shorter one is reserved at once.
+func (b *budget) read(ctx context.Context, r io.Reader, hint, limit int64) (data []byte, held int64, err error) {
+	want := b.first
+	if hint >= 0 {
+		want = min(want, hint+1) // the +1 sees the end without another reservation
+	}
+	want = min(want, limit+1, b.size)
+	c, cancel := context.WithTimeout(ctx, budgetWait)
+	err = b.sem.Acquire(c, want)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, 0, ctx.Err()
+		}
+		return nil, 0, errBudget
+	}
+	held = want
+	buf := make([]byte, 0, want)
+	for {
+		if int64(len(buf)) == held {
+			more := min(held, limit+1-held, b.size-held)
+			if more <= 0 || !b.sem.TryAcquire(more) {
+				if more <= 0 && held > limit {
+					// Read one byte past the limit: the caller sees it.
+					return buf, held, nil
+				}
+				return nil, held, errBudget
+			}
+			held += more
+			grown := make([]byte, len(buf), held)
+			copy(grown, buf)
+			buf = grown
+		}
+		n, rerr := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if rerr == io.EOF {
+			return buf, held, nil
+		}
+		if rerr != nil {
+			return nil, held, rerr
+		}
+	}
+}
+
+func (b *budget) release(n int64) {
+	if n > 0 {
+		b.sem.Release(n)
+	}
+}
+
+// Listener returns l with the connection bounds of [Options.MaxConns] and
+// [Options.MaxConnsPerClient]: a connection over either is closed as soon
+// as it is accepted, before anything is read from it. Serve the gateway's
+// [http.Server] on it.
+func (g *Gateway) Listener(l net.Listener) net.Listener {
+	return &limitListener{Listener: l, g: g,
+		conns: newCounter(g.opts.MaxConns, g.opts.MaxConnsPerClient, refusedConns, refusedConnsPerClient)}
+}
+
+type limitListener struct {
+	net.Listener
+	g     *Gateway
+	conns *counter
+}
+
+func (l *limitListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		client := clientKey(c.RemoteAddr().String())
+		if reason := l.conns.acquire(client); reason != "" {
+			l.g.metrics.refused.WithLabelValues(reason).Inc()
+			_ = c.Close()
+			continue
+		}
+		l.g.metrics.conns.Inc()
+		return &limitConn{Conn: c, release: func() {
+			l.conns.release(client)
+			l.g.metrics.conns.Dec()
+		}}, nil
+	}
+}
+
+type limitConn struct {
+	net.Conn
+	once    sync.Once
+	release func()
+}
+
+func (c *limitConn) Close() error {
+	err := c.Conn.Close()
+	c.once.Do(c.release)
+	return err
+}
