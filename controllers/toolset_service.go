@@ -97,7 +97,15 @@ func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolS
 		return "", nil
 	}
 	svc := &corev1.Service{}
-	err := r.Client.Get(ctx, types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}, svc)
+	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}
+	err := r.Client.Get(ctx, key, svc)
+	if apierrors.IsNotFound(err) {
+		// The cache may not have seen a Service created just before the
+		// ToolSet: ask the API server, so that an alias is never published
+		// with endpoints for the moment the cache lags. Only a ToolSet
+		// whose Service is missing costs this read.
+		err = r.APIReader.Get(ctx, key, svc)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return "", nil
