@@ -341,7 +341,9 @@ func TestTheGatewayRoutesOnlyWhatDiscoveryWouldCall(t *testing.T) {
 	dc := discovery.Client{HTTPClient: &http.Client{Transport: &http.Transport{
 		DialContext: func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("not dialed") },
 	}}}
-	dc.SetTable(tbl)
+	if err := dc.SetTable(tbl); err != nil {
+		t.Fatal(err)
+	}
 	for _, tt := range tbl.Tools {
 		want := endpoints[tt.Endpoints.Invoke]
 		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: tt.Name, Arguments: map[string]any{"text": "a", "count": 1}})
