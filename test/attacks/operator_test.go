@@ -68,6 +68,22 @@ func hostileMCP(pageBytes int, pages *atomic.Int64) http.Handler {
 	})
 }
 
+// metaDocument is a spec document of about size bytes whose one tool's
+// _meta holds {"a":0} objects: the one field of a spec document that
+// decodes into maps.
+func metaDocument(size int) []byte {
+	head := `{"schemaVersion":"` + spec.SchemaVersion + `","tools":[{"name":"t","inputSchema":{"type":"object"},"_meta":{"x":[`
+	const item = `{"a":0},`
+	var b strings.Builder
+	b.Grow(size)
+	b.WriteString(head)
+	for b.Len() < size-len(item)-16 {
+		b.WriteString(item)
+	}
+	b.WriteString(`{}]}}]}`)
+	return []byte(b.String())
+}
+
 // serve serves h on a loopback port until the spec ends.
 func serve(h http.Handler) int {
 	GinkgoHelper()
@@ -123,6 +139,30 @@ func expectManagerBounded(m *harness.Manager) {
 }
 
 var _ = Describe("The manager", func() {
+	It("keeps its peak RSS within its limit less 20% while a tenant serves 4 MiB spec documents whose _meta is maps to 8 concurrent scrapes", Label("heavy"), func() {
+		evil := newNamespace("meta-pages")
+		m, _ := startManager("meta-pages", evil)
+		var served atomic.Int64
+		doc := metaDocument(4<<20 - 1024)
+		port := serve(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+			served.Add(1)
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(doc)
+		}))
+		for i := range 8 {
+			app := fmt.Sprintf("meta-%d", i)
+			Expect(harnessPod(evil, app+"-0", app, port)).To(Succeed())
+			Expect(cp.Client.Create(ctx, harness.NewToolSet(evil, app, app, spec.DefaultPath, 5*time.Second))).To(Succeed())
+		}
+		Eventually(served.Load).WithTimeout(settle).Should(BeNumerically(">=", 32))
+		Eventually(func(g Gomega) {
+			ts := &v1alpha1.ToolSet{}
+			g.Expect(cp.Client.Get(ctx, keyOf(evil, "meta-0"), ts)).To(Succeed())
+			g.Expect(ts.Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("_meta would decode to more than"))))
+		}).WithTimeout(settle).Should(Succeed())
+		expectManagerBounded(m)
+	})
+
 	It("keeps its peak RSS within its limit less 20% while a tenant serves 4 MiB tools/list pages of maps to 8 concurrent scrapes, and publishes a healthy tenant's change", Label("heavy"), func() {
 		const pageBytes = 4<<20 - 64<<10 // within --max-response-bytes, with the handshake
 		evil, healthy := newNamespace("mcp-pages"), newNamespace("mcp-healthy")
