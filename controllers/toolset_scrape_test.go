@@ -296,6 +296,14 @@ func TestFetch(t *testing.T) {
 		if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), "_meta") {
 			t.Fatalf("got %v, want errTooLarge for _meta", err)
 		}
+		// encoding/json takes these for _meta as well.
+		for _, name := range []string{`_META`, `\u005fmeta`} {
+			other := bytes.Replace(metaDoc, []byte(`"_meta"`), []byte(`"`+name+`"`), 1)
+			url := serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(other) })
+			if _, err := fetch(newScraper(1, limit), target(0), url, nil); !errors.Is(err, errTooLarge) {
+				t.Fatalf("%s: got %v, want errTooLarge", name, err)
+			}
+		}
 		schemaDoc := []byte(`{"schemaVersion":"` + spec.SchemaVersion + `","tools":[{"name":"a","inputSchema":{"type":"object","x":[` + maps + `{}]}}]}`)
 		url = serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(schemaDoc) })
 		if _, err := fetch(newScraper(1, limit), target(0), url, nil); err != nil {

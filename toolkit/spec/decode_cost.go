@@ -1,5 +1,7 @@
 package spec
 
+import "strings"
+
 // DecodeMeter estimates, from JSON text as it streams past, the memory that
 // encoding/json (or the MCP SDK's decoder) takes to decode it into any:
 // map[string]any, []any, strings and boxed numbers. Such a decode costs up to
@@ -32,8 +34,9 @@ type DecodeMeter struct {
 	inString, escaped, inScalar bool
 	// key holds the first bytes of the string being read, and keyLen its
 	// length so far, to tell OnlyKey apart.
-	key    []byte
-	keyLen int
+	key        []byte
+	keyLen     int
+	keyEscaped bool
 	// lastKey says the last string read was OnlyKey; a ':' after it starts
 	// a metered value.
 	lastKey bool
@@ -88,12 +91,17 @@ func (m *DecodeMeter) step(c byte) {
 		case m.escaped:
 			m.escaped = false
 			m.charge(1)
-			m.keyByte(c)
 		case c == '\\':
-			m.escaped = true
+			m.escaped, m.keyEscaped = true, true
 		case c == '"':
 			m.inString = false
-			m.lastKey = m.OnlyKey != "" && !m.metered && m.keyLen == len(m.OnlyKey) && string(m.key) == m.OnlyKey
+			// encoding/json matches a member's name to a field without
+			// regard to case, and after unescaping: "_META" and
+			// "\u005fmeta" are _meta too. An escaped name is taken as
+			// OnlyKey whatever it spells, which costs an estimate too high
+			// at worst.
+			m.lastKey = m.OnlyKey != "" && !m.metered &&
+				(m.keyEscaped || m.keyLen == len(m.OnlyKey) && strings.EqualFold(string(m.key), m.OnlyKey))
 		default:
 			m.charge(1)
 			m.keyByte(c)
@@ -107,7 +115,7 @@ func (m *DecodeMeter) step(c byte) {
 	case '"':
 		m.inScalar = false
 		m.inString = true
-		m.key, m.keyLen = m.key[:0], 0
+		m.key, m.keyLen, m.keyEscaped = m.key[:0], 0, false
 		m.charge(costSlot + costString)
 		return
 	case ':':

@@ -102,6 +102,14 @@ func TestDecodeMeterOnlyKey(t *testing.T) {
 	if want := spec.DecodeCost([]byte(meta)); m.Cost() != want {
 		t.Errorf("metered %d, want the _meta value's %d", m.Cost(), want)
 	}
+	// encoding/json decodes these into the _meta field too.
+	for _, name := range []string{`_META`, `_Meta`, `\u005fmeta`, `_m\u0065ta`} {
+		m = spec.DecodeMeter{OnlyKey: "_meta"}
+		_, _ = m.Write([]byte(`{"tools":[{"name":"a","` + name + `":` + meta + `}]}`))
+		if want := spec.DecodeCost([]byte(meta)); m.Cost() < want {
+			t.Errorf("%s: metered %d, want at least the value's %d", name, m.Cost(), want)
+		}
+	}
 	m = spec.DecodeMeter{OnlyKey: "_meta"}
 	_, _ = m.Write(doc("7"))
 	if m.Cost() != spec.DecodeCost([]byte("7")) {
