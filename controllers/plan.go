@@ -13,12 +13,13 @@ import (
 // would reject, each with its state and reason. An error means the operator
 // would refuse the whole document, as a failed scrape. Ownership and policy
 // are not applied. `kubectl toolplane lint` calls it, so that a lint and
-// the operator validate alike; parse the document with ParseDocument.
+// the operator validate alike; parse the document with ParseDocument. The
+// endpoints are those of DefaultClusterDomain.
 func PlanTools(ts *v1alpha1.ToolSet, doc *spec.Document) (offered []spec.TableTool, rejected []v1alpha1.ToolStatus, err error) {
 	if err := checkToolCount(ts.Spec.Limits, doc); err != nil {
 		return nil, nil, err
 	}
-	a := assemble(ts, []*spec.Document{doc}, 0)
+	a := assemble(ts, []*spec.Document{doc}, 0, "")
 	return a.tools, a.rejected, nil
 }
 

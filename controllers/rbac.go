@@ -10,7 +10,9 @@ package controllers
 // operator's own namespace, through a Role. ToolNamePolicies are only read
 // (and their status written): they are written by cluster admins alone, and
 // no role here aggregates them into edit or admin. Namespaces are read for
-// the policies' namespace selectors.
+// the policies' namespace selectors. Services are read (and cached, trimmed
+// to their type and selector) to refuse those that could route outside
+// their namespace.
 //
 // +kubebuilder:rbac:groups=toolplane.io,resources=toolsets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=toolplane.io,resources=toolsets/status,verbs=get;update;patch
@@ -18,6 +20,7 @@ package controllers
 // +kubebuilder:rbac:groups=toolplane.io,resources=toolnamepolicies/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups="",resources=namespaces,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

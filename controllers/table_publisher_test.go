@@ -921,8 +921,8 @@ var _ = Describe("The tool table, end to end", func() {
 			HaveField("ToolSet", spec.ObjectReference{Namespace: weatherNs, Name: "weather"}),
 			HaveField("SourceName", shared),
 			HaveField("Endpoints", &spec.Endpoints{
-				Invoke: "http://weather." + weatherNs + ".svc:8080/tools/" + shared,
-				MCP:    "http://weather." + weatherNs + ".svc:8080/mcp",
+				Invoke: "http://weather." + weatherNs + ".svc.cluster.local:8080/tools/" + shared,
+				MCP:    "http://weather." + weatherNs + ".svc.cluster.local:8080/mcp",
 			}),
 		))
 
@@ -940,7 +940,7 @@ var _ = Describe("The tool table, end to end", func() {
 		Eventually(lookup(ctx, "travel_"+shared)).Should(And(
 			HaveField("ToolSet", spec.ObjectReference{Namespace: travelNs, Name: "travel"}),
 			HaveField("SourceName", shared),
-			HaveField("Endpoints.Invoke", "http://travel."+travelNs+".svc:8080/tools/"+shared),
+			HaveField("Endpoints.Invoke", "http://travel."+travelNs+".svc.cluster.local:8080/tools/"+shared),
 		))
 		Eventually(func(g Gomega) {
 			got := getToolSet(ctx, g, rival)
@@ -953,7 +953,7 @@ var _ = Describe("The tool table, end to end", func() {
 		Expect(k8sClient.Delete(ctx, weather)).To(Succeed())
 		Eventually(lookup(ctx, shared)).Should(And(
 			HaveField("ToolSet", spec.ObjectReference{Namespace: travelNs, Name: "rival"}),
-			HaveField("Endpoints.Invoke", "http://rival."+travelNs+".svc:8080/tools/"+shared),
+			HaveField("Endpoints.Invoke", "http://rival."+travelNs+".svc.cluster.local:8080/tools/"+shared),
 		))
 		Eventually(func(g Gomega) {
 			g.Expect(getToolSet(ctx, g, rival).Status.Tools).To(ConsistOf(toolNamed(shared, v1alpha1.ToolPublished)))

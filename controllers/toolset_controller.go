@@ -85,6 +85,10 @@ type ToolSetReconciler struct {
 	ScrapeWait time.Duration
 	// Ceilings cap what any ToolSet may ask for.
 	Ceilings Ceilings
+	// ClusterDomain is the cluster's DNS domain, in the fully qualified
+	// Service names of the endpoints published. Empty means
+	// DefaultClusterDomain.
+	ClusterDomain string
 
 	initOnce sync.Once
 	scraper  *scraper
@@ -203,12 +207,12 @@ func (w *writtenStatus) wrote(from string, ts *v1alpha1.ToolSet) {
 // assemble is assemble, reusing the last round's result when the spec and
 // every Pod's document are the very same: a round of 304s costs no schema
 // compilation.
-func (m *toolSetMemory) assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, bounds toolBounds) assembly {
+func (m *toolSetMemory) assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, bounds toolBounds, clusterDomain string) assembly {
 	last := &m.assembled
 	if last.docs != nil && last.generation == ts.Generation && last.blind == blind && slices.Equal(last.docs, docs) {
 		return last.a
 	}
-	a := assembleWithin(ts, docs, blind, bounds)
+	a := assembleWithin(ts, docs, blind, bounds, clusterDomain)
 	last.generation, last.docs, last.blind, last.a = ts.Generation, slices.Clone(docs), blind, a
 	return a
 }
@@ -234,6 +238,9 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ToolSet{}, podSelectorIndex, selectorIndexValues); err != nil {
 		return fmt.Errorf("indexing ToolSets by Pod selector: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ToolSet{}, serviceNameIndex, serviceNameIndexValues); err != nil {
+		return fmt.Errorf("indexing ToolSets by Service: %w", err)
+	}
 	// Scrapes in the background end when the manager stops.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -248,6 +255,9 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&corev1.Pod{},
 			handler.EnqueueRequestsFromMapFunc(r.toolSetsForPod),
 			builder.WithPredicates(podScrapeChanged)).
+		Watches(&corev1.Service{},
+			handler.EnqueueRequestsFromMapFunc(r.toolSetsForService),
+			builder.WithPredicates(serviceRoutingChanged)).
 		WatchesRawSource(source.Channel(r.Publisher.Changed(), &handler.TypedEnqueueRequestForObject[*v1alpha1.ToolSet]{})).
 		WatchesRawSource(source.Channel(r.runs.wake, &handler.TypedEnqueueRequestForObject[*v1alpha1.ToolSet]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
@@ -324,6 +334,11 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	// A Service that may route outside the namespace gets no endpoints.
+	serviceRefused, err := r.checkService(ctx, ts)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	creds, credErr := loadCredentials(ctx, r.APIReader, ts)
 	if credErr != nil && !errors.Is(credErr, errInvalidCredentials) {
 		return ctrl.Result{}, credErr
@@ -381,7 +396,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		// A ready Pod whose scrape failed still takes traffic: it counts
 		// with the last document it served, or, if it never served one,
 		// as serving none of the tools.
-		a = mem.assemble(&view, append(slices.Clone(rd.docs), rd.lastKnown...), rd.blind, eff.bounds)
+		a = mem.assemble(&view, append(slices.Clone(rd.docs), rd.lastKnown...), rd.blind, eff.bounds, r.ClusterDomain)
 		offered = a.tools
 		mem.held, mem.heldRevision = a.tools, a.revision
 		mem.outageSince, mem.dropped = time.Time{}, false
@@ -403,12 +418,18 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 	}
 
+	if serviceRefused != "" && len(offered) > 0 {
+		offered = withoutEndpoints(offered)
+	}
 	verdicts, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, UID: ts.UID, Tools: offered,
 		Denied: overToolSetBudget(offered, eff.maxTools)})
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("offering tools to the publisher: %w", err)
 	}
 	r.setStatus(ts, rd, a, offered, verdicts, held, mem)
+	if serviceRefused != "" {
+		setServiceRefused(ts, serviceRefused)
+	}
 	if contracts, err = r.checkContracts(ctx, ts, before.Status.Tools, offered, len(rd.docs) > 0, mem, now); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -129,8 +129,8 @@ var _ = Describe("The ToolSet reconciler", func() {
 		offered := eventuallyInTable(ctx, ts, HaveLen(2))
 		Expect(offered[0].Name).To(Equal("get_order"))
 		Expect(offered[0].Endpoints).To(Equal(&spec.Endpoints{
-			Invoke: "http://crm." + ns + ".svc:8080/tools/get_order",
-			MCP:    "http://crm." + ns + ".svc:8080/mcp",
+			Invoke: "http://crm." + ns + ".svc.cluster.local:8080/tools/get_order",
+			MCP:    "http://crm." + ns + ".svc.cluster.local:8080/mcp",
 		}))
 		Expect(offered[0].ToolSet).To(Equal(spec.ObjectReference{Namespace: ns, Name: "crm"}))
 		Expect(string(offered[0].InputSchema)).To(MatchJSON(tool("get_order").InputSchema))

@@ -57,7 +57,7 @@ func everythingServer() *nodeServer {
 }
 
 // agent is a Go agent with the stored table loaded, whose calls to a
-// Service <name>.<ns>.svc:8080 reach the loopback port that ports gives for
+// Service <name>.<ns>.svc.cluster.local:8080 reach the loopback port that ports gives for
 // name, as a cluster's DNS would send them to the Pods.
 func agent(ctx context.Context, ports map[string]int32) *discovery.Client {
 	GinkgoHelper()
@@ -123,7 +123,7 @@ var _ = Describe("An MCP ToolSet", func() {
 		offered := eventuallyInTable(ctx, ts, HaveLen(3))
 		for _, tt := range offered {
 			Expect(tt.Protocol).To(Equal(spec.ProtocolMCP))
-			Expect(tt.Endpoints).To(Equal(&spec.Endpoints{MCP: "http://ts." + ns + ".svc:8080/mcp"}), "no invoke endpoint: the server has none")
+			Expect(tt.Endpoints).To(Equal(&spec.Endpoints{MCP: "http://ts." + ns + ".svc.cluster.local:8080/mcp"}), "no invoke endpoint: the server has none")
 		}
 		Expect(string(offered[0].InputSchema)).To(MatchJSON(tool("ts_alpha").InputSchema))
 

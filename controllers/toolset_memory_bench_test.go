@@ -88,7 +88,7 @@ func BenchmarkReconcilerMemory(b *testing.B) {
 				results := []podResult{{pod: pod, url: "http://127.0.0.1:8080/.well-known/toolplane/spec.json", doc: doc}}
 				rd := newRound([]*corev1.Pod{pod}, results, nil, mem.pods)
 				mem.remember(results)
-				a := mem.assemble(ts, rd.docs, rd.blind, defaultToolBounds)
+				a := mem.assemble(ts, rd.docs, rd.blind, defaultToolBounds, "")
 				mem.held, mem.heldRevision = a.tools, a.revision
 				verdicts, err := p.Offer(ctx, Offer{ToolSet: key, Created: ts.CreationTimestamp, Tools: a.tools})
 				if err != nil {

@@ -36,6 +36,9 @@ import (
 const (
 	// DefaultMaxResponseBytes is the largest spec document read from a Pod.
 	DefaultMaxResponseBytes int64 = 4 << 20
+	// DefaultClusterDomain is the cluster DNS domain of the Service names
+	// published in endpoints.
+	DefaultClusterDomain = "cluster.local"
 	// DefaultMaxConcurrentScrapes bounds the scrapes in flight across every
 	// ToolSet.
 	DefaultMaxConcurrentScrapes = 32
@@ -53,6 +56,15 @@ const (
 	scrapesPerToolSet = 8
 	// maxRedirects bounds how many same-host redirects one scrape follows.
 	maxRedirects = 3
+	// decodeBudgetFactor times --max-response-bytes bounds what one scrape's
+	// bytes may decode to in maps and slices, estimated by
+	// spec.DecodeMeter before anything decodes them: all of an MCP server's
+	// replies, which the SDK decodes into maps, and the _meta of a spec
+	// document's tools. So one scrape holds at most about three times
+	// --max-response-bytes (the bytes, their decode, and the re-encoding),
+	// whatever the tenant serves, where a hostile page of maps would take
+	// fifty.
+	decodeBudgetFactor = 2
 )
 
 // Why a scrape failed, as the reason label of toolplane_scrape_errors_total.
@@ -182,6 +194,9 @@ func newScraper(maxConcurrent int, maxBytes int64) *scraper {
 		idle:    DefaultMaxIdleScrapeConnections,
 	}
 }
+
+// decodeLimit is the most one scrape's replies may decode to.
+func (s *scraper) decodeLimit() int64 { return decodeBudgetFactor * s.maxBytes }
 
 // acquire takes a scrape slot of the namespace, then a manager-wide one,
 // and returns their release.
@@ -388,6 +403,12 @@ func (s *scraper) fetch(ctx context.Context, c *http.Client, t scrapeTarget, tar
 	}
 	if int64(len(body)) > s.maxBytes {
 		return nil, scrapeFailure(scrapeErrTooLarge, fmt.Errorf("GET %s: %w: more than %d bytes (--max-response-bytes)", target, errTooLarge, s.maxBytes))
+	}
+	// The schemas decode as raw JSON; only _meta decodes into maps.
+	meta := spec.DecodeMeter{OnlyKey: "_meta"}
+	_, _ = meta.Write(body)
+	if limit := s.decodeLimit(); meta.Cost() > limit {
+		return nil, scrapeFailure(scrapeErrTooLarge, fmt.Errorf("GET %s: %w: the tools' _meta would decode to more than %d bytes (%d times --max-response-bytes)", target, errTooLarge, limit, decodeBudgetFactor))
 	}
 	doc, err := ParseDocument(body)
 	if err != nil {

@@ -45,8 +45,8 @@ func FuzzOfferToTable(f *testing.F) {
 		ts.Spec.Prefix = prefix
 		ts.Spec.Limits = v1alpha1.Limits{MaxTools: 256, MaxSchemaBytes: 65536}
 		ts.Spec.Service = &v1alpha1.ServiceReference{Name: "svc", Port: 8080}
-		a := assemble(ts, []*spec.Document{doc, doc}, 0)
-		again := assemble(ts, []*spec.Document{doc, doc}, 0)
+		a := assemble(ts, []*spec.Document{doc, doc}, 0, "")
+		again := assemble(ts, []*spec.Document{doc, doc}, 0, "")
 		if ab, bb := mustMarshal(t, a.tools), mustMarshal(t, again.tools); !bytes.Equal(ab, bb) {
 			t.Fatal("assemble is not deterministic")
 		}

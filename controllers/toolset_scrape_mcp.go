@@ -40,7 +40,7 @@ const scrapeErrReply = "invalid_reply"
 func (s *scraper) listMCP(ctx context.Context, c *http.Client, t scrapeTarget, target string, prev *spec.Document) (*spec.Document, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	rt := &mcpRoundTripper{base: c.Transport, ctx: ctx, limit: s.maxBytes, left: s.maxBytes}
+	rt := &mcpRoundTripper{base: c.Transport, ctx: ctx, limit: s.maxBytes, left: s.maxBytes, decodeLimit: s.decodeLimit()}
 	if t.creds != nil {
 		rt.token = t.creds.token
 	}
@@ -188,7 +188,11 @@ func falseOrNil(b *bool) *bool {
 // which the SDK detaches from it; sends the bearer token over https; and
 // bounds the
 // bytes of every response body together, so that a server that pages or
-// streams forever is cut at the scraper's response size. It remembers why
+// streams forever is cut at the scraper's response size. It meters what
+// those bytes decode to as they pass, because the SDK decodes every schema
+// into maps (some 16 times the JSON of an ordinary tool list, 50 times of a
+// hostile one): a reply that would decode to more than decodeLimit fails
+// before the SDK holds it whole, let alone decodes it. It remembers why
 // the scrape failed, for the metric reason, because the SDK's errors do not
 // all wrap their cause.
 type mcpRoundTripper struct {
@@ -196,10 +200,12 @@ type mcpRoundTripper struct {
 	ctx   context.Context
 	token string
 
-	limit int64
+	limit       int64
+	decodeLimit int64
 
 	mu      sync.Mutex
 	left    int64
+	decoded int64
 	failure error
 	status  int
 }
@@ -265,12 +271,15 @@ func (rt *mcpRoundTripper) classify(ctx context.Context, target, step string, er
 	return scrapeFailure(scrapeErrReply, fmt.Errorf("MCP %s: %s: %s", target, step, truncate(oneLine(err.Error()), maxReasonLen)))
 }
 
-// boundedBody is a response body that counts against the scrape's bytes.
+// boundedBody is a response body that counts against the scrape's bytes
+// and its decode budget. Each body has a meter of its own, so that bodies
+// read at once cannot confuse one another's strings.
 type boundedBody struct {
-	rc   io.ReadCloser
-	rt   *mcpRoundTripper
-	once sync.Once
-	done func()
+	rc    io.ReadCloser
+	rt    *mcpRoundTripper
+	meter spec.DecodeMeter
+	once  sync.Once
+	done  func()
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -283,12 +292,20 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		p = p[:max(left+1, 0)]
 	}
 	n, err := b.rc.Read(p)
+	before := b.meter.Cost()
+	_, _ = b.meter.Write(p[:n])
 	b.rt.mu.Lock()
 	b.rt.left -= int64(n)
-	left = b.rt.left
+	b.rt.decoded += b.meter.Cost() - before
+	left, decoded := b.rt.left, b.rt.decoded
 	b.rt.mu.Unlock()
 	if left < 0 {
 		err := fmt.Errorf("%w: more than %d bytes in one scrape (--max-response-bytes)", errTooLarge, b.rt.limit)
+		b.rt.fail(err)
+		return 0, err
+	}
+	if b.rt.decodeLimit > 0 && decoded > b.rt.decodeLimit {
+		err := fmt.Errorf("%w: the replies of one scrape would decode to more than %d bytes (%d times --max-response-bytes)", errTooLarge, b.rt.decodeLimit, decodeBudgetFactor)
 		b.rt.fail(err)
 		return 0, err
 	}

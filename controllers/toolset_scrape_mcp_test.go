@@ -232,6 +232,45 @@ func TestListMCPFromHostileServers(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+	t.Run("a page of maps within the response size fails before the SDK decodes it", func(t *testing.T) {
+		// 4 MiB of {"a":0} objects: within --max-response-bytes, and some
+		// 180 MiB once decoded into maps. It is refused after its first
+		// hundred KiB or so, as too large.
+		const limit = 4 << 20
+		var served atomic.Int64
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var req struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			_ = json.NewDecoder(r.Body).Decode(&req)
+			w.Header().Set("Content-Type", "application/json")
+			switch req.Method {
+			case "server/discover", "initialize":
+				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"maps","version":"1"}}}`, req.ID)
+			case "tools/list":
+				head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","x":[`, req.ID)
+				item := `{"a":0},`
+				n, _ := io.WriteString(w, head)
+				for i := 0; i < (limit-len(head)-4096)/len(item); i++ {
+					k, err := io.WriteString(w, item)
+					n += k
+					if err != nil {
+						break
+					}
+				}
+				m, _ := io.WriteString(w, `{}]}}]}}`)
+				served.Add(int64(n + m))
+			default:
+				w.WriteHeader(http.StatusAccepted)
+			}
+		}))
+		t.Cleanup(srv.Close)
+		_, err := listMCPOnce(newScraper(1, limit), mcpTarget(10, 10*time.Second), srv.URL+"/mcp", nil)
+		if scrapeReason(err) != scrapeErrTooLarge || !strings.Contains(err.Error(), "decode") {
+			t.Fatalf("got %v (%s)", err, scrapeReason(err))
+		}
+	})
 	t.Run("a server that never answers ends at the timeout", func(t *testing.T) {
 		srv := httptest.NewServer(http.HandlerFunc(func(_ http.ResponseWriter, r *http.Request) {
 			// Read the request, so that the server notices the client go.

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -123,7 +124,7 @@ func FuzzParseDocument(f *testing.F) {
 		if again2, _ := json.Marshal(doc2); !bytes.Equal(again, again2) {
 			t.Fatalf("round trip changed the document:\n%s\n%s", again, again2)
 		}
-		a := assemble(ts, []*spec.Document{doc, doc2}, 0)
+		a := assemble(ts, []*spec.Document{doc, doc2}, 0, "")
 		if len(a.tools)+len(a.rejected) > len(doc.Tools) {
 			t.Fatalf("assembled %d tools from %d", len(a.tools)+len(a.rejected), len(doc.Tools))
 		}
@@ -183,6 +184,10 @@ func TestValidateTool(t *testing.T) {
 		{"everything at its bound", "x", describe(with("x", `{"type":"object"}`, ""), func(t *spec.Tool) {
 			t.Description, t.Title, t.Meta = strings.Repeat("d", 100), strings.Repeat("t", 20), map[string]any{"k": strings.Repeat("m", 42)}
 		}), ""},
+		// Refused before the compiler expands them, which took 0.1 s of CPU
+		// for each such number.
+		{"a huge exponent in the input schema", "x", with("x", `{"type":"object","properties":{"a":{"minimum":1e999999}}}`, ""), "1e999999 is beyond what a 64-bit float holds"},
+		{"a tiny exponent in the output schema", "x", with("x", `{"type":"object"}`, `{"type":"object","properties":{"a":{"multipleOf":1e-999999}}}`), "outputSchema: the number 1e-999999"},
 	}
 	bounds := toolBounds{description: 100, title: 20, annotations: 30, meta: 50}
 	for _, tt := range tests {
@@ -208,7 +213,7 @@ func TestAssembleIsIndependentOfPodOrder(t *testing.T) {
 	d2 := &spec.Document{Revision: "r2", Tools: []spec.Tool{formY}}
 	ts := &v1alpha1.ToolSet{}
 	// One Pod each: a tie, broken by the forms' bytes, never by order.
-	a12, a21 := assemble(ts, []*spec.Document{d1, d2}, 0), assemble(ts, []*spec.Document{d2, d1}, 0)
+	a12, a21 := assemble(ts, []*spec.Document{d1, d2}, 0, ""), assemble(ts, []*spec.Document{d2, d1}, 0, "")
 	if len(a12.tools) != 1 || len(a21.tools) != 1 || a12.tools[0].Description != a21.tools[0].Description {
 		t.Fatalf("assembly depends on the order of the Pods: %+v vs %+v", a12.tools, a21.tools)
 	}
@@ -231,11 +236,11 @@ func TestNewRoundCountsFailedReadyPods(t *testing.T) {
 	}
 
 	ts := &v1alpha1.ToolSet{}
-	a := assemble(ts, append(rd.docs, rd.lastKnown...), 0)
+	a := assemble(ts, append(rd.docs, rd.lastKnown...), 0, "")
 	if len(a.tools) != 1 || a.tools[0].Name != "x" {
 		t.Fatalf("with the failed Pod's last document, offered %+v; want only x", a.tools)
 	}
-	a = assemble(ts, append(rd.docs, rd.lastKnown...), rd.blind)
+	a = assemble(ts, append(rd.docs, rd.lastKnown...), rd.blind, "")
 	if len(a.tools) != 0 || a.count(v1alpha1.ToolSkewed) != 2 {
 		t.Fatalf("with a Pod never scraped, offered %+v; want nothing, both Skewed", a.tools)
 	}
@@ -294,6 +299,29 @@ func TestFetch(t *testing.T) {
 		_, err := fetch(newScraper(1, int64(len(padded)-1)), target(0), url, nil)
 		if !errors.Is(err, errTooLarge) || scrapeReason(err) != scrapeErrTooLarge {
 			t.Fatalf("over the limit: %v", err)
+		}
+	})
+	t.Run("a _meta of maps within the limit fails before it is decoded; schemas of the same size pass", func(t *testing.T) {
+		const limit = 1 << 20
+		maps := strings.Repeat(`{"a":0},`, (limit-4096)/8)
+		metaDoc := []byte(`{"schemaVersion":"` + spec.SchemaVersion + `","tools":[{"name":"a","inputSchema":{"type":"object"},"_meta":{"x":[` + maps + `{}]}}]}`)
+		url := serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(metaDoc) })
+		_, err := fetch(newScraper(1, limit), target(0), url, nil)
+		if !errors.Is(err, errTooLarge) || !strings.Contains(err.Error(), "_meta") {
+			t.Fatalf("got %v, want errTooLarge for _meta", err)
+		}
+		// encoding/json takes these for _meta as well.
+		for _, name := range []string{`_META`, `\u005fmeta`} {
+			other := bytes.Replace(metaDoc, []byte(`"_meta"`), []byte(`"`+name+`"`), 1)
+			url := serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(other) })
+			if _, err := fetch(newScraper(1, limit), target(0), url, nil); !errors.Is(err, errTooLarge) {
+				t.Fatalf("%s: got %v, want errTooLarge", name, err)
+			}
+		}
+		schemaDoc := []byte(`{"schemaVersion":"` + spec.SchemaVersion + `","tools":[{"name":"a","inputSchema":{"type":"object","x":[` + maps + `{}]}}]}`)
+		url = serve(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write(schemaDoc) })
+		if _, err := fetch(newScraper(1, limit), target(0), url, nil); err != nil {
+			t.Fatalf("the same bytes as a raw schema: %v", err)
 		}
 	})
 	t.Run("a gzip bomb is capped after decompression", func(t *testing.T) {
@@ -426,13 +454,13 @@ func BenchmarkAssemble(b *testing.B) {
 	ts := &v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{Limits: v1alpha1.Limits{MaxTools: 256, MaxSchemaBytes: 65536}}}
 	b.Run("cold", func(b *testing.B) {
 		for b.Loop() {
-			_ = assemble(ts, docs, 0)
+			_ = assemble(ts, docs, 0, "")
 		}
 	})
 	b.Run("unchanged", func(b *testing.B) {
 		mem := &toolSetMemory{}
 		for b.Loop() {
-			_ = mem.assemble(ts, docs, 0, defaultToolBounds)
+			_ = mem.assemble(ts, docs, 0, defaultToolBounds, "")
 		}
 	})
 }
@@ -592,16 +620,21 @@ func TestValidateSpec(t *testing.T) {
 }
 
 // TestServiceURL checks that the published endpoints name the ToolSet's own
-// namespace and take the scheme from the Service, else from the scrape.
+// namespace, fully qualified in the cluster domain, and take the scheme
+// from the Service, else from the scrape.
 func TestServiceURL(t *testing.T) {
 	ts := &v1alpha1.ToolSet{ObjectMeta: metav1.ObjectMeta{Namespace: "crm", Name: "t"}, Spec: v1alpha1.ToolSetSpec{Scheme: "https"}}
 	svc := &v1alpha1.ServiceReference{Name: "crm-tools", Port: 8443}
-	if got := serviceURL(ts, svc, "/tools/get.order"); got != "https://crm-tools.crm.svc:8443/tools/get.order" {
+	if got := serviceURL(ts, svc, "/tools/get.order", ""); got != "https://crm-tools.crm.svc.cluster.local:8443/tools/get.order" {
 		t.Errorf("scheme from spec.scheme: %s", got)
 	}
 	svc.Scheme = "http"
-	if got := serviceURL(ts, svc, spec.MCPPath); got != "http://crm-tools.crm.svc:8443/mcp" {
-		t.Errorf("scheme from spec.service.scheme: %s", got)
+	if got := serviceURL(ts, svc, spec.MCPPath, "corp.example"); got != "http://crm-tools.crm.svc.corp.example:8443/mcp" {
+		t.Errorf("scheme from spec.service.scheme, in another cluster domain: %s", got)
+	}
+	// What the operator publishes, toolkit/discovery and the gateway call.
+	if _, err := discovery.CheckServiceEndpoint(serviceURL(ts, svc, spec.MCPPath, ""), ts.Namespace, ""); err != nil {
+		t.Errorf("the published endpoint is refused by discovery: %v", err)
 	}
 }
 

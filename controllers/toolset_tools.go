@@ -86,13 +86,14 @@ type form struct {
 // that some ready replica cannot serve, so a tool is offered only when
 // every document has it and no Pod is blind, in the form that most
 // documents give (ties broken by the form's bytes, so that the outcome never
-// depends on the order of the Pods).
-func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int) assembly {
-	return assembleWithin(ts, docs, blind, defaultToolBounds)
+// depends on the order of the Pods). clusterDomain names the Services in
+// the endpoints ("" means DefaultClusterDomain).
+func assemble(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, clusterDomain string) assembly {
+	return assembleWithin(ts, docs, blind, defaultToolBounds, clusterDomain)
 }
 
 // assembleWithin is assemble under the admin's bounds of each tool.
-func assembleWithin(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, bounds toolBounds) assembly {
+func assembleWithin(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, bounds toolBounds, clusterDomain string) assembly {
 	var a assembly
 	byName := map[string]*served{}
 	revisions := map[string]int{}
@@ -133,7 +134,7 @@ func assembleWithin(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, boun
 	// Room for every name at once: the assembly is held until the next
 	// change, and growing it by appends would hold up to twice the room.
 	a.tools = make([]spec.TableTool, 0, len(names))
-	ep := endpointsOf(ts)
+	ep := endpointsOf(ts, clusterDomain)
 	for _, name := range names {
 		s := byName[name]
 		published := ts.Spec.Prefix + name
@@ -297,7 +298,8 @@ type refuseLoader struct{}
 func (refuseLoader) Load(string) (any, error) { return nil, errExternalRef }
 
 // validateSchema checks that raw is an object JSON Schema, within the size
-// limit, that compiles under draft 2020-12 (MCP's default dialect).
+// limit, whose numbers a float64 holds, that compiles under draft 2020-12
+// (MCP's default dialect).
 func validateSchema(field string, raw json.RawMessage, maxBytes int32, required bool) error {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		if required {
@@ -307,6 +309,11 @@ func validateSchema(field string, raw json.RawMessage, maxBytes int32, required 
 	}
 	if maxBytes > 0 && len(raw) > int(maxBytes) {
 		return fmt.Errorf("%s is %d bytes, more than limits.maxSchemaBytes %d", field, len(raw), maxBytes)
+	}
+	// Before the compiler parses each number exactly: a schema of 40
+	// numbers written 1e999999 took 4.5 s of CPU to compile.
+	if err := spec.CheckNumbers(raw); err != nil {
+		return fmt.Errorf("%s: %w", field, err)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
 	if err != nil {
@@ -337,18 +344,20 @@ type toolSetEndpoints struct {
 	// shared are the endpoints of every tool of an MCP ToolSet, which has
 	// only the MCP endpoint: one value that every entry points at.
 	shared *spec.Endpoints
+	// clusterDomain names the Service in the invoke endpoints.
+	clusterDomain string
 }
 
-func endpointsOf(ts *v1alpha1.ToolSet) toolSetEndpoints {
+func endpointsOf(ts *v1alpha1.ToolSet, clusterDomain string) toolSetEndpoints {
 	svc := ts.Spec.Service
 	if svc == nil {
 		return toolSetEndpoints{}
 	}
 	if ts.Spec.IsMCP() {
-		mcp := serviceURL(ts, svc, ts.Spec.PathOrDefault())
-		return toolSetEndpoints{mcp: mcp, shared: &spec.Endpoints{MCP: mcp}}
+		mcp := serviceURL(ts, svc, ts.Spec.PathOrDefault(), clusterDomain)
+		return toolSetEndpoints{mcp: mcp, shared: &spec.Endpoints{MCP: mcp}, clusterDomain: clusterDomain}
 	}
-	return toolSetEndpoints{mcp: serviceURL(ts, svc, spec.MCPPath)}
+	return toolSetEndpoints{mcp: serviceURL(ts, svc, spec.MCPPath, clusterDomain), clusterDomain: clusterDomain}
 }
 
 // tableTool is a tool as the table publishes it. Without spec.service it has
@@ -375,7 +384,7 @@ func tableTool(ts *v1alpha1.ToolSet, ep toolSetEndpoints, published string, t sp
 	case ep.shared != nil:
 		tt.Endpoints = ep.shared
 	default:
-		tt.Endpoints = &spec.Endpoints{Invoke: serviceURL(ts, svc, spec.InvokePrefix+t.Name), MCP: ep.mcp}
+		tt.Endpoints = &spec.Endpoints{Invoke: serviceURL(ts, svc, spec.InvokePrefix+t.Name, ep.clusterDomain), MCP: ep.mcp}
 	}
 	if ts.Spec.IsMCP() {
 		tt.Protocol = spec.ProtocolMCP
@@ -388,11 +397,20 @@ func tableTool(ts *v1alpha1.ToolSet, ep toolSetEndpoints, published string, t sp
 // only, so that no field a tenant writes can name another host: the API
 // server already holds the name to a DNS label, and this holds the rest.
 // The scheme is spec.service.scheme, else spec.scheme.
-func serviceURL(ts *v1alpha1.ToolSet, svc *v1alpha1.ServiceReference, p string) string {
+//
+// The host is fully qualified, <name>.<namespace>.svc.<clusterDomain>,
+// without a final dot: a Pod's resolver (ndots:5) tries a shorter name such
+// as <name>.<namespace>.svc under each search domain first, and
+// <name>.<namespace>.svc.svc.cluster.local is a Pod's name in a namespace
+// called "svc", whoever owns it. The final dot, which would make every
+// resolver take the name as it is, is left to the dialer (the gateway's
+// adds it): in a URL it would reach the Host header and the TLS server
+// name, which Services, certificates and mesh routes do not carry.
+func serviceURL(ts *v1alpha1.ToolSet, svc *v1alpha1.ServiceReference, p, clusterDomain string) string {
 	scheme := cmp.Or(svc.Scheme, ts.Spec.Scheme, "http")
 	u := url.URL{
 		Scheme: scheme,
-		Host:   net.JoinHostPort(svc.Name+"."+ts.Namespace+".svc", strconv.Itoa(int(svc.Port))),
+		Host:   net.JoinHostPort(svc.Name+"."+ts.Namespace+".svc."+cmp.Or(clusterDomain, DefaultClusterDomain), strconv.Itoa(int(svc.Port))),
 		Path:   p,
 	}
 	return u.String()

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/tailscale/hujson"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // MaxArgumentBytes bounds the arguments [Registry.Call] binds: larger ones
@@ -211,7 +213,8 @@ const manyKeys = 32
 
 // checkText walks JSON text, or text close to it, and returns the first
 // problem with its shape: a name given twice in one object, a bare NaN or
-// Infinity, or nesting beyond MaxArgumentDepth. It allocates nothing for
+// Infinity, a number beyond what a float64 holds (spec.NumberFits), or
+// nesting beyond MaxArgumentDepth. It allocates nothing for
 // text without a problem and without escapes in names.
 func checkText(data []byte) *textProblem {
 	var frameBuf [16]scanFrame
@@ -293,10 +296,14 @@ func checkText(data []byte) *textProblem {
 				i++
 				continue
 			}
-			switch w := string(data[i:j]); strings.TrimLeft(strings.ToLower(w), "+-") {
+			w := string(data[i:j])
+			switch strings.TrimLeft(strings.ToLower(w), "+-") {
 			case "nan", "infinity", "inf":
 				return &textProblem{path: framePath(frames), expected: "a finite number",
 					received: w + ", which JSON cannot carry"}
+			}
+			if !spec.NumberFits(w) {
+				return hugeNumber(framePath(frames), w)
 			}
 			i = j
 		}
@@ -356,3 +363,13 @@ func framePath(frames []scanFrame) []step {
 	}
 	return path
 }
+
+// hugeNumber refuses a number that no Go numeric type holds, such as
+// 1e999999, before repair or validation parse it: exact parsing expands it
+// in full, and 200 of them cost seconds of CPU.
+func hugeNumber(path []step, w string) *textProblem {
+	return &textProblem{path: path, expected: hugeNumberExpected, received: received(json.Number(w))}
+}
+
+// hugeNumberExpected is what a number must be, for spec.NumberFits.
+var hugeNumberExpected = "a number in range (a magnitude from 4.9e-324 to 1.8e308, at most " + strconv.Itoa(spec.MaxNumberDigits) + " significant digits)"

@@ -330,14 +330,26 @@ func (t *Tool) call(ctx context.Context, raw json.RawMessage, secrets *[]string)
 		b.addText(tp)
 		return nil, b.err(t.Name())
 	}
+	// Binding checks the context between its steps, so that a call whose
+	// time is up costs no more CPU (each step is linear in the arguments,
+	// whose numbers parseArguments bounded).
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	args = b.repair(t.plan, unwrap(t.plan, args))
 	if b.root != nil && secrets != nil {
 		// Before validation: a call that fails must not quote them either.
 		collectSecrets(t.plan, args, false, secrets)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	b.validate(t.validator, t.plan, args)
 	if len(b.problems) > 0 {
 		return nil, b.err(t.Name())
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	res, err := t.run(ctx, &b, args)
 	if len(b.problems) > 0 {

@@ -70,6 +70,12 @@ const (
 	// ReasonInvalidSpec: the spec cannot be acted on, such as a missing Secret
 	// or an unusable selector.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonServiceRefused: spec.service names a Service whose DNS name may
+	// lead outside the ToolSet's namespace, one of type ExternalName or one
+	// without a selector, so the tools are published without endpoints:
+	// no agent or gateway calls them until the Service selects the
+	// namespace's Pods.
+	ReasonServiceRefused = "ServiceRefused"
 	// ReasonHealthy: nothing is degraded or stale.
 	ReasonHealthy = "Healthy"
 	// ReasonCeilingApplied: some of the spec is beyond an admin ceiling, and

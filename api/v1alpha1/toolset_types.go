@@ -91,9 +91,11 @@ type ToolSetSpec struct {
 	// service is the Service through which agents reach the tools. Its DNS
 	// name and port make up the invoke and MCP endpoints published in the tool
 	// table, always in the ToolSet's own namespace:
-	// <scheme>://<name>.<namespace>.svc:<port>/tools/<tool>. Without it the
-	// tools are still published, but with no endpoint, and the ToolSet's
-	// status says so.
+	// <scheme>://<name>.<namespace>.svc.<cluster domain>:<port>/tools/<tool>.
+	// Without it the tools are still published, but with no endpoint, and
+	// the ToolSet's status says so. A Service of type ExternalName or
+	// without a selector, whose name may lead outside the namespace, is
+	// refused the same way (Ready reason ServiceRefused).
 	// +optional
 	Service *ServiceReference `json:"service,omitempty"`
 

@@ -92,7 +92,9 @@ func main() {
 	flag.IntVar(&authBurst, "auth-burst", gateway.DefaultReviewBurst, "With --auth=kubernetes, the reviews that may be sent at once above --auth-qps.")
 	flag.IntVar(&o.MaxReviewsPerRequest, "max-reviews-per-request", gateway.DefaultMaxReviewsPerRequest,
 		"With --auth, the most authorization questions one request may ask that the cache cannot answer; a tools/list page stops short there (with a nextCursor), a GET /v1/tools answers 503 to be retried.")
-	flag.Var(&resolve, "resolve", "host:port=ip:port: dial ip:port for the workload endpoint host:port, as curl's --resolve does; repeatable. "+
+	flag.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local",
+		"The cluster's DNS domain. Tools are routed only to <service>.<namespace>.svc.<cluster-domain> of their own namespace, dialed fully qualified.")
+	flag.Var(&resolve, "resolve", "host:port=ip:port: dial ip:port for the workload endpoint host:port (name.namespace.svc.<cluster-domain>:port), as curl's --resolve does; repeatable. "+
 		"For running outside a cluster (the demo, tests), where Service names do not resolve; in a cluster leave it unset.")
 	var embedURL, embedModel string
 	var embedTimeout time.Duration
@@ -105,7 +107,7 @@ func main() {
 		o.Search = &search.Options{Embedder: &embedding.OpenAI{URL: embedURL, Model: embedModel}, EmbedTimeout: embedTimeout}
 	}
 	if len(resolve) > 0 {
-		o.DialContext = resolve.dial
+		o.DialContext = resolve.dialer(o.ClusterDomain)
 	}
 
 	var level slog.Level
@@ -279,14 +281,22 @@ func (f *resolveFlag) Set(v string) error {
 	return nil
 }
 
-// dial dials the address mapped for addr, and refuses any other: outside a
-// cluster nothing else is a workload.
-func (f resolveFlag) dial(ctx context.Context, network, addr string) (net.Conn, error) {
-	to, ok := f[addr]
-	if !ok {
-		return nil, fmt.Errorf("no --resolve for %s", addr)
+// dialer dials the address mapped for each address, and refuses any other:
+// outside a cluster nothing else is a workload. The gateway dials Services
+// by their fully qualified names; a mapping given for the short
+// name.namespace.svc:port serves as well.
+func (f resolveFlag) dialer(clusterDomain string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	suffix := ".svc." + strings.Trim(clusterDomain, ".")
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		to, ok := f[addr]
+		if host, port, err := net.SplitHostPort(addr); !ok && err == nil && strings.HasSuffix(host, suffix) {
+			to, ok = f[net.JoinHostPort(strings.TrimSuffix(host, suffix)+".svc", port)]
+		}
+		if !ok {
+			return nil, fmt.Errorf("no --resolve for %s", addr)
+		}
+		return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, to)
 	}
-	return (&net.Dialer{Timeout: 5 * time.Second}).DialContext(ctx, network, to)
 }
 
 // secureMetrics puts the metrics server behind the API server's

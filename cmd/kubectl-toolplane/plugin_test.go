@@ -80,8 +80,8 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		Expect(lines).To(HaveLen(4))
 		Expect(lines[0]).To(MatchRegexp(`^NAME\s+OWNER\s+STATE\s+ENDPOINT\s+AGE$`))
-		Expect(lines[1]).To(MatchRegexp(`^lint_fine\s+crm-broken\s+Published\s+http://crm-broken\.crm\.svc:8080/tools/lint_fine\s+\d+s$`))
-		Expect(lines[2]).To(MatchRegexp(`^lint_query\s+crm-tools\s+Published\s+http://crm-tools\.crm\.svc:8080/tools/lint_query\s+\d+s$`))
+		Expect(lines[1]).To(MatchRegexp(`^lint_fine\s+crm-broken\s+Published\s+http://crm-broken\.crm\.svc\.cluster\.local:8080/tools/lint_fine\s+\d+s$`))
+		Expect(lines[2]).To(MatchRegexp(`^lint_query\s+crm-tools\s+Published\s+http://crm-tools\.crm\.svc\.cluster\.local:8080/tools/lint_query\s+\d+s$`))
 		Expect(lines[3]).To(MatchRegexp(`^lint_refund\s+crm-tools\s+Published\s+`))
 
 		out, errOut, code := run("tools", "-n", "shop")
@@ -91,7 +91,7 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 
 		out, _, _ = run("tools", "-A", "-o", "wide")
 		Expect(out).To(MatchRegexp(`(?m)^NAMESPACE\s+NAME\s+OWNER\s+STATE\s+ENDPOINT\s+AGE\s+SOURCE NAME\s+SCHEMA DIGEST\s+MCP$`))
-		Expect(out).To(MatchRegexp(`(?m)^crm\s+lint_query\s+crm-tools\s+Published\s+\S+\s+\S+\s+lint_query\s+sha256:[0-9a-f]{12}\s+http://crm-tools\.crm\.svc:8080/mcp$`))
+		Expect(out).To(MatchRegexp(`(?m)^crm\s+lint_query\s+crm-tools\s+Published\s+\S+\s+\S+\s+lint_query\s+sha256:[0-9a-f]{12}\s+http://crm-tools\.crm\.svc\.cluster\.local:8080/mcp$`))
 	})
 
 	It("tools --conflicts lists each contested name with every claimant, the owner first", func() {
@@ -117,7 +117,7 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		Expect(out).To(MatchRegexp(`(?m)^Owner:\s+ToolSet crm/crm-tools$`))
 		Expect(out).To(MatchRegexp(`(?m)^State:\s+Published$`))
 		Expect(out).To(MatchRegexp(`(?m)^Schema Digest:\s+sha256:[0-9a-f]{64}$`))
-		Expect(out).To(MatchRegexp(`(?m)^\s+Invoke:\s+http://crm-tools\.crm\.svc:8080/tools/lint_refund$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+Invoke:\s+http://crm-tools\.crm\.svc\.cluster\.local:8080/tools/lint_refund$`))
 		Expect(out).To(MatchRegexp(`(?m)^\s+crm/crm-tools\s+Published\s+-$`))
 		Expect(out).To(MatchRegexp(`(?m)^\s+shop/shop-tools\s+Conflicted\s+the name is owned by ToolSet crm/crm-tools$`))
 		Expect(out).To(ContainSubstring(`"enum": [`))
@@ -262,7 +262,7 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		Expect(kc("plugin", "list")).To(ContainSubstring(filepath.Join(dir, "kubectl-toolplane")))
 		out := kc("toolplane", "tools", "-n", "crm")
 		Expect(out).To(MatchRegexp(`(?m)^NAME\s+OWNER\s+STATE\s+ENDPOINT\s+AGE$`))
-		Expect(out).To(MatchRegexp(`(?m)^lint_query\s+crm-tools\s+Published\s+http://crm-tools\.crm\.svc:8080/tools/lint_query\s+\d+s$`))
+		Expect(out).To(MatchRegexp(`(?m)^lint_query\s+crm-tools\s+Published\s+http://crm-tools\.crm\.svc\.cluster\.local:8080/tools/lint_query\s+\d+s$`))
 		Expect(kc("toolplane", "--help")).To(ContainSubstring("kubectl toolplane lint ./tools.json -n crm --toolset crm-tools"))
 	})
 })

@@ -51,6 +51,7 @@ func main() {
 		maxScrapesPerNS    int
 		maxIdleScrapeConns int
 		podSelector        string
+		clusterDomain      string
 		ceilings           controllers.Ceilings
 		watchNamespaces    string
 	)
@@ -85,6 +86,8 @@ func main() {
 	flag.IntVar(&maxIdleScrapeConns, "max-idle-scrape-connections", controllers.DefaultMaxIdleScrapeConnections,
 		"The most connections to Pods kept open between scrapes, across all ToolSets (about 20 KiB each); "+
 			"past it, ToolSets connect anew each round. 0 keeps none.")
+	flag.StringVar(&clusterDomain, "cluster-domain", controllers.DefaultClusterDomain,
+		"The cluster's DNS domain: endpoints name Services as <service>.<namespace>.svc.<cluster-domain>.")
 	flag.StringVar(&podSelector, "pod-label-selector", "",
 		"A label selector that scopes the Pod cache, for large clusters: only Pods it matches are cached, watched and scraped. "+
 			"Empty caches every Pod (the default); see the README for what each costs in memory.")
@@ -164,6 +167,9 @@ func main() {
 				// reconciler reads is kept.
 				// With --pod-label-selector, only the Pods it matches.
 				&corev1.Pod{}: podCache,
+				// Every Service, to refuse those a ToolSet names that could
+				// route outside its namespace; only their type and selector.
+				&corev1.Service{}: {Transform: controllers.TrimServiceForCache},
 			},
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// Nil, every namespace; otherwise ToolSets and Pods are cached
@@ -202,6 +208,7 @@ func main() {
 		MaxIdleScrapeConnections:         noneIfZero(maxIdleScrapeConns),
 		MaxResponseBytes:                 maxResponseSize,
 		Ceilings:                         ceilings,
+		ClusterDomain:                    clusterDomain,
 	}).SetupWithManager(mgr); err != nil {
 		log.Error(err, "Unable to set up the ToolSet reconciler")
 		os.Exit(1)

@@ -66,9 +66,9 @@ func TestDemo(t *testing.T) {
 	text := out.String()
 	for _, want := range []string{
 		// The table: every tool with its owner, state and Service endpoint.
-		`get_weather\s+weather/weather-tools\s+Published\s+http://weather-tools\.weather\.svc:8080/tools/get_weather\n`,
-		`crm_evaluate_transaction_risk\s+crm/crm-tools\s+Published\s+http://crm-tools\.crm\.svc:8080/tools/evaluate_transaction_risk\n`,
-		`typed_echo\s+crm/assistant-tools\s+Published\s+http://assistant-tools\.crm\.svc:8080/tools/typed_echo\n`,
+		`get_weather\s+weather/weather-tools\s+Published\s+http://weather-tools\.weather\.svc\.cluster\.local:8080/tools/get_weather\n`,
+		`crm_evaluate_transaction_risk\s+crm/crm-tools\s+Published\s+http://crm-tools\.crm\.svc\.cluster\.local:8080/tools/evaluate_transaction_risk\n`,
+		`typed_echo\s+crm/assistant-tools\s+Published\s+http://assistant-tools\.crm\.svc\.cluster\.local:8080/tools/typed_echo\n`,
 		`9 tools, revision sha256:`,
 		// The conflict, from the loser's status.
 		`crm/assistant-tools\s+get_weather\s+Conflicted\s+weather/weather-tools\n`,

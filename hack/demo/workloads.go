@@ -20,7 +20,7 @@ import (
 )
 
 // servicePort is the port of every workload's Service, as in a cluster; the
-// agent's dialer maps <service>.<namespace>.svc:servicePort to the loopback
+// agent's dialer maps <service>.<namespace>.svc.cluster.local:servicePort to the loopback
 // port the workload really listens on.
 const servicePort = 8080
 
@@ -65,7 +65,7 @@ func (wl *workload) ref() spec.ObjectReference {
 // serviceHost is the host:port at which the table tells agents to reach the
 // workload.
 func (wl *workload) serviceHost() string {
-	return fmt.Sprintf("%s.%s.svc:%d", wl.name, wl.namespace, servicePort)
+	return fmt.Sprintf("%s.%s.svc.cluster.local:%d", wl.name, wl.namespace, servicePort)
 }
 
 // start runs example-tools on a free loopback port and waits until it serves

@@ -195,7 +195,7 @@ func toolState(s *snapshot, i int) (string, string) {
 	if s.routes[i] != "" {
 		return "Published", ""
 	}
-	if _, err := invokeRoute(&s.table.Tools[i]); err != nil {
+	if _, err := invokeRoute(&s.table.Tools[i], s.clusterDomain); err != nil {
 		return "Unroutable", err.Error()
 	}
 	return "Unroutable", ""

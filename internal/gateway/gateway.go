@@ -203,7 +203,7 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 	if t == nil {
 		return fmt.Errorf("%w: no table", spec.ErrTableMalformed)
 	}
-	s, err := newSnapshot(t, time.Now())
+	s, err := newSnapshot(t, time.Now(), g.opts.ClusterDomain)
 	if err != nil {
 		g.metrics.rejected.WithLabelValues("invalid").Inc()
 		return err
@@ -231,7 +231,7 @@ func (g *Gateway) snapshot() *snapshot {
 }
 
 var emptySnapshot = func() *snapshot {
-	s, err := newSnapshot(&spec.Table{SchemaVersion: spec.SchemaVersion, Revision: spec.TableRevision(nil), Tools: []spec.TableTool{}}, time.Time{})
+	s, err := newSnapshot(&spec.Table{SchemaVersion: spec.SchemaVersion, Revision: spec.TableRevision(nil), Tools: []spec.TableTool{}}, time.Time{}, "")
 	if err != nil {
 		panic(err)
 	}
@@ -314,7 +314,7 @@ func newWorkloadClient(o *Options) *http.Client {
 	if o.DialContext != nil {
 		tr.DialContext = o.DialContext
 	} else {
-		tr.DialContext = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		tr.DialContext = rootedDialer(&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}, o.ClusterDomain)
 	}
 	return &http.Client{
 		Transport: tr,

@@ -3,10 +3,14 @@ package gateway_test
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -15,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/internal/gateway"
+	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -293,6 +298,60 @@ func TestEndpointsOutsideTheOwnersNamespaceAreNotRouted(t *testing.T) {
 	}
 	if _, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "evil"}); err == nil {
 		t.Error("a tool routed outside its namespace was called")
+	}
+}
+
+// The gateway refuses exactly what toolkit/discovery refuses: a name with
+// more labels after ".svc", or another cluster domain, is no Service of
+// the tool's namespace, however the dialer would resolve it. Both the
+// gateway and a discovery client are given the same table.
+func TestTheGatewayRoutesOnlyWhatDiscoveryWouldCall(t *testing.T) {
+	wl := newWorkload(t, "crm", "tools", "", echoTool("echo"))
+	base := wl.tableTools()[0]
+	endpoints := map[string]bool{
+		"http://tools.crm.svc.cluster.local:8080/tools/echo":                  true,
+		"http://tools.crm.svc:8080/tools/echo":                                true, // an older table's name, dialed fully qualified
+		"http://tools.crm.svc.attacker.example:8080/tools/echo":               false,
+		"http://tools.crm.svc.cluster.local.attacker.example:8080/tools/echo": false,
+		"http://tools.crm.svc.corp.example:8080/tools/echo":                   false,
+		"http://x.tools.crm.svc.cluster.local:8080/tools/echo":                false,
+	}
+	r := new(routes).add(wl)
+	var tools []spec.TableTool
+	i := 0
+	for e := range endpoints {
+		tt := base
+		tt.Name = fmt.Sprintf("t%d", i)
+		tt.Endpoints = &spec.Endpoints{Invoke: e, MCP: e}
+		tools = append(tools, tt)
+		// Whatever the dialer would reach for the name, the gateway must
+		// not ask for it.
+		if u, err := url.Parse(e); err == nil {
+			r.set(u.Host, wl.srv.Listener.Addr().String())
+		}
+		i++
+	}
+	g, gwURL := newGateway(t, r, gateway.Options{})
+	tbl := table(tools)
+	if err := g.SetTable(tbl); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, gwURL+"/mcp", "2026-07-28", nil, nil)
+	// The client's transport never connects: only its refusal counts.
+	dc := discovery.Client{HTTPClient: &http.Client{Transport: &http.Transport{
+		DialContext: func(context.Context, string, string) (net.Conn, error) { return nil, errors.New("not dialed") },
+	}}}
+	if err := dc.SetTable(tbl); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range tbl.Tools {
+		want := endpoints[tt.Endpoints.Invoke]
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: tt.Name, Arguments: map[string]any{"text": "a", "count": 1}})
+		routed := err == nil && !res.IsError
+		_, derr := dc.Call(bounded(t), tt.Name, nil)
+		if routed != want || errors.Is(derr, discovery.ErrForeignEndpoint) == want {
+			t.Errorf("%s: routed by the gateway %v (%v), refused by discovery %v; want routed %v", tt.Endpoints.Invoke, routed, err, derr, want)
+		}
 	}
 }
 

@@ -60,7 +60,7 @@ func hangTool() *toolkit.Tool {
 }
 
 // workload is a toolkit server on loopback, standing in for the Pods behind
-// Service <service>.<namespace>.svc:8080.
+// Service <service>.<namespace>.svc.cluster.local:8080.
 type workload struct {
 	namespace, service string
 	prefix             string
@@ -83,7 +83,9 @@ func newWorkload(t testing.TB, namespace, service, prefix string, tools ...*tool
 	return &workload{namespace: namespace, service: service, prefix: prefix, reg: reg, srv: srv}
 }
 
-func (w *workload) host() string { return fmt.Sprintf("%s.%s.svc:8080", w.service, w.namespace) }
+func (w *workload) host() string {
+	return fmt.Sprintf("%s.%s.svc.cluster.local:8080", w.service, w.namespace)
+}
 
 // tableTools are the workload's tools as the operator publishes them.
 func (w *workload) tableTools() []spec.TableTool {

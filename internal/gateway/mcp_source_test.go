@@ -123,8 +123,8 @@ func TestMCPServersAreCalledWithToolsCall(t *testing.T) {
 	t.Cleanup(goSrv.Close)
 
 	r := new(routes)
-	r.set("ts.apps.svc:8080", tsAddr)
-	r.set("gomcp.apps.svc:8080", goSrv.Listener.Addr().String())
+	r.set("ts.apps.svc.cluster.local:8080", tsAddr)
+	r.set("gomcp.apps.svc.cluster.local:8080", goSrv.Listener.Addr().String())
 	tbl := table(mcpTableTools("apps", "ts", "/mcp", "ts_look", "fail"), mcpTableTools("apps", "gomcp", "/mcp", "go_image"))
 	g, url := newGateway(t, r, gateway.Options{CallTimeout: 20 * time.Second})
 	if err := g.SetTable(tbl); err != nil {
@@ -232,7 +232,7 @@ func startEverything(t *testing.T) string {
 func TestServerEverythingIsCalledThroughTheGateway(t *testing.T) {
 	addr := startEverything(t)
 	r := new(routes)
-	r.set("everything.ref.svc:8080", addr)
+	r.set("everything.ref.svc.cluster.local:8080", addr)
 	g, url := newGateway(t, r, gateway.Options{CallTimeout: 20 * time.Second})
 	if err := g.SetTable(table(mcpTableTools("ref", "everything", "/mcp", "echo", "get-tiny-image"))); err != nil {
 		t.Fatal(err)
@@ -260,7 +260,7 @@ func TestServerEverythingIsCalledThroughTheGateway(t *testing.T) {
 // server that is gone, naming the tool, as it does for a toolkit workload.
 func TestADeadMCPServerGivesAnErrorResult(t *testing.T) {
 	r := new(routes)
-	r.set("gone.apps.svc:8080", "127.0.0.1:1")
+	r.set("gone.apps.svc.cluster.local:8080", "127.0.0.1:1")
 	g, url := newGateway(t, r, gateway.Options{CallTimeout: 5 * time.Second})
 	if err := g.SetTable(table(mcpTableTools("apps", "gone", "/mcp", "gone_tool"))); err != nil {
 		t.Fatal(err)

@@ -205,11 +205,18 @@ type Options struct {
 	// be a lie. The answers given are kept either way, so the next request
 	// goes further. Zero means [DefaultMaxReviewsPerRequest].
 	MaxReviewsPerRequest int
+	// ClusterDomain is the cluster's DNS domain; empty means
+	// discovery.DefaultClusterDomain (cluster.local). A tool is routed only
+	// to a Service of its own namespace, named
+	// <service>.<namespace>.svc.<ClusterDomain> (see
+	// discovery.CheckServiceEndpoint), and dialed with a final dot, so that
+	// the resolver's search path is never walked.
+	ClusterDomain string
 
 	// DialContext, if set, dials the workloads' endpoints instead of a
-	// net.Dialer. The table names workloads by Service DNS names
-	// (name.namespace.svc:port); outside a cluster (tests, the demo) a
-	// dialer stands in for cluster DNS.
+	// net.Dialer. The gateway dials workloads by fully qualified Service
+	// DNS names (name.namespace.svc.<ClusterDomain>:port); outside a
+	// cluster (tests, the demo) a dialer stands in for cluster DNS.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// Propagator carries the caller's trace context from its request's

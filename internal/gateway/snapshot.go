@@ -2,8 +2,11 @@ package gateway
 
 import (
 	"bytes"
+	"cmp"
 	"compress/gzip"
+	"context"
 	"fmt"
+	"net"
 	"net/url"
 	"sort"
 	"strings"
@@ -11,6 +14,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/search"
 	"github.com/toolplane/toolplane/toolkit/server"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -22,6 +26,8 @@ import (
 type snapshot struct {
 	table  *spec.Table
 	loaded time.Time
+	// clusterDomain is the DNS domain the routes were checked against.
+	clusterDomain string
 	// byName maps a published name to its index in table.Tools.
 	byName map[string]int
 	// tools are the table's tools as MCP serves them, in table order.
@@ -46,7 +52,9 @@ type snapshot struct {
 	search *search.Index
 }
 
-func newSnapshot(t *spec.Table, now time.Time) (*snapshot, error) {
+// newSnapshot indexes t for serving. clusterDomain is the cluster's DNS
+// domain, for the routes (empty means discovery.DefaultClusterDomain).
+func newSnapshot(t *spec.Table, now time.Time, clusterDomain string) (*snapshot, error) {
 	if !sort.SliceIsSorted(t.Tools, func(i, j int) bool { return t.Tools[i].Name < t.Tools[j].Name }) {
 		tools := append([]spec.TableTool(nil), t.Tools...)
 		spec.SortTableTools(tools)
@@ -55,13 +63,14 @@ func newSnapshot(t *spec.Table, now time.Time) (*snapshot, error) {
 		t = &c
 	}
 	s := &snapshot{
-		table:       t,
-		loaded:      now,
-		byName:      make(map[string]int, len(t.Tools)),
-		tools:       make([]*mcp.Tool, len(t.Tools)),
-		routes:      make([]string, len(t.Tools)),
-		byNamespace: map[string][]int{},
-		byToolSet:   map[spec.ObjectReference][]int{},
+		table:         t,
+		loaded:        now,
+		clusterDomain: clusterDomain,
+		byName:        make(map[string]int, len(t.Tools)),
+		tools:         make([]*mcp.Tool, len(t.Tools)),
+		routes:        make([]string, len(t.Tools)),
+		byNamespace:   map[string][]int{},
+		byToolSet:     map[spec.ObjectReference][]int{},
 	}
 	for i := range t.Tools {
 		tt := &t.Tools[i]
@@ -73,7 +82,7 @@ func newSnapshot(t *spec.Table, now time.Time) (*snapshot, error) {
 		}
 		s.byName[tt.Name] = i
 		s.tools[i] = mcpTool(tt)
-		route, err := invokeRoute(tt)
+		route, err := invokeRoute(tt, clusterDomain)
 		if err != nil {
 			s.unroutable = append(s.unroutable, err.Error())
 			continue
@@ -161,52 +170,70 @@ func (v view) after(s *snapshot, name string) []int {
 }
 
 // invokeRoute returns the URL at which the gateway calls t: its invoke
-// endpoint, checked to be a Service of its own ToolSet's namespace
-// (<service>.<namespace>.svc, any cluster domain after it) and to name the
-// tool's source name. The operator builds endpoints that way; the check
-// keeps a table that says otherwise from sending callers' arguments
-// anywhere else.
+// endpoint, checked by discovery.CheckServiceEndpoint (a Service of its own
+// ToolSet's namespace, <service>.<namespace>.svc.<cluster domain> or the
+// <service>.<namespace>.svc of older tables, and nothing else after ".svc")
+// and to name the tool's source name. The operator builds endpoints that
+// way; the check keeps a table that says otherwise from sending callers'
+// arguments anywhere else, and is the one toolkit/discovery applies, so
+// that an agent and the gateway refuse the same endpoints. The URL returned
+// has the host fully qualified, which the gateway's dialer resolves as
+// rooted: no name it dials walks the resolver's search path.
 //
 // A tool of protocol MCP (an MCP server toolkit did not write) is routed to
 // its MCP endpoint instead, checked the same way but for the path, which is
 // the server's own: the gateway calls it with tools/call.
-func invokeRoute(t *spec.TableTool) (string, error) {
+func invokeRoute(t *spec.TableTool, clusterDomain string) (string, error) {
 	if t.IsMCP() {
-		return mcpRoute(t)
+		return mcpRoute(t, clusterDomain)
 	}
 	if t.Endpoints == nil || t.Endpoints.Invoke == "" {
 		return "", fmt.Errorf("tool %s of ToolSet %s has no invoke endpoint", t.Name, t.ToolSet)
 	}
-	u, err := url.Parse(t.Endpoints.Invoke)
+	u, err := serviceRoute(t, "invoke", t.Endpoints.Invoke, clusterDomain)
 	if err != nil {
-		return "", fmt.Errorf("tool %s of ToolSet %s: invoke endpoint: %w", t.Name, t.ToolSet, err)
+		return "", err
 	}
-	labels := strings.Split(u.Hostname(), ".")
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https", u.User != nil, u.RawQuery != "", u.Fragment != "":
-		return "", fmt.Errorf("tool %s of ToolSet %s: invoke endpoint %q is not a plain http(s) URL", t.Name, t.ToolSet, t.Endpoints.Invoke)
-	case len(labels) < 3 || labels[1] != t.ToolSet.Namespace || labels[2] != "svc" || labels[0] == "":
-		return "", fmt.Errorf("tool %s of ToolSet %s: invoke endpoint %q is not a Service of namespace %s", t.Name, t.ToolSet, t.Endpoints.Invoke, t.ToolSet.Namespace)
-	case u.EscapedPath() != spec.InvokePrefix+url.PathEscape(t.SourceName) && u.Path != spec.InvokePrefix+t.SourceName:
+	if u.EscapedPath() != spec.InvokePrefix+url.PathEscape(t.SourceName) && u.Path != spec.InvokePrefix+t.SourceName {
 		return "", fmt.Errorf("tool %s of ToolSet %s: invoke endpoint %q does not name its source tool %s", t.Name, t.ToolSet, t.Endpoints.Invoke, t.SourceName)
 	}
 	return u.String(), nil
 }
 
-func mcpRoute(t *spec.TableTool) (string, error) {
+func mcpRoute(t *spec.TableTool, clusterDomain string) (string, error) {
 	if t.Endpoints == nil || t.Endpoints.MCP == "" {
 		return "", fmt.Errorf("tool %s of ToolSet %s has no MCP endpoint", t.Name, t.ToolSet)
 	}
-	u, err := url.Parse(t.Endpoints.MCP)
+	u, err := serviceRoute(t, "MCP", t.Endpoints.MCP, clusterDomain)
 	if err != nil {
-		return "", fmt.Errorf("tool %s of ToolSet %s: MCP endpoint: %w", t.Name, t.ToolSet, err)
-	}
-	labels := strings.Split(u.Hostname(), ".")
-	switch {
-	case u.Scheme != "http" && u.Scheme != "https", u.User != nil, u.RawQuery != "", u.Fragment != "":
-		return "", fmt.Errorf("tool %s of ToolSet %s: MCP endpoint %q is not a plain http(s) URL", t.Name, t.ToolSet, t.Endpoints.MCP)
-	case len(labels) < 3 || labels[1] != t.ToolSet.Namespace || labels[2] != "svc" || labels[0] == "":
-		return "", fmt.Errorf("tool %s of ToolSet %s: MCP endpoint %q is not a Service of namespace %s", t.Name, t.ToolSet, t.Endpoints.MCP, t.ToolSet.Namespace)
+		return "", err
 	}
 	return u.String(), nil
+}
+
+// serviceRoute checks one endpoint of t by the shared rule, and refuses a
+// query or a fragment besides, which the gateway's calls never carry.
+func serviceRoute(t *spec.TableTool, which, endpoint, clusterDomain string) (*url.URL, error) {
+	u, err := discovery.CheckServiceEndpoint(endpoint, t.ToolSet.Namespace, clusterDomain)
+	if err != nil {
+		return nil, fmt.Errorf("tool %s of ToolSet %s: %s endpoint %q: %w", t.Name, t.ToolSet, which, endpoint, err)
+	}
+	if u.RawQuery != "" || u.Fragment != "" || u.ForceQuery {
+		return nil, fmt.Errorf("tool %s of ToolSet %s: %s endpoint %q is not a plain http(s) URL", t.Name, t.ToolSet, which, endpoint)
+	}
+	return u, nil
+}
+
+// rootedDialer dials the fully qualified Service names the routes hold
+// (invokeRoute) with a final dot, so that the resolver takes them as they
+// are: a name of fewer dots than ndots (5 in a Pod) is first tried under
+// every domain of the search path, and one of those could answer for it.
+func rootedDialer(d *net.Dialer, clusterDomain string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	suffix := ".svc." + strings.ToLower(strings.Trim(cmp.Or(clusterDomain, discovery.DefaultClusterDomain), "."))
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if host, port, err := net.SplitHostPort(addr); err == nil && strings.HasSuffix(host, suffix) {
+			addr = net.JoinHostPort(host+".", port)
+		}
+		return d.DialContext(ctx, network, addr)
+	}
 }

@@ -44,7 +44,7 @@ func newWorkload(namespace, service, prefix string, tools ...*toolkit.Tool) *wor
 }
 
 func (w *workload) host() string {
-	return fmt.Sprintf("%s.%s.svc:%d", w.service, w.namespace, servicePort)
+	return fmt.Sprintf("%s.%s.svc.cluster.local:%d", w.service, w.namespace, servicePort)
 }
 func (w *workload) addr() string { return w.srv.Listener.Addr().String() }
 

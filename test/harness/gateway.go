@@ -14,8 +14,9 @@ type Gateway struct {
 	Kubeconfig string
 	// TableNamespace is passed as --table-namespace.
 	TableNamespace string
-	// Resolve maps workload Service hosts (name.namespace.svc:port) to the
-	// loopback addresses to dial instead, passed as --resolve.
+	// Resolve maps workload Service hosts
+	// (name.namespace.svc.cluster.local:port, as the gateway dials them) to
+	// the loopback addresses to dial instead, passed as --resolve.
 	Resolve map[string]string
 	// Args are further flags.
 	Args []string

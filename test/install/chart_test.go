@@ -61,6 +61,7 @@ var _ = Describe("The Helm chart", func() {
 			"--table-restore-timeout=2m",
 			"--max-concurrent-scrapes=32",
 			"--max-response-bytes=4194304",
+			"--cluster-domain=cluster.local",
 			"--zap-log-level=info",
 		))
 		Expect(d.Spec.Template.Spec.Containers[0].Image).To(Equal("ghcr.io/toolplane/toolplane:0.1.0"))
@@ -103,6 +104,7 @@ var _ = Describe("The Helm chart", func() {
 			"--table-restore-timeout=90s",
 			"--max-concurrent-scrapes=8",
 			"--max-response-bytes=16777216",
+			"--cluster-domain=corp.example",
 			"--zap-log-level=debug",
 			"--zap-encoder=console",
 		))

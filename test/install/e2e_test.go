@@ -180,7 +180,7 @@ var _ = Describe("An install from the chart", Ordered, func() {
 			Expect(t.ToolSet.Namespace).To(Equal(samplesNS))
 			Expect(t.ToolSet.Name).To(Equal("example-tools"))
 			Expect(t.Endpoints).NotTo(BeNil())
-			Expect(t.Endpoints.Invoke).To(Equal(fmt.Sprintf("http://example-tools.%s.svc:8080/tools/%s", samplesNS, t.SourceName)))
+			Expect(t.Endpoints.Invoke).To(Equal(fmt.Sprintf("http://example-tools.%s.svc.cluster.local:8080/tools/%s", samplesNS, t.SourceName)))
 		}
 		// The README and the sample's comments list these.
 		Expect(names).To(ConsistOf("typed_echo", "query_customer", "get_weather", "evaluate_transaction_risk",

@@ -47,7 +47,7 @@ var _ = Describe("The chart's gateway", func() {
 		Expect(ok).To(BeTrue())
 		Expect(c.Command).To(Equal([]string{"/gateway"}))
 		Expect(c.Image).To(Equal("ghcr.io/toolplane/toolplane:0.1.0"))
-		Expect(c.Args).To(ContainElements("--addr=:8080", "--table-namespace=toolplane-system", "--table-name=toolplane-tools", "--auth=none"))
+		Expect(c.Args).To(ContainElements("--addr=:8080", "--table-namespace=toolplane-system", "--table-name=toolplane-tools", "--cluster-domain=cluster.local", "--auth=none"))
 		Expect(d.Spec.Template.Spec.ServiceAccountName).To(Equal("toolplane-gateway"))
 
 		podLabels := labels.Set(d.Spec.Template.Labels)
@@ -105,7 +105,7 @@ var _ = Describe("The chart's gateway", func() {
 		custom := helmTemplate("custom", "ops", "-f", customValues)
 		c, _ := gatewayContainer(fromUnstructured[appsv1.Deployment](custom.ofKind("Deployment").gateway()[0]))
 		Expect(c.Args).To(ContainElements("--auth=kubernetes", "--token-audience=toolplane-gateway", "--sessions",
-			"--table-namespace=agents", "--metrics-bind-address=0", "--list-ttl=5s",
+			"--table-namespace=agents", "--metrics-bind-address=0", "--list-ttl=5s", "--cluster-domain=corp.example",
 			"--auth-deny-cache-ttl=30s", "--auth-qps=50.5", "--auth-burst=80", "--max-reviews-per-request=300"))
 	})
 

@@ -118,6 +118,9 @@ var _ = Describe("RBAC", func() {
 			{"update", "coordination.k8s.io", "leases", "", tableNS},
 			{"list", "", "pods", "", ""},
 			{"watch", "", "pods", "", ""},
+			{"list", "", "services", "", ""},
+			{"watch", "", "services", "", ""},
+			{"get", "", "services", "", otherNS},
 			{"get", "", "secrets", "", otherNS},
 			{"get", "", "configmaps", "", otherNS},
 			{"watch", "toolplane.io", "toolsets", "", ""},
@@ -135,6 +138,8 @@ var _ = Describe("RBAC", func() {
 			{"update", "toolplane.io", "toolsets", "", otherNS},
 			{"delete", "toolplane.io", "toolsets", "", otherNS},
 			{"delete", "", "pods", "", otherNS},
+			{"update", "", "services", "", otherNS},
+			{"create", "", "services", "", tableNS},
 			{"create", "", "pods", "", tableNS},
 			{"get", "apps", "deployments", "", otherNS},
 		}

@@ -51,10 +51,11 @@ var _ = Describe("An install limited by watchNamespaces", func() {
 			return review.Status.Allowed
 		}
 		Eventually(func(ctx context.Context) bool {
-			return can(ctx, "list", "pods", watchedNS) && can(ctx, "watch", "toolsets", watchedNS) && can(ctx, "get", "secrets", watchedNS)
+			return can(ctx, "list", "pods", watchedNS) && can(ctx, "watch", "toolsets", watchedNS) && can(ctx, "get", "secrets", watchedNS) &&
+				can(ctx, "watch", "services", watchedNS)
 		}).WithContext(ctx).WithTimeout(eventuallyTimeout).Should(BeTrue())
 		for _, denied := range []struct{ verb, resource, namespace string }{
-			{"list", "pods", otherNS}, {"list", "pods", ""}, {"watch", "toolsets", otherNS},
+			{"list", "pods", otherNS}, {"list", "pods", ""}, {"watch", "toolsets", otherNS}, {"list", "services", otherNS}, {"watch", "services", ""},
 			{"list", "toolsets", ""}, {"get", "secrets", otherNS}, {"get", "configmaps", otherNS},
 		} {
 			Expect(can(ctx, denied.verb, denied.resource, denied.namespace)).To(BeFalse(), "%+v allowed", denied)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -167,37 +168,70 @@ func unwrapURLError(err error) error {
 }
 
 // checkEndpoint refuses an endpoint that the operator would never publish
-// for the tool: another scheme, credentials in the URL, or a host that is
-// not <service>.<namespace>.svc[.<domain>] in the namespace of the tool's
-// own ToolSet.
+// for the tool: see [CheckServiceEndpoint].
 func checkEndpoint(tool *spec.TableTool, endpoint, domain string) error {
-	refuse := func(why string) error {
+	if _, why := serviceEndpoint(endpoint, tool.ToolSet.Namespace, domain); why != "" {
 		return fmt.Errorf("%w: tool %s (ToolSet %s): %s", ErrForeignEndpoint, tool.Name, tool.ToolSet, why)
 	}
+	return nil
+}
+
+// CheckServiceEndpoint is the rule that decides whether a table endpoint
+// may be called, shared by [Client.Call] and the toolplane gateway, so that
+// both refuse exactly the same endpoints. endpoint must be an http or https
+// URL without credentials whose host is a Service of namespace:
+// <service>.<namespace>.svc.<clusterDomain>, as the operator publishes it,
+// or <service>.<namespace>.svc, as tables written before it did; either
+// may end in a dot. Any other host, another namespace's Service or a name
+// with more labels after ".svc" (tools.crm.svc.attacker.example) included,
+// is refused with [ErrForeignEndpoint]. An empty clusterDomain means
+// [DefaultClusterDomain].
+//
+// It returns the endpoint with its host fully qualified
+// (<service>.<namespace>.svc.<clusterDomain>, no final dot), the name the
+// operator publishes: a caller that dials it should resolve it as rooted
+// (with a final dot), so that the resolver's search path (ndots:5 in a
+// Pod) is never walked. The URL's query and fragment are kept, for the
+// caller to judge.
+func CheckServiceEndpoint(endpoint, namespace, clusterDomain string) (*url.URL, error) {
+	u, why := serviceEndpoint(endpoint, namespace, clusterDomain)
+	if why != "" {
+		return nil, fmt.Errorf("%w: %s", ErrForeignEndpoint, why)
+	}
+	return u, nil
+}
+
+// serviceEndpoint is CheckServiceEndpoint, with why an endpoint is refused
+// ("" when it is not).
+func serviceEndpoint(endpoint, namespace, clusterDomain string) (*url.URL, string) {
 	u, err := url.Parse(endpoint)
 	if err != nil {
-		return refuse("the endpoint is not a URL")
+		return nil, "the endpoint is not a URL"
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return refuse(fmt.Sprintf("scheme %q is not http or https", u.Scheme))
+		return nil, fmt.Sprintf("scheme %q is not http or https", u.Scheme)
 	}
 	if u.User != nil {
-		return refuse("the endpoint carries credentials")
+		return nil, "the endpoint carries credentials"
 	}
-	host := strings.ToLower(u.Hostname())
-	ns := tool.ToolSet.Namespace
-	if !isDNSLabel(ns) {
-		return refuse(fmt.Sprintf("the tool's ToolSet namespace %q is not a namespace name", ns))
+	if !isDNSLabel(namespace) {
+		return nil, fmt.Sprintf("the tool's ToolSet namespace %q is not a namespace name", namespace)
 	}
-	domain = strings.ToLower(strings.Trim(cmp.Or(domain, DefaultClusterDomain), "."))
-	rest, ok := strings.CutSuffix(host, "."+ns+".svc."+domain)
+	domain := strings.ToLower(strings.Trim(cmp.Or(clusterDomain, DefaultClusterDomain), "."))
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	rest, ok := strings.CutSuffix(host, "."+namespace+".svc."+domain)
 	if !ok {
-		rest, ok = strings.CutSuffix(host, "."+ns+".svc")
+		rest, ok = strings.CutSuffix(host, "."+namespace+".svc")
 	}
 	if !ok || !isDNSLabel(rest) {
-		return refuse(fmt.Sprintf("host %q is not a Service of namespace %s (<service>.%s.svc)", host, ns, ns))
+		return nil, fmt.Sprintf("host %q is not a Service of namespace %s (<service>.%s.svc.%s)", host, namespace, namespace, domain)
 	}
-	return nil
+	fq := *u
+	fq.Host = rest + "." + namespace + ".svc." + domain
+	if p := u.Port(); p != "" {
+		fq.Host = net.JoinHostPort(fq.Host, p)
+	}
+	return &fq, ""
 }
 
 // isDNSLabel says whether s is one DNS label: what a Service name is.

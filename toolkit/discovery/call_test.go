@@ -302,3 +302,40 @@ func TestCallRefusesRedirects(t *testing.T) {
 		t.Fatal("the redirect was followed")
 	}
 }
+
+// CheckServiceEndpoint is the one rule of what may be called, shared with
+// the gateway: a Service of the tool's own namespace, the cluster domain or
+// nothing after ".svc", and the host returned fully qualified.
+func TestCheckServiceEndpoint(t *testing.T) {
+	ok := []struct{ endpoint, domain, want string }{
+		{"http://tools.crm.svc.cluster.local:8080/tools/q", "", "http://tools.crm.svc.cluster.local:8080/tools/q"},
+		{"http://tools.crm.svc:8080/tools/q", "", "http://tools.crm.svc.cluster.local:8080/tools/q"},
+		{"https://tools.crm.svc.cluster.local./mcp", "", "https://tools.crm.svc.cluster.local/mcp"},
+		{"http://Tools.CRM.svc:80/mcp", "", "http://tools.crm.svc.cluster.local:80/mcp"},
+		{"http://tools.crm.svc.corp.example:8080/mcp", "corp.example.", "http://tools.crm.svc.corp.example:8080/mcp"},
+	}
+	for _, c := range ok {
+		u, err := discovery.CheckServiceEndpoint(c.endpoint, "crm", c.domain)
+		if err != nil || u.String() != c.want {
+			t.Errorf("CheckServiceEndpoint(%q, crm, %q) = %v, %v; want %s", c.endpoint, c.domain, u, err, c.want)
+		}
+	}
+	refused := []string{
+		"http://tools.crm.svc.attacker.example:8080/mcp", // a suffix after .svc
+		"http://tools.crm.svc.cluster.local.attacker.example/mcp",
+		"http://tools.crm.svc.corp.example:8080/mcp",    // another cluster domain
+		"http://tools.evil.svc.cluster.local:8080/mcp",  // another namespace
+		"http://a.tools.crm.svc.cluster.local:8080/mcp", // more than one label before it
+		"http://crm.svc.cluster.local/mcp", "http://.crm.svc/mcp",
+		"http://crm-tools.crm.svc.cluster.local@evil.example/mcp",
+		"http://u:p@tools.crm.svc:8080/mcp", "ftp://tools.crm.svc/mcp", "http://10.0.0.1:8080/mcp", "::",
+	}
+	for _, e := range refused {
+		if u, err := discovery.CheckServiceEndpoint(e, "crm", ""); !errors.Is(err, discovery.ErrForeignEndpoint) {
+			t.Errorf("CheckServiceEndpoint(%q) = %v, %v; want ErrForeignEndpoint", e, u, err)
+		}
+	}
+	if _, err := discovery.CheckServiceEndpoint("http://tools.a.b.svc/mcp", "a.b", ""); !errors.Is(err, discovery.ErrForeignEndpoint) {
+		t.Errorf("a namespace that is no DNS label: %v", err)
+	}
+}

@@ -66,8 +66,8 @@ type Client struct {
 	MaxResponseBytes int64
 	// ClusterDomain is the cluster's DNS domain; empty means
 	// DefaultClusterDomain. Call sends arguments only to an endpoint whose
-	// host is <service>.<namespace>.svc or
-	// <service>.<namespace>.svc.<ClusterDomain>, where namespace is that of
+	// host is <service>.<namespace>.svc.<ClusterDomain> (or the
+	// <service>.<namespace>.svc of older tables), where namespace is that of
 	// the tool's ToolSet, as the operator publishes them; any other host is
 	// refused with [ErrForeignEndpoint]. To reach Services from outside the
 	// cluster, give HTTPClient a transport that dials those names.

@@ -41,9 +41,14 @@
 //
 // Call trusts the table no further than the operator's own rules: it sends
 // arguments only to a Service of the tool's own ToolSet namespace
-// (<service>.<namespace>.svc, optionally followed by Client.ClusterDomain)
-// and never follows a redirect, so that a tampered table cannot send them
-// elsewhere ([ErrForeignEndpoint], [ErrRedirect]).
+// (<service>.<namespace>.svc.<Client.ClusterDomain>, as the operator
+// publishes it, or <service>.<namespace>.svc of older tables) and never
+// follows a redirect, so that a tampered table cannot send them elsewhere
+// ([ErrForeignEndpoint], [ErrRedirect]). The rule is
+// [CheckServiceEndpoint], which the toolplane gateway applies too. The
+// operator publishes fully qualified names so that a Pod's resolver, whose
+// search path (ndots:5) is walked for shorter names, finds no other host
+// for them; a transport that dials them with a final dot never walks it.
 //
 // An agent facing thousands of tools finds the few a task needs instead of
 // offering them all: [Client.Search] ranks the tools of the table the

@@ -122,3 +122,15 @@ func ExampleClient_SearchURL() {
 		fmt.Println(t.Name, t.ToolSet, t.Score)
 	}
 }
+
+// CheckServiceEndpoint says whether an endpoint of a tool of namespace crm
+// may be called, and gives the name to dial.
+func ExampleCheckServiceEndpoint() {
+	u, err := discovery.CheckServiceEndpoint("http://crm-tools.crm.svc:8080/mcp", "crm", "")
+	fmt.Println(u, err)
+	_, err = discovery.CheckServiceEndpoint("http://crm-tools.crm.svc.attacker.example:8080/mcp", "crm", "")
+	fmt.Println(err)
+	// Output:
+	// http://crm-tools.crm.svc.cluster.local:8080/mcp <nil>
+	// discovery: endpoint is not a Service in the tool's namespace: host "crm-tools.crm.svc.attacker.example" is not a Service of namespace crm (<service>.crm.svc.cluster.local)
+}

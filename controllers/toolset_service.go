@@ -1,0 +1,156 @@
+package controllers
+
+import (
+	"context"
+	"fmt"
+	"maps"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// The endpoints the operator publishes name a ToolSet's Service by its
+// cluster DNS name, <name>.<namespace>.svc.<domain>, which the gateway (and
+// any agent) dials. The name says "namespace ns" only if the Service routes
+// to Pods of ns: an ExternalName Service is a CNAME to any host (another
+// namespace's Service included), and a Service without a selector routes
+// to whatever addresses its owner writes into its EndpointSlices. Through
+// either, a tenant would make the gateway, which other namespaces'
+// NetworkPolicies admit, call into a namespace the caller was never
+// authorized for (a confused deputy). So the reconciler reads the Service,
+// and for such a one publishes the tools without endpoints, with
+// ReasonServiceRefused on Ready.
+//
+// The operator refuses these Services rather than publishing addresses it
+// resolved itself: Pod addresses change with every rollout, so the table
+// would be rewritten for each, and a Service name is what TLS certificates,
+// mesh routes and NetworkPolicies are written for. A Service that does not
+// exist (yet) is not refused: its name resolves to nothing, and its
+// creation, or any change of its type or selector, reconciles the ToolSets
+// that name it.
+
+// serviceNameIndex indexes each ToolSet by the name of its spec.service.
+const serviceNameIndex = "toolplane.io/service-name"
+
+func serviceNameIndexValues(obj client.Object) []string {
+	ts, ok := obj.(*v1alpha1.ToolSet)
+	if !ok || ts.Spec.Service == nil {
+		return nil
+	}
+	return []string{ts.Spec.Service.Name}
+}
+
+// toolSetsForService maps a Service to the ToolSets of its namespace that
+// name it.
+func (r *ToolSetReconciler) toolSetsForService(ctx context.Context, obj client.Object) []reconcile.Request {
+	var list v1alpha1.ToolSetList
+	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
+		client.MatchingFields{serviceNameIndex: obj.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
+		return nil
+	}
+	reqs := make([]reconcile.Request, 0, len(list.Items))
+	for i := range list.Items {
+		reqs = append(reqs, reconcile.Request{NamespacedName: types.NamespacedName{Namespace: obj.GetNamespace(), Name: list.Items[i].Name}})
+	}
+	return reqs
+}
+
+// serviceRoutingChanged passes the Service events that can change whether
+// it is refused: its creation and deletion, and a change of its type,
+// external name or selector.
+var serviceRoutingChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*corev1.Service)
+		n, ok2 := e.ObjectNew.(*corev1.Service)
+		return !ok1 || !ok2 || serviceRefusal(o) != serviceRefusal(n)
+	},
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+// serviceRefusal says why svc is not a Service the operator publishes
+// endpoints for, or "" when it is one.
+func serviceRefusal(svc *corev1.Service) string {
+	switch {
+	case svc.Spec.Type == corev1.ServiceTypeExternalName:
+		return fmt.Sprintf("Service %s is of type ExternalName (%s), an alias for a host that need not be in namespace %s",
+			svc.Name, truncate(svc.Spec.ExternalName, 253), svc.Namespace)
+	case len(svc.Spec.Selector) == 0:
+		return fmt.Sprintf("Service %s has no selector: its addresses are whatever its EndpointSlices say, not Pods of namespace %s", svc.Name, svc.Namespace)
+	}
+	return ""
+}
+
+// checkService reads the ToolSet's Service and returns why its endpoints
+// are refused, or "". Only an error reading it is an error.
+func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolSet) (string, error) {
+	if ts.Spec.Service == nil {
+		return "", nil
+	}
+	svc := &corev1.Service{}
+	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}
+	err := r.Client.Get(ctx, key, svc)
+	if apierrors.IsNotFound(err) {
+		// The cache may not have seen a Service created just before the
+		// ToolSet: ask the API server, so that an alias is never published
+		// with endpoints for the moment the cache lags. Only a ToolSet
+		// whose Service is missing costs this read.
+		err = r.APIReader.Get(ctx, key, svc)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("reading Service %s: %w", ts.Spec.Service.Name, err)
+	}
+	return serviceRefusal(svc), nil
+}
+
+// withoutEndpoints returns tools with no endpoints: they keep their names
+// (and their owner), and no agent or gateway can call them.
+func withoutEndpoints(tools []spec.TableTool) []spec.TableTool {
+	out := make([]spec.TableTool, len(tools))
+	for i, t := range tools {
+		t.Endpoints = nil
+		out[i] = t
+	}
+	return out
+}
+
+// setServiceRefused makes Ready say why the tools have no endpoints.
+func setServiceRefused(ts *v1alpha1.ToolSet, why string) {
+	meta.SetStatusCondition(&ts.Status.Conditions, metav1.Condition{
+		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonServiceRefused,
+		Message:            truncate("spec.service: "+why+"; the tools are published without endpoints", 1024),
+		ObservedGeneration: ts.Generation,
+	})
+}
+
+// TrimServiceForCache is a cache transform that keeps of a Service only
+// what checkService reads: identity, type, external name and selector. The
+// manager caches every Service of the watched namespaces, and whole ones
+// (annotations, ports, status, managed fields) would make that cache many
+// times larger. Nothing in the manager may write a Service read from it.
+func TrimServiceForCache(obj any) (any, error) {
+	svc, ok := obj.(*corev1.Service)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Service{
+		TypeMeta: svc.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name: svc.Name, Namespace: svc.Namespace, UID: svc.UID, ResourceVersion: svc.ResourceVersion,
+			DeletionTimestamp: svc.DeletionTimestamp,
+		},
+		Spec: corev1.ServiceSpec{Type: svc.Spec.Type, ExternalName: svc.Spec.ExternalName, Selector: maps.Clone(svc.Spec.Selector)},
+	}, nil
+}
