@@ -133,6 +133,13 @@ func newNamespace(ctx context.Context) string {
 	GinkgoHelper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "spec-"}}
 	Expect(k8sClient.Create(ctx, ns)).To(Succeed())
+	// envtest runs no namespace controller, so a spec's ToolSets would
+	// outlive it, and their workloads, which the spec stops: they would go
+	// on changing the shared table (held, then dropped) while later specs
+	// watch it for writes.
+	DeferCleanup(func(ctx context.Context) {
+		Expect(client.IgnoreNotFound(k8sClient.DeleteAllOf(ctx, &v1alpha1.ToolSet{}, client.InNamespace(ns.Name)))).To(Succeed())
+	})
 	return ns.Name
 }
 

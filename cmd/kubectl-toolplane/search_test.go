@@ -85,7 +85,7 @@ var _ = Describe("kubectl toolplane search", Ordered, func() {
 		lines := strings.Split(strings.TrimSpace(out), "\n")
 		Expect(strings.Fields(lines[0])).To(ContainElements("SOURCE", "ENDPOINT"))
 		Expect(strings.Fields(lines[1])[0]).To(Equal("search_refund_order"))
-		Expect(lines[1]).To(ContainSubstring("http://shop-tools.search-shop.svc:8080/tools/search_refund_order"))
+		Expect(lines[1]).To(ContainSubstring("http://shop-tools.search-shop.svc.cluster.local:8080/tools/search_refund_order"))
 
 		By("a gateway that authenticates callers: the token of --token-file, and only its grants")
 		ga := gateway.New(&gateway.Options{Auth: shopOnly{}})

@@ -63,8 +63,8 @@ func TestCatalogPages(t *testing.T) {
 
 	// A tool's page: description, owner, endpoints, parameters, schema.
 	code, body, _ = getPage(t, f.url+"/catalog/tool?name=weather_forecast", "")
-	for _, want := range []string{"The weather forecast of a city", "weather/weather-tools", "http://weather-tools.weather.svc:8080/tools/weather_forecast",
-		"http://weather-tools.weather.svc:8080/mcp", "The city, in any language", "How many days ahead", "maximum 7", "required", "&#34;properties&#34;"} {
+	for _, want := range []string{"The weather forecast of a city", "weather/weather-tools", "http://weather-tools.weather.svc.cluster.local:8080/tools/weather_forecast",
+		"http://weather-tools.weather.svc.cluster.local:8080/mcp", "The city, in any language", "How many days ahead", "maximum 7", "required", "&#34;properties&#34;"} {
 		if !strings.Contains(body, want) {
 			t.Errorf("the tool page lacks %q (%d):\n%s", want, code, body)
 		}
