@@ -11,11 +11,11 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -29,13 +29,20 @@ func main() {
 	err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		var exit *exitError
-		if errors.As(err, &exit) {
-			os.Exit(exit.code)
-		}
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		os.Exit(1)
+		os.Exit(printError(os.Stderr, err))
 	}
+}
+
+// printError prints an error as kubectl does, `error: <message>`, and
+// returns the exit code: an exitError's own (its report is printed
+// already), else 1.
+func printError(w io.Writer, err error) int {
+	var exit *exitError
+	if errors.As(err, &exit) {
+		return exit.code
+	}
+	fmt.Fprintln(w, "error:", err)
+	return 1
 }
 
 // exitError ends the command with a code after it has printed its report:
@@ -94,20 +101,25 @@ flags the changes that would break the agents that call a tool, and calls tools.
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	// Run as `kubectl toolplane`, the help names it so.
-	if strings.HasPrefix(os.Args[0], "kubectl-") || strings.Contains(os.Args[0], "/kubectl-") {
-		root.Use = "kubectl toolplane"
-	}
+	// kubectl runs the binary kubectl-toolplane as `kubectl toolplane`:
+	// every usage line names it so, and the binary's name stays what
+	// cobra's hidden __complete command is found under.
+	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl toolplane"}
+	// kubectl completes its plugins through kubectl_complete-toolplane,
+	// which calls `kubectl-toolplane __complete`; a script of our own
+	// would replace kubectl's completion, so there is none.
+	root.CompletionOptions.DisableDefaultCmd = true
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&o.tableNamespace, "table-namespace", "toolplane-system", "The namespace of the tool table: the operator's namespace.")
 	root.PersistentFlags().StringVar(&o.tableName, "table-name", "toolplane-tools", "The name of the tool table's ConfigMap.")
+	registerCompletions(root, o)
 	root.AddCommand(newToolsCommand(o), newDescribeCommand(o), newLintCommand(o), newCallCommand(o))
 	return root
 }
 
 var scheme = func() *runtime.Scheme {
 	s := runtime.NewScheme()
-	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, eventsv1.AddToScheme, v1alpha1.AddToScheme} {
+	for _, add := range []func(*runtime.Scheme) error{corev1.AddToScheme, discoveryv1.AddToScheme, eventsv1.AddToScheme, v1alpha1.AddToScheme} {
 		if err := add(s); err != nil {
 			panic(err)
 		}

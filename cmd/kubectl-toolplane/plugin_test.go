@@ -20,6 +20,21 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
+// toolList is what `tools -o json` prints: a kubectl List of Tool objects.
+type toolList struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Items      []struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   metav1.ObjectMeta `json:"metadata"`
+		Spec       spec.TableTool    `json:"spec"`
+		Status     struct {
+			State string `json:"state"`
+		} `json:"status"`
+	} `json:"items"`
+}
+
 func schemaTool(name, schema string) spec.Tool {
 	return spec.Tool{Name: name, Description: "The " + name + " tool.", InputSchema: json.RawMessage(schema)}
 }
@@ -68,9 +83,9 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		Eventually(func(g Gomega) {
 			out, _, code := run("tools", "-A", "-o", "json")
 			g.Expect(code).To(Equal(0))
-			var t spec.Table
-			g.Expect(json.Unmarshal([]byte(out), &t)).To(Succeed())
-			g.Expect(t.Tools).To(HaveLen(3))
+			var list toolList
+			g.Expect(json.Unmarshal([]byte(out), &list)).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(3))
 		}).Should(Succeed())
 	})
 
@@ -211,7 +226,7 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		Expect(k8sClient.Create(ctx, tiny)).To(Succeed())
 		_, errOut, code = run("lint", doc, "-n", "crm", "--toolset", "crm-tiny")
 		Expect(code).To(Equal(2))
-		Expect(errOut).To(Equal("Error: the operator would refuse the whole document for ToolSet crm/crm-tiny: 2 tools, more than limits.maxTools 1\n"))
+		Expect(errOut).To(Equal("error: the operator would refuse the whole document for ToolSet crm/crm-tiny: 2 tools, more than limits.maxTools 1\n"))
 	})
 
 	It("lint names the policy that denies a name, as the operator's ownership rule decides", func(ctx context.Context) {
@@ -238,7 +253,7 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 
 		_, errOut, code := run("call", "lint_query", "--args", `[1]`, "--gateway", crm.URL+spec.MCPPath)
 		Expect(code).To(Equal(1))
-		Expect(errOut).To(ContainSubstring("--args must be a JSON object"))
+		Expect(errOut).To(Equal("error: the arguments (--args) must be a JSON object\n"))
 	})
 
 	It("works as a real kubectl plugin: kubectl toolplane tools, with the binary on the PATH", func() {

@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,18 +110,19 @@ var _ = AfterSuite(func() {
 // returns what it printed and its exit code.
 func run(args ...string) (stdout, stderr string, code int) {
 	GinkgoHelper()
+	return runIn(strings.NewReader(""), args...)
+}
+
+// runIn is run with stdin.
+func runIn(stdin io.Reader, args ...string) (stdout, stderr string, code int) {
+	GinkgoHelper()
 	var out, errOut bytes.Buffer
 	root := newRootCommand(&out, &errOut)
+	root.SetIn(stdin)
 	root.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
 	err := root.ExecuteContext(context.Background())
-	var exit *exitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.code
-	default:
-		errOut.WriteString("Error: " + err.Error() + "\n")
-		code = 1
+	if err != nil {
+		code = printError(&errOut, err)
 	}
 	GinkgoWriter.Printf("$ kubectl toolplane %v  (exit %d)\n%s%s", args, code, out.String(), errOut.String())
 	return out.String(), errOut.String(), code
@@ -193,6 +195,12 @@ func portOf(srv *httptest.Server) int32 {
 // the server's port, and a ToolSet named name that selects it.
 func serveToolSet(ctx context.Context, ns, name string, srv *httptest.Server) *v1alpha1.ToolSet {
 	GinkgoHelper()
+	return serveToolSetAt(ctx, ns, name, srv, "127.0.0.1")
+}
+
+// serveToolSetAt is serveToolSet with the Pod at podIP.
+func serveToolSetAt(ctx context.Context, ns, name string, srv *httptest.Server, podIP string) *v1alpha1.ToolSet {
+	GinkgoHelper()
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if err := k8sClient.Create(ctx, nsObj); err != nil {
 		Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
@@ -206,7 +214,7 @@ func serveToolSet(ctx context.Context, ns, name string, srv *httptest.Server) *v
 	}
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
 	pod.Status = corev1.PodStatus{
-		Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}},
+		Phase: corev1.PodRunning, PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}},
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
 	}
 	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
