@@ -51,6 +51,8 @@ var (
 	k8sClient  client.Client
 	kubeconfig string
 	stopMgr    context.CancelFunc
+	// builtPluginDir holds the plugin binary the kubectl specs run.
+	builtPluginDir string
 )
 
 func TestPlugin(t *testing.T) {
@@ -98,6 +100,9 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
+	if builtPluginDir != "" {
+		Expect(os.RemoveAll(builtPluginDir)).To(Succeed())
+	}
 	if stopMgr != nil {
 		stopMgr()
 	}
