@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
@@ -71,7 +72,7 @@ func (co *callOptions) block(i int, c spec.Content) (string, error) {
 		return c.Text, nil
 	case spec.ContentImage, spec.ContentAudio:
 		data, mimeType = c.Data, c.MIMEType
-		desc = fmt.Sprintf("[%s %s, %d bytes]", c.Type, or(c.MIMEType, "of no media type"), len(c.Data))
+		desc = fmt.Sprintf("[%s %s, %d bytes]", c.Type, clean(or(c.MIMEType, "of no media type")), len(c.Data))
 	case spec.ContentResource:
 		r := c.Resource
 		if r == nil {
@@ -81,14 +82,14 @@ func (co *callOptions) block(i int, c spec.Content) (string, error) {
 		if r.Blob == nil {
 			data = []byte(r.Text)
 		}
-		desc = fmt.Sprintf("[resource %s, %s, %d bytes]", r.URI, or(r.MIMEType, "of no media type"), len(data))
+		desc = fmt.Sprintf("[resource %s, %s, %d bytes]", clean(r.URI), clean(or(r.MIMEType, "of no media type")), len(data))
 	case "resource_link":
 		var uri, name string
 		_ = json.Unmarshal(c.Extra["uri"], &uri)
 		_ = json.Unmarshal(c.Extra["name"], &name)
-		return fmt.Sprintf("[resource link %s %s]", or(name, "(no name)"), uri), nil
+		return fmt.Sprintf("[resource link %s %s]", clean(or(name, "(no name)")), clean(uri)), nil
 	default:
-		return fmt.Sprintf("[%s block]", or(c.Type, "untyped")), nil
+		return fmt.Sprintf("[%s block]", clean(or(c.Type, "untyped"))), nil
 	}
 	if co.outputDir == "" {
 		return desc, nil
@@ -102,6 +103,21 @@ func (co *callOptions) block(i int, c spec.Content) (string, error) {
 		return "", err
 	}
 	return strings.TrimSuffix(desc, "]") + ", saved to " + path + "]", nil
+}
+
+// clean makes a field the server chose safe on one line of a terminal:
+// control characters (escape sequences, newlines) become "?", and it is
+// cut at 256 bytes.
+func clean(s string) string {
+	if len(s) > 256 {
+		s = strings.ToValidUTF8(s[:256], "") + "…"
+	}
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return '?'
+		}
+		return r
+	}, s)
 }
 
 // callError says why a call failed as kubectl says it, in one sentence of

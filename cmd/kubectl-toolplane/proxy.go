@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 
 	"k8s.io/client-go/rest"
@@ -77,6 +78,15 @@ func (p *serviceProxy) proxyURL(endpoint *url.URL) (*url.URL, error) {
 	if len(labels) < 3 || labels[2] != "svc" || !dnsLabel(labels[0]) || !dnsLabel(labels[1]) || endpoint.User != nil ||
 		endpoint.Scheme != "http" && endpoint.Scheme != "https" {
 		return nil, fmt.Errorf("%s is not a Service's address (<service>.<namespace>.svc): the API server cannot proxy it", endpoint.Redacted())
+	}
+	// The path comes from the table, and a ToolSet's spec.path is its
+	// tenant's: a dot segment or an encoded slash would climb out of
+	// .../proxy/ into the API server's own paths, with the caller's
+	// credentials.
+	if endpoint.RawPath != "" || strings.Contains(endpoint.Path, "\\") || slices.ContainsFunc(strings.Split(endpoint.Path, "/"), func(seg string) bool {
+		return seg == "." || seg == ".."
+	}) {
+		return nil, fmt.Errorf("the endpoint %s has a path the API server's service proxy cannot carry as it is", endpoint.Redacted())
 	}
 	if port == "" {
 		port = "80"
