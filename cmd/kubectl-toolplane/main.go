@@ -24,6 +24,9 @@ import (
 	"github.com/toolplane/toolplane/api/v1alpha1"
 )
 
+// version is stamped by `make release-dry-run` (-X main.version).
+var version = "dev"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx)
@@ -78,8 +81,16 @@ const rootExample = `  # List the tools of the current namespace, as the tool ta
   # Preview what a build would publish, before it ships (exits 1 on a breaking change or a conflict)
   kubectl toolplane lint ./tools.json -n crm --toolset crm-tools
 
-  # Call a tool through the gateway
-  kubectl toolplane call crm_query_customer --args '{"id":"c-42"}' --gateway http://localhost:8080/mcp`
+  # Compare two builds' spec documents, with no cluster
+  kubectl toolplane lint --offline released/tools.json ./tools.json
+
+  # Call a tool, through the API server from your machine, or through the gateway
+  kubectl toolplane call crm_query_customer --args '{"id":"c-42"}'
+  kubectl toolplane call crm_query_customer -f args.json --gateway http://localhost:8080/mcp
+
+Shell completion: put kubectl_complete-toolplane on the PATH beside kubectl-toolplane,
+and kubectl's own completion (kubectl completion bash|zsh|fish) completes commands,
+tool names, ToolSets and namespaces.`
 
 func newRootCommand(out, errOut io.Writer) *cobra.Command {
 	o := &options{
@@ -96,6 +107,7 @@ It shows which ToolSet owns each tool name and who else claims it, previews what
 workload's spec document would publish before it ships (terraform plan for tools),
 flags the changes that would break the agents that call a tool, and calls tools.`,
 		Example:       rootExample,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}

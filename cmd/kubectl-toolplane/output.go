@@ -54,6 +54,8 @@ type outputFlags struct {
 func newOutputFlags(cmd *cobra.Command) *outputFlags {
 	f := &outputFlags{print: genericclioptions.NewPrintFlags("")}
 	f.print.AddFlags(cmd)
+	// Tools have no managedFields.
+	_ = cmd.Flags().MarkHidden("show-managed-fields")
 	cmd.Flags().Lookup("output").Usage = "Output format. One of: (" + strings.Join(f.allowed(), ", ") + ")."
 	cmd.Flags().BoolVar(&f.noHeaders, "no-headers", false, "When using the default, wide or custom-columns output format, don't print headers.")
 	_ = cmd.RegisterFlagCompletionFunc("output", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -72,6 +74,10 @@ func (f *outputFlags) format() string { return *f.print.OutputFormat }
 // custom-columns.
 func (f *outputFlags) human() bool {
 	o := f.format()
+	if t := f.print.TemplatePrinterFlags.TemplateArgument; o == "" && t != nil && *t != "" {
+		// --template alone means -o go-template, as in kubectl.
+		return false
+	}
 	return o == "" || o == "wide" || strings.HasPrefix(o, "custom-columns=")
 }
 

@@ -131,6 +131,8 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		Expect(out).To(Equal("crm-broken\tPublished\ncrm-tools\tPublished\ncrm-tools\tPublished\n"))
 		out, _, _ = run("tools", "-n", "crm", "-o", `go-template={{range .items}}{{.metadata.name}}={{.spec.endpoints.invoke}}{{"\n"}}{{end}}`)
 		Expect(out).To(ContainSubstring("lint_query=http://crm-tools.crm.svc:8080/tools/lint_query\n"))
+		out, _, _ = run("tools", "-n", "crm", "--template", "{{len .items}}")
+		Expect(out).To(Equal("3"))
 
 		out, _, _ = run("tools", "-A", "--no-headers")
 		lines := strings.Split(strings.TrimSpace(out), "\n")
@@ -424,7 +426,7 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		help := kc(nil, "toolplane", "--help")
 		Expect(help).To(ContainSubstring("kubectl toolplane lint ./tools.json -n crm --toolset crm-tools"))
 		Expect(help).To(ContainSubstring("Usage:\n  kubectl toolplane [command]"))
-		Expect(help).NotTo(ContainSubstring("completion"), "kubectl's own completion completes the plugin")
+		Expect(help).NotTo(MatchRegexp(`(?m)^  completion `), "kubectl's own completion completes the plugin")
 		Expect(kc(nil, "toolplane", "call", "--help")).To(ContainSubstring("Usage:\n  kubectl toolplane call NAME [--args JSON | -f FILE]"))
 	})
 
