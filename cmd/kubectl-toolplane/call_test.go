@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -65,6 +66,9 @@ func newOrderServer(ip string) *httptest.Server {
 			toolkit.Resource("file:///orders.csv", "text/csv", "id\n42\n", nil),
 		}}, nil
 	}))).To(Succeed())
+	Expect(reg.Add(toolkit.MustNewDynamic("order_max", "Takes an ID up to 2^53 + 1.",
+		json.RawMessage(`{"type":"object","properties":{"id":{"type":"integer","maximum":`+bigID+`}}}`),
+		func(context.Context, map[string]any) (any, error) { return "ok", nil }))).To(Succeed())
 	h := server.New(reg, &server.Options{Name: "orders"})
 	DeferCleanup(h.Close)
 	srv := httptest.NewUnstartedServer(h)
@@ -129,7 +133,7 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 		Eventually(func(g Gomega) {
 			got := &v1alpha1.ToolSet{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), got)).To(Succeed())
-			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(2))
+			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(3))
 			out, _, _ := run("tools", "-n", "orders", "-o", "name")
 			g.Expect(out).To(ContainSubstring("tool.toolplane.io/order_get\n"))
 		}).Should(Succeed())
@@ -152,6 +156,14 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 		Expect(code).To(Equal(1))
 		Expect(errOut).To(HavePrefix("error: calling order_get: "))
 		Expect(errOut).To(ContainSubstring("orders-tools.orders.svc"))
+	})
+
+	It("lists a schema's integer past 2^53 exact with -o json and jsonpath", func() {
+		out, errOut, code := run("tools", "-n", "orders", "-o", `jsonpath={.items[?(@.metadata.name=="order_max")].spec.inputSchema.properties.id.maximum}`)
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(Equal(bigID))
+		out, _, _ = run("tools", "-n", "orders", "-o", "json")
+		Expect(out).To(ContainSubstring(`"maximum": ` + bigID))
 	})
 
 	It("reads the arguments from a file, or from stdin with -f -", func() {
