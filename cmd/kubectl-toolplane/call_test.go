@@ -227,5 +227,10 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 		_, errOut, code = run("call", "order_nobody")
 		Expect(code).To(Equal(1))
 		Expect(errOut).To(Equal("error: tool \"order_nobody\" not found in the tool table\n"))
+
+		By("an API server that is not there is named as kubectl names it, without client-go's chain")
+		_, errOut, code = run("tools", "--server", "https://127.0.0.1:1")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(Equal("error: the connection to the server 127.0.0.1:1 was refused - did you specify the right host or port?\n"))
 	})
 })
