@@ -115,7 +115,7 @@ verify: manifests generate chart-crds fmt actionlint ## Regenerate and tidy ever
 ##@ Build
 
 .PHONY: build
-build: manifests generate ## Build the manager, gateway, example-tools and kubectl-toolplane (the kubectl plugin) binaries into bin/.
+build: manifests generate ## Build the manager, gateway, example-tools and kubectl-toolplane (the kubectl plugin, with its completion script kubectl_complete-toolplane) binaries into bin/.
 	go build -o $(LOCALBIN)/manager ./cmd/manager
 	go build -o $(LOCALBIN)/gateway ./cmd/gateway
 	go build -o $(LOCALBIN)/example-tools ./cmd/example-tools
