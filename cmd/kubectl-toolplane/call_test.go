@@ -130,6 +130,19 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 		mcpURL = orders.URL + spec.MCPPath
 		ts := serveToolSetAt(ctx, "orders", "orders-tools", orders, ip)
 		exposeThroughAPIServer(ctx, ts, orders, ip)
+
+		// The same server listed over MCP, as any MCP server is: its
+		// tools have only an MCP endpoint, called with tools/call.
+		mcpTS := serveToolSetAt(ctx, "orders", "orders-mcp", orders, ip, func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Protocol = v1alpha1.ProtocolMCP
+			ts.Spec.Prefix = "mcp_"
+		})
+		exposeThroughAPIServer(ctx, mcpTS, orders, ip)
+		Eventually(func(g Gomega) {
+			got := &v1alpha1.ToolSet{}
+			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mcpTS), got)).To(Succeed())
+			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(3))
+		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			got := &v1alpha1.ToolSet{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), got)).To(Succeed())
@@ -148,6 +161,11 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 	It("reaches the tool from outside the cluster through the API server's service proxy, the integer exact", func() {
 		Expect(os.Getenv("KUBERNETES_SERVICE_HOST")).To(BeEmpty(), "the suite runs outside a Pod")
 		out, errOut, code := run("call", "order_get", "--args", `{"id":`+bigID+`}`)
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(Equal("order " + bigID + "\n"))
+
+		By("a tool served only over MCP, through the service proxy too")
+		out, errOut, code = run("call", "mcp_order_get", "--args", `{"id":`+bigID+`}`)
 		Expect(code).To(Equal(0), errOut)
 		Expect(out).To(Equal("order " + bigID + "\n"))
 
@@ -186,7 +204,7 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 		Expect(errOut).To(ContainSubstring("none of the others can be"))
 	})
 
-	It("prints every content block, through the gateway and the invoke endpoint alike, and saves them with --output-dir", func() {
+	It("prints every content block, through the gateway, the invoke endpoint and a tool's MCP endpoint alike, and saves them with --output-dir", func() {
 		want := "The orders of the week:\n" +
 			"[image image/png, 18 bytes]\n" +
 			"[resource file:///orders.csv, text/csv, 6 bytes]\n"
@@ -194,6 +212,9 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 		Expect(code).To(Equal(0), errOut)
 		Expect(out).To(Equal(want))
 		out, errOut, code = run("call", "order_chart")
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(Equal(want))
+		out, errOut, code = run("call", "mcp_order_chart")
 		Expect(code).To(Equal(0), errOut)
 		Expect(out).To(Equal(want))
 

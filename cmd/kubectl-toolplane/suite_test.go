@@ -203,8 +203,9 @@ func serveToolSet(ctx context.Context, ns, name string, srv *httptest.Server) *v
 	return serveToolSetAt(ctx, ns, name, srv, "127.0.0.1")
 }
 
-// serveToolSetAt is serveToolSet with the Pod at podIP.
-func serveToolSetAt(ctx context.Context, ns, name string, srv *httptest.Server, podIP string) *v1alpha1.ToolSet {
+// serveToolSetAt is serveToolSet with the Pod at podIP, and the ToolSet
+// changed by each of edit before it is created.
+func serveToolSetAt(ctx context.Context, ns, name string, srv *httptest.Server, podIP string, edit ...func(*v1alpha1.ToolSet)) *v1alpha1.ToolSet {
 	GinkgoHelper()
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if err := k8sClient.Create(ctx, nsObj); err != nil {
@@ -232,6 +233,9 @@ func serveToolSetAt(ctx context.Context, ns, name string, srv *httptest.Server, 
 			Interval: &metav1.Duration{Duration: 5 * time.Second},
 			Timeout:  &metav1.Duration{Duration: 2 * time.Second},
 		},
+	}
+	for _, e := range edit {
+		e(ts)
 	}
 	Expect(k8sClient.Create(ctx, ts)).To(Succeed())
 	return ts
