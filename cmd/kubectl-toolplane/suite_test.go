@@ -20,6 +20,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
@@ -72,6 +73,9 @@ var _ = BeforeSuite(func() {
 	var err error
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred(), "starting the control plane; run `make envtest` and set KUBEBUILDER_ASSETS")
+	// The call specs write EndpointSlices, as the endpoints controller
+	// would, for the API server's service proxy; the plugin reads none.
+	Expect(discoveryv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
