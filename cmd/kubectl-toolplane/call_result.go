@@ -126,6 +126,10 @@ func clean(s string) string {
 func callError(name, endpoint string, err error) error {
 	where := ""
 	if endpoint != "" {
+		// Never echo a password the URL carries.
+		if u, perr := url.Parse(endpoint); perr == nil {
+			endpoint = u.Redacted()
+		}
 		where = " at " + endpoint
 	}
 	var he *discovery.HTTPError

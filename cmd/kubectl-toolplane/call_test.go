@@ -245,6 +245,11 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 		Expect(code).To(Equal(1))
 		Expect(errOut).To(MatchRegexp(`^error: calling order_get at http://127\.0\.0\.1:1/mcp: dial tcp 127\.0\.0\.1:1: connect: connection refused\n$`))
 
+		_, errOut, code = run("call", "order_get", "--gateway", "http://agent:s3cret@127.0.0.1:1/mcp")
+		Expect(code).To(Equal(1))
+		Expect(errOut).NotTo(ContainSubstring("s3cret"))
+		Expect(errOut).To(HavePrefix("error: calling order_get at http://agent:xxxxx@127.0.0.1:1/mcp: "))
+
 		_, errOut, code = run("call", "order_nobody")
 		Expect(code).To(Equal(1))
 		Expect(errOut).To(Equal("error: tool \"order_nobody\" not found in the tool table\n"))
