@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
@@ -37,23 +36,28 @@ const bigID = "9007199254740993"
 // png is the start of a PNG, enough for a block of bytes.
 var png = []byte("\x89PNG\r\n\x1a\n0123456789")
 
-// hostIP is an IPv4 address of this machine other than loopback: the API
-// server's service proxy refuses Endpoints on loopback, so a workload it
-// proxies to listens there.
-func hostIP() string {
-	addrs, err := net.InterfaceAddrs()
-	Expect(err).NotTo(HaveOccurred())
-	for _, a := range addrs {
-		if n, ok := a.(*net.IPNet); ok && n.IP.To4() != nil && n.IP.IsGlobalUnicast() {
-			return n.IP.String()
+// newWorkloadHost makes the host a workload the API server's service proxy
+// reaches listens on: the proxy refuses Endpoints on loopback, and a test
+// sends nothing past the machine, so it is a network namespace of the
+// test's own (testhost_linux_test.go). Without root or ip(8) the specs that
+// need it are skipped, and fail where CI=true, whose runners have both.
+func newWorkloadHost() *testHost {
+	GinkgoHelper()
+	if why := testHostUnavailable(); why != "" {
+		if os.Getenv("CI") == "true" {
+			Fail("CI=true and no test host for the service proxy's specs: " + why)
 		}
+		Skip("the API server's service proxy refuses loopback, and a test host of our own is out of reach: " + why)
 	}
-	return ""
+	h, err := newTestHost()
+	Expect(err).NotTo(HaveOccurred())
+	DeferCleanup(h.Close)
+	return h
 }
 
-// newOrderServer serves, at ip, order_get, which echoes the ID it bound,
+// newOrderServer serves, on host, order_get, which echoes the ID it bound,
 // and order_chart, whose result has a block of every kind.
-func newOrderServer(ip string) *httptest.Server {
+func newOrderServer(host *testHost) *httptest.Server {
 	GinkgoHelper()
 	reg := new(toolkit.Registry)
 	Expect(reg.Add(toolkit.MustNew("order_get", "Reads an order.", func(_ context.Context, in orderIn) (string, error) {
@@ -72,7 +76,7 @@ func newOrderServer(ip string) *httptest.Server {
 	h := server.New(reg, &server.Options{Name: "orders"})
 	DeferCleanup(h.Close)
 	srv := httptest.NewUnstartedServer(h)
-	l, err := net.Listen("tcp", net.JoinHostPort(ip, "0"))
+	l, err := host.Listen("0")
 	Expect(err).NotTo(HaveOccurred())
 	srv.Listener = l
 	srv.Start()
@@ -122,11 +126,9 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 	var mcpURL string
 
 	BeforeAll(func(ctx context.Context) {
-		ip := hostIP()
-		if ip == "" {
-			Skip("this machine has no network address but loopback, where the API server's service proxy does not go")
-		}
-		orders = newOrderServer(ip)
+		host := newWorkloadHost()
+		ip := host.IP
+		orders = newOrderServer(host)
 		mcpURL = orders.URL + spec.MCPPath
 		ts := serveToolSetAt(ctx, "orders", "orders-tools", orders, ip)
 		exposeThroughAPIServer(ctx, ts, orders, ip)
