@@ -63,6 +63,9 @@ func newOrderServer(host *testHost) *httptest.Server {
 	Expect(reg.Add(toolkit.MustNew("order_get", "Reads an order.", func(_ context.Context, in orderIn) (string, error) {
 		return "order " + strconv.FormatInt(in.ID, 10), nil
 	}))).To(Succeed())
+	Expect(reg.Add(toolkit.MustNew("order_read", "Reads an order as JSON.", func(_ context.Context, in orderIn) (orderIn, error) {
+		return in, nil
+	}))).To(Succeed())
 	Expect(reg.Add(toolkit.MustNew("order_chart", "Charts the orders.", func(context.Context, struct{}) (*spec.CallResult, error) {
 		return &spec.CallResult{Content: []spec.Content{
 			toolkit.Text("The orders of the week:"),
@@ -143,12 +146,12 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 		Eventually(func(g Gomega) {
 			got := &v1alpha1.ToolSet{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(mcpTS), got)).To(Succeed())
-			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(3))
+			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(4))
 		}).Should(Succeed())
 		Eventually(func(g Gomega) {
 			got := &v1alpha1.ToolSet{}
 			g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), got)).To(Succeed())
-			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(3))
+			g.Expect(got.Status.PublishedTools).To(BeEquivalentTo(4))
 			out, _, _ := run("tools", "-n", "orders", "-o", "name")
 			g.Expect(out).To(ContainSubstring("tool.toolplane.io/order_get\n"))
 		}).Should(Succeed())
@@ -158,6 +161,12 @@ var _ = Describe("kubectl toolplane call", Ordered, func() {
 		out, errOut, code := run("call", "order_get", "--args", `{"id":`+bigID+`}`, "--gateway", mcpURL)
 		Expect(code).To(Equal(0), errOut)
 		Expect(out).To(Equal("order " + bigID + "\n"))
+	})
+
+	It("keeps an integer past 2^53 exact in the structured result through --gateway with -o json", func() {
+		out, errOut, code := run("call", "order_read", "--args", `{"id":`+bigID+`}`, "--gateway", mcpURL, "-o", "json")
+		Expect(code).To(Equal(0), errOut)
+		Expect(out).To(MatchRegexp(`"structuredContent": \{\s*"id": ` + bigID + `\s*\}`))
 	})
 
 	It("reaches the tool from outside the cluster through the API server's service proxy, the integer exact", func() {
