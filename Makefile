@@ -126,11 +126,12 @@ verify: manifests generate chart-crds fmt actionlint ## Regenerate and tidy ever
 ##@ Build
 
 .PHONY: build
-build: manifests generate ## Build the manager, gateway, example-tools and kubectl-toolplane (the kubectl plugin) binaries into bin/.
+build: manifests generate ## Build the manager, gateway, example-tools and kubectl-toolplane (the kubectl plugin, with its completion script kubectl_complete-toolplane) binaries into bin/.
 	go build -o $(LOCALBIN)/manager ./cmd/manager
 	go build -o $(LOCALBIN)/gateway ./cmd/gateway
 	go build -o $(LOCALBIN)/example-tools ./cmd/example-tools
 	go build -o $(LOCALBIN)/kubectl-toolplane ./cmd/kubectl-toolplane
+	install -m 0755 cmd/kubectl-toolplane/kubectl_complete-toolplane $(LOCALBIN)/
 
 # The image targets need a container engine (Docker, or CONTAINER_TOOL=podman);
 # nothing else in this Makefile does.
@@ -151,9 +152,11 @@ VERSION ?= v0.0.0-dev
 # Every platform the release builds binaries for.
 RELEASE_PLATFORMS ?= linux/amd64 linux/arm64
 RELEASE_COMMANDS ?= manager gateway example-tools kubectl-toolplane
+# Where the release publishes its archives: the krew manifest's URLs.
+RELEASE_URL ?= https://github.com/toolplane/toolplane/releases/download/$(VERSION)
 
 .PHONY: release-dry-run
-release-dry-run: helm ## Build every binary for every platform (RELEASE_PLATFORMS) into dist/, package the chart, and write checksums: what the release workflow publishes, without publishing.
+release-dry-run: helm ## Build every binary for every platform (RELEASE_PLATFORMS) into dist/, the kubectl plugin's krew archives and manifest (dist/toolplane.yaml, from hack/krew), package the chart, and write checksums: what the release workflow publishes, without publishing.
 	rm -rf dist && mkdir -p dist
 	@for p in $(RELEASE_PLATFORMS); do \
 		os=$${p%/*}; arch=$${p#*/}; dir=dist/toolplane_$(VERSION)_$${os}_$${arch}; \
@@ -161,8 +164,15 @@ release-dry-run: helm ## Build every binary for every platform (RELEASE_PLATFORM
 			echo "go build $$dir/$$c"; \
 			CGO_ENABLED=0 GOOS=$$os GOARCH=$$arch go build -trimpath -ldflags="-s -w -X main.version=$(VERSION)" -o $$dir/$$c ./cmd/$$c || exit 1; \
 		done; \
+		if [ -e $$dir/kubectl-toolplane ]; then \
+			plugin=dist/kubectl-toolplane_$(VERSION)_$${os}_$${arch}; mkdir -p $$plugin; \
+			cp $$dir/kubectl-toolplane cmd/kubectl-toolplane/kubectl_complete-toolplane LICENSE $$plugin/; \
+			echo "tar $$plugin.tar.gz"; \
+			tar -C $$plugin -czf $$plugin.tar.gz kubectl-toolplane kubectl_complete-toolplane LICENSE && rm -rf $$plugin; \
+		fi; \
 		cp LICENSE $$dir/ && tar -C dist -czf $$dir.tar.gz $$(basename $$dir) && rm -rf $$dir; \
 	done
+	@case " $(RELEASE_COMMANDS) " in *" kubectl-toolplane "*) hack/krew/render.sh $(VERSION) $(RELEASE_URL) dist;; esac
 	$(HELM) lint --strict charts/toolplane
 	$(HELM) package charts/toolplane --version $(VERSION:v%=%) --app-version $(VERSION:v%=%) -d dist
 	cd dist && sha256sum *.tar.gz *.tgz > checksums.txt && cat checksums.txt

@@ -2,9 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
+	"net/url"
 	"slices"
 	"strings"
+	"syscall"
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -25,6 +29,9 @@ type cluster struct {
 func (o *options) readTable(ctx context.Context, c client.Client) (*spec.Table, error) {
 	var list corev1.ConfigMapList
 	if err := c.List(ctx, &list, client.InNamespace(o.tableNamespace)); err != nil {
+		if unreachable, ok := unreachableServer(err); ok {
+			return nil, unreachable
+		}
 		return nil, fmt.Errorf("listing the tool table's ConfigMaps in %s: %w", o.tableNamespace, err)
 	}
 	var parts []spec.TablePart
@@ -41,6 +48,25 @@ func (o *options) readTable(ctx context.Context, c client.Client) (*spec.Table, 
 		return nil, fmt.Errorf("reading the tool table %s/%s: %w", o.tableNamespace, o.tableName, err)
 	}
 	return t, nil
+}
+
+// unreachableServer says, as kubectl does, that the API server could not
+// be reached, instead of client-go's chain ("failed to get server groups:
+// Get …: dial tcp …"): the first thing every command asks is the table.
+func unreachableServer(err error) (error, bool) {
+	var ue *url.Error
+	var op *net.OpError
+	if !errors.As(err, &ue) || !errors.As(err, &op) {
+		return nil, false
+	}
+	host := ue.URL
+	if u, perr := url.Parse(ue.URL); perr == nil && u.Host != "" {
+		host = u.Host
+	}
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		return fmt.Errorf("the connection to the server %s was refused - did you specify the right host or port?", host), true
+	}
+	return fmt.Errorf("cannot reach the server %s: %s", host, op.Error()), true
 }
 
 // read reads the table and the ToolSets of ns ("" for every namespace).

@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/cli-runtime/pkg/printers"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -23,53 +24,201 @@ import (
 // maxEvents bounds the recent changes describe shows.
 const maxEvents = 10
 
+type describeOptions struct {
+	*options
+	output string
+}
+
 func newDescribeCommand(o *options) *cobra.Command {
+	do := &describeOptions{options: o}
 	cmd := &cobra.Command{
-		Use:   "describe tool NAME",
+		Use:   "describe (tool NAME... | tool/NAME...) [-o json|yaml]",
 		Short: "Show a tool's owner, claimants, endpoints, schemas and recent changes",
 		Long: `Show everything toolplane knows of one published tool name: the ToolSet that owns it
 and every other ToolSet that claims it, with their states; its endpoints; its input
 and output schemas, annotations and schema digest; its last breaking change; and the
 recent events of its owner that concern it.
 
-Names are cluster-wide, so describe looks in every namespace.`,
-		Example: `  kubectl toolplane describe tool crm_query_customer`,
+As with kubectl describe, the tool is named as "tool NAME", "tools NAME" or
+"tool/NAME" (also tool.toolplane.io/NAME, as -o name prints it), and several may
+be named at once. Names are cluster-wide, so describe looks in every namespace.
+
+With -o json or yaml, it prints the same as data: one object for one name, a list
+for several.`,
+		Example: `  kubectl toolplane describe tool crm_query_customer
+  kubectl toolplane describe tool/crm_query_customer -o json
+
+  # Every tool of a namespace
+  kubectl toolplane tools -n crm -o name | xargs kubectl toolplane describe`,
 		Args: func(_ *cobra.Command, args []string) error {
-			if len(args) != 2 || args[0] != "tool" {
-				return fmt.Errorf("want: describe tool NAME")
-			}
-			return nil
+			_, err := describeNames(args)
+			return err
 		},
-		RunE: func(cmd *cobra.Command, args []string) error { return o.describe(cmd.Context(), args[1]) },
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
+			switch {
+			case len(args) == 0 && !strings.Contains(toComplete, "/"):
+				return []string{"tool", "tools"}, cobra.ShellCompDirectiveNoFileComp
+			case len(args) == 0:
+				typ, prefix, _ := strings.Cut(toComplete, "/")
+				if _, ok := toolTypes[typ]; !ok {
+					return nil, cobra.ShellCompDirectiveNoFileComp
+				}
+				var out []string
+				for _, n := range o.completeTools(cmd.Context(), prefix) {
+					out = append(out, typ+"/"+n)
+				}
+				return out, cobra.ShellCompDirectiveNoFileComp
+			case strings.Contains(args[0], "/"):
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return o.completeTools(cmd.Context(), toComplete), cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			names, err := describeNames(args)
+			if err != nil {
+				return err
+			}
+			return do.run(cmd.Context(), names)
+		},
 	}
+	addReportOutputFlag(cmd, &do.output, "the description as data")
 	return cmd
 }
 
-func (o *options) describe(ctx context.Context, name string) error {
-	c, cl, err := o.read(ctx, "")
+// toolTypes are the words kubectl users name a tool's type with.
+var toolTypes = map[string]bool{"tool": true, "tools": true, "tool." + v1alpha1.GroupVersion.Group: true}
+
+// describeNames takes the names out of "tool NAME..." or "tool/NAME...".
+func describeNames(args []string) ([]string, error) {
+	const want = "want: describe tool NAME, or describe tool/NAME"
+	if len(args) == 0 {
+		return nil, fmt.Errorf("%s", want)
+	}
+	if toolTypes[args[0]] {
+		if len(args) == 1 {
+			return nil, fmt.Errorf("%s: name the tool", want)
+		}
+		for _, a := range args[1:] {
+			if strings.Contains(a, "/") {
+				return nil, fmt.Errorf("there is no need to name a type (%s) when it is given as %q", a, args[0])
+			}
+		}
+		return args[1:], nil
+	}
+	var names []string
+	for _, a := range args {
+		typ, name, ok := strings.Cut(a, "/")
+		if !ok {
+			return nil, fmt.Errorf("%s: %q names no type", want, a)
+		}
+		if !toolTypes[typ] {
+			return nil, fmt.Errorf("the type %q is not tool: kubectl toolplane describes tools only", typ)
+		}
+		if name == "" {
+			return nil, fmt.Errorf("%s: %q names no tool", want, a)
+		}
+		names = append(names, name)
+	}
+	return names, nil
+}
+
+// description is what describe shows of one name, as data.
+type description struct {
+	Name string `json:"name"`
+	// State is Published or Stale for a name in the table, else
+	// "Not published".
+	State              string                   `json:"state"`
+	Entry              *spec.TableTool          `json:"entry,omitempty"`
+	Claimants          []claimantOut            `json:"claimants"`
+	LastBreakingChange *v1alpha1.BreakingChange `json:"lastBreakingChange,omitempty"`
+	RecentEvents       []eventOut               `json:"recentEvents"`
+}
+
+type eventOut struct {
+	Time    *metav1.Time `json:"time,omitempty"`
+	ToolSet string       `json:"toolSet"`
+	Type    string       `json:"type"`
+	Reason  string       `json:"reason"`
+	Note    string       `json:"note"`
+}
+
+func (do *describeOptions) run(ctx context.Context, names []string) error {
+	if err := checkReportFormat(do.output); err != nil {
+		return err
+	}
+	c, cl, err := do.read(ctx, "")
 	if err != nil {
 		return err
 	}
-	var entry *spec.TableTool
+	var descs []*description
+	for _, name := range names {
+		d, err := describe(ctx, c, cl, name)
+		if err != nil {
+			return err
+		}
+		descs = append(descs, d)
+	}
+	if do.output != "" {
+		if len(descs) == 1 {
+			return printData(do.out, do.output, descs[0])
+		}
+		return printData(do.out, do.output, descs)
+	}
+	for i, d := range descs {
+		if i > 0 {
+			fmt.Fprintln(do.out)
+		}
+		if err := d.print(do.out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func describe(ctx context.Context, c client.Client, cl *cluster, name string) (*description, error) {
+	d := &description{Name: name, State: "Not published", Claimants: []claimantOut{}, RecentEvents: []eventOut{}}
 	for i := range cl.table.Tools {
 		if cl.table.Tools[i].Name == name {
-			entry = &cl.table.Tools[i]
+			d.Entry = &cl.table.Tools[i]
 		}
 	}
 	claimants := cl.claimants(name)
-	if entry == nil && len(claimants) == 0 {
-		return fmt.Errorf("tool %q not found: no ToolSet publishes or claims it", name)
+	if d.Entry == nil && len(claimants) == 0 {
+		return nil, fmt.Errorf("tool %q not found: no ToolSet publishes or claims it", name)
 	}
+	if d.Entry != nil {
+		d.State = cl.stateOf(*d.Entry)
+	}
+	for _, c := range claimants {
+		d.Claimants = append(d.Claimants, claimantOut{ToolSet: c.toolSet, State: string(c.status.State), Reason: c.status.Reason})
+		if d.LastBreakingChange == nil && c.status.LastBreakingChange != nil && (d.Entry == nil || c.toolSet == d.Entry.ToolSet.String()) {
+			d.LastBreakingChange = c.status.LastBreakingChange
+		}
+	}
+	events, err := toolEvents(ctx, c, name, claimants)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range events {
+		out := eventOut{ToolSet: e.Regarding.Namespace + "/" + e.Regarding.Name, Type: e.Type, Reason: e.Reason, Note: e.Note}
+		if t := eventTime(e); !t.IsZero() {
+			out.Time = &metav1.Time{Time: t}
+		}
+		d.RecentEvents = append(d.RecentEvents, out)
+	}
+	return d, nil
+}
 
-	w := printers.GetNewTabWriter(o.out)
+func (d *description) print(out io.Writer) error {
+	w := printers.GetNewTabWriter(out)
 	field := func(k, v string) { fmt.Fprintf(w, "%s:\t%s\n", k, v) }
-	field("Name", name)
-	if entry == nil {
-		field("State", "Not published")
+	field("Name", d.Name)
+	if entry := d.Entry; entry == nil {
+		field("State", d.State)
 	} else {
 		field("Source Name", entry.SourceName)
 		field("Owner", "ToolSet "+entry.ToolSet.String())
-		field("State", cl.stateOf(*entry))
+		field("State", d.State)
 		if entry.Title != "" {
 			field("Title", entry.Title)
 		}
@@ -87,54 +236,47 @@ func (o *options) describe(ctx context.Context, name string) error {
 		return err
 	}
 
-	fmt.Fprintln(o.out, "Claimants:")
-	cw := printers.GetNewTabWriter(o.out)
+	fmt.Fprintln(out, "Claimants:")
+	cw := printers.GetNewTabWriter(out)
 	fmt.Fprintln(cw, "  TOOLSET\tSTATE\tREASON")
-	for _, c := range claimants {
-		fmt.Fprintf(cw, "  %s\t%s\t%s\n", c.toolSet, c.status.State, or(c.status.Reason, "-"))
+	for _, c := range d.Claimants {
+		fmt.Fprintf(cw, "  %s\t%s\t%s\n", c.ToolSet, c.State, or(c.Reason, "-"))
 	}
 	if err := cw.Flush(); err != nil {
 		return err
 	}
 
-	if entry != nil {
+	if entry := d.Entry; entry != nil {
 		if a := entry.Annotations; a != nil {
 			b, _ := json.Marshal(a)
-			fmt.Fprintf(o.out, "Annotations:  %s\n", b)
+			fmt.Fprintf(out, "Annotations:  %s\n", b)
 		} else {
-			fmt.Fprintln(o.out, "Annotations:  <none>")
+			fmt.Fprintln(out, "Annotations:  <none>")
 		}
-		printSchema(o.out, "Input Schema", entry.InputSchema)
-		printSchema(o.out, "Output Schema", entry.OutputSchema)
+		printSchema(out, "Input Schema", entry.InputSchema)
+		printSchema(out, "Output Schema", entry.OutputSchema)
 	}
 
-	fmt.Fprintln(o.out, "Last Breaking Change:")
-	var last *v1alpha1.BreakingChange
-	for _, c := range claimants {
-		if c.status.LastBreakingChange != nil && (entry == nil || c.toolSet == entry.ToolSet.String()) {
-			last = c.status.LastBreakingChange
-			break
-		}
-	}
-	if last == nil {
-		fmt.Fprintln(o.out, "  <none>")
+	fmt.Fprintln(out, "Last Breaking Change:")
+	if last := d.LastBreakingChange; last == nil {
+		fmt.Fprintln(out, "  <none>")
 	} else {
-		fmt.Fprintf(o.out, "  Revision:  %s\n  Time:      %s\n  Changes:   %s\n", or(last.Revision, "-"), last.Time.UTC().Format(time.RFC3339), last.Message)
+		fmt.Fprintf(out, "  Revision:  %s\n  Time:      %s\n  Changes:   %s\n", or(last.Revision, "-"), last.Time.UTC().Format(time.RFC3339), last.Message)
 	}
 
-	fmt.Fprintln(o.out, "Recent Changes:")
-	events, err := toolEvents(ctx, c, name, claimants)
-	if err != nil {
-		return err
-	}
-	if len(events) == 0 {
-		fmt.Fprintln(o.out, "  <none>")
+	fmt.Fprintln(out, "Recent Changes:")
+	if len(d.RecentEvents) == 0 {
+		fmt.Fprintln(out, "  <none>")
 		return nil
 	}
-	ew := printers.GetNewTabWriter(o.out)
+	ew := printers.GetNewTabWriter(out)
 	fmt.Fprintln(ew, "  AGE\tTOOLSET\tTYPE\tREASON\tMESSAGE")
-	for _, e := range events {
-		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\t%s\n", eventAge(e), e.Regarding.Namespace+"/"+e.Regarding.Name, e.Type, e.Reason, oneLine(e.Note))
+	for _, e := range d.RecentEvents {
+		age := "<unknown>"
+		if e.Time != nil {
+			age = duration.HumanDuration(time.Since(e.Time.Time))
+		}
+		fmt.Fprintf(ew, "  %s\t%s\t%s\t%s\t%s\n", age, e.ToolSet, e.Type, e.Reason, oneLine(e.Note))
 	}
 	return ew.Flush()
 }
@@ -199,14 +341,6 @@ func eventTime(e eventsv1.Event) time.Time {
 		return e.EventTime.Time
 	}
 	return e.CreationTimestamp.Time
-}
-
-func eventAge(e eventsv1.Event) string {
-	t := eventTime(e)
-	if t.IsZero() {
-		return "<unknown>"
-	}
-	return duration.HumanDuration(time.Since(t))
 }
 
 func printSchema(w io.Writer, title string, raw json.RawMessage) {

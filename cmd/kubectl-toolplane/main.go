@@ -11,7 +11,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -24,18 +23,28 @@ import (
 	"github.com/toolplane/toolplane/api/v1alpha1"
 )
 
+// version is stamped by `make release-dry-run` (-X main.version).
+var version = "dev"
+
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := newRootCommand(os.Stdout, os.Stderr).ExecuteContext(ctx)
 	stop()
 	if err != nil {
-		var exit *exitError
-		if errors.As(err, &exit) {
-			os.Exit(exit.code)
-		}
-		fmt.Fprintln(os.Stderr, "Error:", err)
-		os.Exit(1)
+		os.Exit(printError(os.Stderr, err))
 	}
+}
+
+// printError prints an error as kubectl does, `error: <message>`, and
+// returns the exit code: an exitError's own (its report is printed
+// already), else 1.
+func printError(w io.Writer, err error) int {
+	var exit *exitError
+	if errors.As(err, &exit) {
+		return exit.code
+	}
+	fmt.Fprintln(w, "error:", err)
+	return 1
 }
 
 // exitError ends the command with a code after it has printed its report:
@@ -71,8 +80,16 @@ const rootExample = `  # List the tools of the current namespace, as the tool ta
   # Preview what a build would publish, before it ships (exits 1 on a breaking change or a conflict)
   kubectl toolplane lint ./tools.json -n crm --toolset crm-tools
 
-  # Call a tool through the gateway
-  kubectl toolplane call crm_query_customer --args '{"id":"c-42"}' --gateway http://localhost:8080/mcp`
+  # Compare two builds' spec documents, with no cluster
+  kubectl toolplane lint --offline released/tools.json ./tools.json
+
+  # Call a tool, through the API server from your machine, or through the gateway
+  kubectl toolplane call crm_query_customer --args '{"id":"c-42"}'
+  kubectl toolplane call crm_query_customer -f args.json --gateway http://localhost:8080/mcp
+
+Shell completion: put kubectl_complete-toolplane on the PATH beside kubectl-toolplane,
+and kubectl's own completion (kubectl completion bash|zsh|fish) completes commands,
+tool names, ToolSets and namespaces.`
 
 func newRootCommand(out, errOut io.Writer) *cobra.Command {
 	o := &options{
@@ -89,18 +106,24 @@ It shows which ToolSet owns each tool name and who else claims it, previews what
 workload's spec document would publish before it ships (terraform plan for tools),
 flags the changes that would break the agents that call a tool, and calls tools.`,
 		Example:       rootExample,
+		Version:       version,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
 	root.SetOut(out)
 	root.SetErr(errOut)
-	// Run as `kubectl toolplane`, the help names it so.
-	if strings.HasPrefix(os.Args[0], "kubectl-") || strings.Contains(os.Args[0], "/kubectl-") {
-		root.Use = "kubectl toolplane"
-	}
+	// kubectl runs the binary kubectl-toolplane as `kubectl toolplane`:
+	// every usage line names it so, and the binary's name stays what
+	// cobra's hidden __complete command is found under.
+	root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl toolplane"}
+	// kubectl completes its plugins through kubectl_complete-toolplane,
+	// which calls `kubectl-toolplane __complete`; a script of our own
+	// would replace kubectl's completion, so there is none.
+	root.CompletionOptions.DisableDefaultCmd = true
 	o.config.AddFlags(root.PersistentFlags())
 	root.PersistentFlags().StringVar(&o.tableNamespace, "table-namespace", "toolplane-system", "The namespace of the tool table: the operator's namespace.")
 	root.PersistentFlags().StringVar(&o.tableName, "table-name", "toolplane-tools", "The name of the tool table's ConfigMap.")
+	registerCompletions(root, o)
 	root.AddCommand(newToolsCommand(o), newDescribeCommand(o), newLintCommand(o), newCallCommand(o))
 	root.AddCommand(newSearchCommand(o))
 	return root

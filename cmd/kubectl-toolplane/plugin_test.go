@@ -1,13 +1,16 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -15,10 +18,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/toolkit/spec"
+	"github.com/toolplane/toolplane/toolkit/spec/contract"
 )
+
+// toolList is what `tools -o json` prints: a kubectl List of Tool objects.
+type toolList struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Items      []struct {
+		APIVersion string            `json:"apiVersion"`
+		Kind       string            `json:"kind"`
+		Metadata   metav1.ObjectMeta `json:"metadata"`
+		Spec       spec.TableTool    `json:"spec"`
+		Status     struct {
+			State string `json:"state"`
+		} `json:"status"`
+	} `json:"items"`
+}
 
 func schemaTool(name, schema string) spec.Tool {
 	return spec.Tool{Name: name, Description: "The " + name + " tool.", InputSchema: json.RawMessage(schema)}
@@ -68,9 +88,15 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		Eventually(func(g Gomega) {
 			out, _, code := run("tools", "-A", "-o", "json")
 			g.Expect(code).To(Equal(0))
-			var t spec.Table
-			g.Expect(json.Unmarshal([]byte(out), &t)).To(Succeed())
-			g.Expect(t.Tools).To(HaveLen(3))
+			var list toolList
+			g.Expect(json.Unmarshal([]byte(out), &list)).To(Succeed())
+			n := 0
+			for _, it := range list.Items {
+				if it.Metadata.Namespace == "crm" {
+					n++
+				}
+			}
+			g.Expect(n).To(Equal(3))
 		}).Should(Succeed())
 	})
 
@@ -92,6 +118,55 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		out, _, _ = run("tools", "-A", "-o", "wide")
 		Expect(out).To(MatchRegexp(`(?m)^NAMESPACE\s+NAME\s+OWNER\s+STATE\s+ENDPOINT\s+AGE\s+SOURCE NAME\s+SCHEMA DIGEST\s+MCP$`))
 		Expect(out).To(MatchRegexp(`(?m)^crm\s+lint_query\s+crm-tools\s+Published\s+\S+\s+\S+\s+lint_query\s+sha256:[0-9a-f]{12}\s+http://crm-tools\.crm\.svc\.cluster\.local:8080/mcp$`))
+	})
+
+	It("tools prints with kubectl's printers: name, jsonpath, go-template, custom-columns, --no-headers, json", func() {
+		out, _, code := run("tools", "-n", "crm", "-o", "name")
+		Expect(code).To(Equal(0))
+		Expect(out).To(Equal("tool.toolplane.io/lint_fine\ntool.toolplane.io/lint_query\ntool.toolplane.io/lint_refund\n"))
+
+		out, _, _ = run("tools", "-n", "crm", "-o", "jsonpath={.items[*].metadata.name}")
+		Expect(out).To(Equal("lint_fine lint_query lint_refund"))
+		out, _, _ = run("tools", "-n", "crm", "-o", `jsonpath={range .items[*]}{.spec.toolSet.name}{"\t"}{.status.state}{"\n"}{end}`)
+		Expect(out).To(Equal("crm-broken\tPublished\ncrm-tools\tPublished\ncrm-tools\tPublished\n"))
+		out, _, _ = run("tools", "-n", "crm", "-o", `go-template={{range .items}}{{.metadata.name}}={{.spec.endpoints.invoke}}{{"\n"}}{{end}}`)
+		Expect(out).To(ContainSubstring("lint_query=http://crm-tools.crm.svc.cluster.local:8080/tools/lint_query\n"))
+		out, _, _ = run("tools", "-n", "crm", "--template", "{{len .items}}")
+		Expect(out).To(Equal("3"))
+
+		out, _, _ = run("tools", "-A", "--no-headers")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		Expect(lines).NotTo(ContainElement(MatchRegexp(`^NAMESPACE`)))
+		Expect(lines[0]).To(MatchRegexp(`^crm\s+lint_fine\s+crm-broken\s+Published\s+http://crm-broken\.crm\.svc\.cluster\.local:8080/tools/lint_fine\s+\d+s$`))
+
+		out, _, _ = run("tools", "-n", "crm", "-o", "custom-columns=TOOL:.metadata.name,SOURCE:spec.sourceName,HINT:.spec.annotations.readOnlyHint")
+		lines = strings.Split(strings.TrimSpace(out), "\n")
+		Expect(lines).To(HaveLen(4))
+		Expect(lines[0]).To(MatchRegexp(`^TOOL\s+SOURCE\s+HINT$`))
+		Expect(lines[2]).To(MatchRegexp(`^lint_query\s+lint_query\s+<none>$`))
+		out, _, _ = run("tools", "-n", "crm", "-o", "custom-columns=TOOL:.metadata.name", "--no-headers")
+		Expect(out).To(Equal("lint_fine\nlint_query\nlint_refund\n"))
+
+		out, _, _ = run("tools", "-n", "crm", "-o", "json")
+		var list toolList
+		Expect(json.Unmarshal([]byte(out), &list)).To(Succeed())
+		Expect(list.Kind).To(Equal("List"))
+		Expect(list.Items).To(HaveLen(3))
+		Expect(list.Items[1].Kind).To(Equal("Tool"))
+		Expect(list.Items[1].APIVersion).To(Equal("toolplane.io/v1alpha1"))
+		Expect(list.Items[1].Metadata.Namespace).To(Equal("crm"))
+		Expect(list.Items[1].Spec.Name).To(Equal("lint_query"))
+		Expect(list.Items[1].Spec.SchemaDigest).To(HavePrefix("sha256:"))
+		Expect(list.Items[1].Status.State).To(Equal("Published"))
+
+		out, errOut, _ := run("tools", "-n", "shop", "-o", "json")
+		Expect(errOut).To(BeEmpty())
+		Expect(json.Unmarshal([]byte(out), &list)).To(Succeed())
+		Expect(list.Items).To(BeEmpty())
+
+		_, errOut, code = run("tools", "-o", "table")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(HavePrefix(`error: unable to match a printer suitable for the output format "table"`))
 	})
 
 	It("tools --conflicts lists each contested name with every claimant, the owner first", func() {
@@ -131,6 +206,107 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		_, errOut, code := run("describe", "tool", "lint_nobody")
 		Expect(code).To(Equal(1))
 		Expect(errOut).To(ContainSubstring(`tool "lint_nobody" not found`))
+	})
+
+	It("describe takes the tool as kubectl takes a resource: tool NAME, tools NAME, tool/NAME, and -o name's form", func() {
+		want, _, code := run("describe", "tool", "lint_query")
+		Expect(code).To(Equal(0))
+		Expect(want).To(MatchRegexp(`(?m)^Name:\s+lint_query$`))
+		for _, args := range [][]string{{"tools", "lint_query"}, {"tool/lint_query"}, {"tools/lint_query"}, {"tool.toolplane.io/lint_query"}} {
+			out, errOut, code := run(append([]string{"describe"}, args...)...)
+			Expect(code).To(Equal(0), errOut)
+			Expect(out).To(Equal(want), "describe %v", args)
+		}
+		out, _, code := run("describe", "tool/lint_query", "tool/lint_refund")
+		Expect(code).To(Equal(0))
+		Expect(out).To(MatchRegexp(`(?s)^Name:\s+lint_query\n.*\n\nName:\s+lint_refund\n`))
+
+		_, errOut, code := run("describe", "pod/lint_query")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(Equal("error: the type \"pod\" is not tool: kubectl toolplane describes tools only\n"))
+		_, errOut, code = run("describe", "lint_query")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(HavePrefix("error: want: describe tool NAME, or describe tool/NAME"))
+	})
+
+	It("describe -o json prints the description as data", func() {
+		out, errOut, code := run("describe", "tool/lint_refund", "-o", "json")
+		Expect(code).To(Equal(0), errOut)
+		var d struct {
+			Name      string         `json:"name"`
+			State     string         `json:"state"`
+			Entry     spec.TableTool `json:"entry"`
+			Claimants []claimantOut  `json:"claimants"`
+		}
+		Expect(json.Unmarshal([]byte(out), &d)).To(Succeed())
+		Expect(d.Name).To(Equal("lint_refund"))
+		Expect(d.State).To(Equal("Published"))
+		Expect(d.Entry.ToolSet.String()).To(Equal("crm/crm-tools"))
+		Expect(string(d.Entry.InputSchema)).To(ContainSubstring(`"enum"`))
+		Expect(d.Claimants).To(Equal([]claimantOut{
+			{ToolSet: "crm/crm-tools", State: "Published"},
+			{ToolSet: "shop/shop-tools", State: "Conflicted", Reason: "the name is owned by ToolSet crm/crm-tools"},
+		}))
+
+		out, _, code = run("describe", "tool", "lint_query", "lint_bad_schema", "-o", "yaml")
+		Expect(code).To(Equal(0))
+		var ds []map[string]any
+		Expect(yaml.Unmarshal([]byte(out), &ds)).To(Succeed())
+		Expect(ds).To(HaveLen(2))
+		Expect(ds[1]["state"]).To(Equal("Not published"))
+	})
+
+	It("lint -o json prints the plan as data, with the same exit code", func() {
+		doc := writeDoc(
+			schemaTool("lint_refund", `{"type":"object","properties":{"id":{"type":"string"}},"required":["id"]}`),
+			schemaTool("lint_query", querySchema),
+		)
+		out, errOut, code := run("lint", doc, "-n", "crm", "--toolset", "crm-tools", "-o", "json")
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(Equal("lint failed: 1 breaking change\n"))
+		var r lintReport
+		Expect(json.Unmarshal([]byte(out), &r)).To(Succeed())
+		Expect(r.ToolSet).To(Equal("crm/crm-tools"))
+		Expect(r.Against).To(Equal("cluster"))
+		Expect(r.Breaking).To(Equal(1))
+		Expect(r.Failures).To(Equal([]string{"1 breaking change"}))
+		Expect(r.Counts).To(HaveKeyWithValue("Published", 2))
+		Expect(r.Tools).To(HaveLen(2))
+		Expect(r.Tools[1]).To(Equal(planRow{Name: "lint_refund", State: "Published", Detail: "changed: 1 breaking change",
+			Changes: []contract.Change{{Path: "inputSchema.properties.reason", Breaking: true, Message: `property "reason" was removed`}}}))
+	})
+
+	It("lint --offline compares two documents with no cluster at all", func() {
+		old := writeDoc(schemaTool("off_refund", refundSchema), schemaTool("off_gone", querySchema), schemaTool("off_same", querySchema))
+		next := writeDoc(
+			schemaTool("off_refund", `{"type":"object","properties":{"id":{"type":"string"},"reason":{"type":"string","enum":["damaged","late"]}},"required":["id"]}`),
+			schemaTool("off_same", querySchema),
+			schemaTool("off_new", querySchema),
+			schemaTool("off_bad", `{"type":"string"}`),
+		)
+		// No kubeconfig, no cluster: a server that does not exist.
+		var outB, errB bytes.Buffer
+		root := newRootCommand(&outB, &errB)
+		root.SetArgs([]string{"--server", "https://127.0.0.1:1", "lint", "--offline", old, next})
+		code := 0
+		if err := root.ExecuteContext(context.Background()); err != nil {
+			code = printError(&errB, err)
+		}
+		out, errOut := outB.String(), errB.String()
+		GinkgoWriter.Println(out, errOut)
+		Expect(code).To(Equal(1))
+		Expect(out).To(HavePrefix("Plan for " + next))
+		Expect(out).To(MatchRegexp(`(?m)^\s+off_bad\s+Invalid\s+inputSchema must be a JSON Schema with "type": "object"$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+off_gone\s+Removed\s+`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+off_new\s+Published\s+new$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+off_refund\s+Published\s+changed: 1 breaking change$`))
+		Expect(out).To(MatchRegexp(`(?m)^\s+off_same\s+Published\s+unchanged$`))
+		Expect(out).To(ContainSubstring("Breaking changes against " + old + ":\n  off_gone: the tool was removed\n  off_refund: inputSchema.properties.reason: enum values removed: \"other\"\n"))
+		Expect(errOut).To(Equal("lint failed: 2 breaking changes\n"))
+
+		_, errOut, code = run("lint", "--offline", old)
+		Expect(code).To(Equal(1))
+		Expect(errOut).To(Equal("error: lint --offline takes two documents, OLD and NEW; got 1\n"))
 	})
 
 	It("lint prints the plan against the live cluster, breaking changes with their JSON paths, and exits 1", func() {
@@ -211,7 +387,7 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 		Expect(k8sClient.Create(ctx, tiny)).To(Succeed())
 		_, errOut, code = run("lint", doc, "-n", "crm", "--toolset", "crm-tiny")
 		Expect(code).To(Equal(2))
-		Expect(errOut).To(Equal("Error: the operator would refuse the whole document for ToolSet crm/crm-tiny: 2 tools, more than limits.maxTools 1\n"))
+		Expect(errOut).To(Equal("error: the operator would refuse the whole document for ToolSet crm/crm-tiny: 2 tools, more than limits.maxTools 1\n"))
 	})
 
 	It("lint names the policy that denies a name, as the operator's ownership rule decides", func(ctx context.Context) {
@@ -238,31 +414,98 @@ var _ = Describe("kubectl toolplane", Ordered, func() {
 
 		_, errOut, code := run("call", "lint_query", "--args", `[1]`, "--gateway", crm.URL+spec.MCPPath)
 		Expect(code).To(Equal(1))
-		Expect(errOut).To(ContainSubstring("--args must be a JSON object"))
+		Expect(errOut).To(Equal("error: the arguments (--args) must be a JSON object\n"))
 	})
 
 	It("works as a real kubectl plugin: kubectl toolplane tools, with the binary on the PATH", func() {
-		kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
-		_, err := os.Stat(kubectl)
-		Expect(err).NotTo(HaveOccurred(), "kubectl is built next to kube-apiserver by `make envtest`")
-		dir := GinkgoT().TempDir()
-		buildPlugin(dir)
-
-		kc := func(args ...string) string {
-			GinkgoHelper()
-			// kubectl takes the first words that are not flags as the
-			// plugin's name, so the kubeconfig goes in the environment.
-			cmd := exec.Command(kubectl, args...)
-			cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
-			out, err := cmd.CombinedOutput()
-			GinkgoWriter.Printf("$ kubectl %v\n%s", args, out)
-			Expect(err).NotTo(HaveOccurred(), string(out))
-			return string(out)
-		}
-		Expect(kc("plugin", "list")).To(ContainSubstring(filepath.Join(dir, "kubectl-toolplane")))
-		out := kc("toolplane", "tools", "-n", "crm")
+		kc := kubectlWithPlugin()
+		Expect(kc(nil, "plugin", "list")).To(ContainSubstring("kubectl-toolplane"))
+		out := kc(nil, "toolplane", "tools", "-n", "crm")
 		Expect(out).To(MatchRegexp(`(?m)^NAME\s+OWNER\s+STATE\s+ENDPOINT\s+AGE$`))
 		Expect(out).To(MatchRegexp(`(?m)^lint_query\s+crm-tools\s+Published\s+http://crm-tools\.crm\.svc\.cluster\.local:8080/tools/lint_query\s+\d+s$`))
-		Expect(kc("toolplane", "--help")).To(ContainSubstring("kubectl toolplane lint ./tools.json -n crm --toolset crm-tools"))
+		help := kc(nil, "toolplane", "--help")
+		Expect(help).To(ContainSubstring("kubectl toolplane lint ./tools.json -n crm --toolset crm-tools"))
+		Expect(help).To(ContainSubstring("Usage:\n  kubectl toolplane [command]"))
+		Expect(help).NotTo(MatchRegexp(`(?m)^  completion `), "kubectl's own completion completes the plugin")
+		Expect(kc(nil, "toolplane", "call", "--help")).To(ContainSubstring("Usage:\n  kubectl toolplane call NAME [--args JSON | -f FILE]"))
 	})
+
+	It("completes through kubectl: commands, tool names, describe's tool/NAME, ToolSets and namespaces", func() {
+		kc := kubectlWithPlugin()
+		// What the shell asks kubectl for on <TAB>: kubectl runs
+		// kubectl_complete-toolplane, which asks the plugin.
+		complete := func(args ...string) []string {
+			GinkgoHelper()
+			lines := strings.Split(strings.TrimSpace(kc(nil, append([]string{"__complete", "toolplane"}, args...)...)), "\n")
+			Expect(lines[len(lines)-1]).To(MatchRegexp(`^:\d+$`), "the last line is cobra's directive")
+			var words []string
+			for _, l := range lines[:len(lines)-1] {
+				w, _, _ := strings.Cut(l, "\t")
+				words = append(words, w)
+			}
+			return words
+		}
+		Expect(complete("")).To(ContainElements("tools", "describe", "lint", "call"))
+		Expect(complete("call", "lint_")).To(Equal([]string{"lint_fine", "lint_query", "lint_refund"}))
+		Expect(complete("describe", "")).To(Equal([]string{"tool", "tools"}))
+		Expect(complete("describe", "tool", "lint_q")).To(Equal([]string{"lint_query"}))
+		Expect(complete("describe", "tool/lint_r")).To(Equal([]string{"tool/lint_refund"}))
+		Expect(complete("tools", "-n", "")).To(ContainElements("crm", "shop", "toolplane-system"))
+		Expect(complete("lint", "tools.json", "-n", "crm", "--toolset", "crm-")).To(ContainElements("crm-broken", "crm-tools"))
+		Expect(complete("lint", "tools.json", "-n", "shop", "--toolset", "")).To(Equal([]string{"shop-tools"}))
+		Expect(complete("tools", "-o", "")).To(ContainElements("wide", "json", "yaml", "name", "jsonpath", "go-template", "custom-columns"))
+	})
+
+	It("prints through kubectl with -o jsonpath and --no-headers, describes tool/NAME, and calls with -f -", func() {
+		kc := kubectlWithPlugin()
+		Expect(kc(nil, "toolplane", "tools", "-n", "crm", "-o", "jsonpath={.items[*].metadata.name}")).To(Equal("lint_fine lint_query lint_refund"))
+		out := kc(nil, "toolplane", "tools", "-n", "crm", "--no-headers")
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		Expect(lines).To(HaveLen(3))
+		Expect(lines[0]).To(MatchRegexp(`^lint_fine\s+crm-broken\s+Published\s+`))
+
+		out = kc(nil, "toolplane", "describe", "tool/lint_refund")
+		Expect(out).To(MatchRegexp(`(?m)^Name:\s+lint_refund$`))
+		Expect(out).To(MatchRegexp(`(?m)^Owner:\s+ToolSet crm/crm-tools$`))
+
+		out = kc(strings.NewReader(`{"q": "refunds"}`), "toolplane", "call", "lint_query", "-f", "-", "--gateway", crm.URL+spec.MCPPath)
+		Expect(out).To(Equal(`ok lint_query {"q":"refunds"}` + "\n"))
+	})
+})
+
+// kubectlWithPlugin returns a runner of the real kubectl, with the plugin
+// and kubectl_complete-toolplane, built and copied as `make build` does,
+// first on the PATH.
+func kubectlWithPlugin() func(stdin io.Reader, args ...string) string {
+	GinkgoHelper()
+	kubectl := filepath.Join(os.Getenv("KUBEBUILDER_ASSETS"), "kubectl")
+	_, err := os.Stat(kubectl)
+	Expect(err).NotTo(HaveOccurred(), "kubectl is built next to kube-apiserver by `make envtest`")
+	dir := pluginDir()
+	return func(stdin io.Reader, args ...string) string {
+		GinkgoHelper()
+		// kubectl takes the first words that are not flags as the
+		// plugin's name, so the kubeconfig goes in the environment.
+		cmd := exec.Command(kubectl, args...)
+		cmd.Env = append(os.Environ(), "KUBECONFIG="+kubeconfig, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+		cmd.Stdin = stdin
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		err := cmd.Run()
+		GinkgoWriter.Printf("$ kubectl %v\n%s%s", args, stdout.String(), stderr.String())
+		Expect(err).NotTo(HaveOccurred(), stderr.String())
+		return stdout.String()
+	}
+}
+
+// pluginDir builds once for the suite; AfterSuite removes it.
+var pluginDir = sync.OnceValue(func() string {
+	dir, err := os.MkdirTemp("", "kubectl-toolplane-")
+	Expect(err).NotTo(HaveOccurred())
+	builtPluginDir = dir
+	buildPlugin(dir)
+	script, err := os.ReadFile("kubectl_complete-toolplane")
+	Expect(err).NotTo(HaveOccurred())
+	Expect(os.WriteFile(filepath.Join(dir, "kubectl_complete-toolplane"), script, 0o755)).To(Succeed())
+	return dir
 })

@@ -74,8 +74,21 @@ var _ = Describe("kubectl toolplane search", Ordered, func() {
 		DeferCleanup(g.Close)
 		out, _, code := run("tools", "-A", "-o", "json")
 		Expect(code).To(Equal(0))
-		var t spec.Table
-		Expect(json.Unmarshal([]byte(out), &t)).To(Succeed())
+		// tools -o json is a List of Tools, each spec a table entry as it is.
+		var list struct {
+			Items []struct {
+				Kind string         `json:"kind"`
+				Spec spec.TableTool `json:"spec"`
+			} `json:"items"`
+		}
+		Expect(json.Unmarshal([]byte(out), &list)).To(Succeed())
+		t := spec.Table{SchemaVersion: spec.SchemaVersion}
+		for _, it := range list.Items {
+			if it.Kind == "Tool" {
+				t.Tools = append(t.Tools, it.Spec)
+			}
+		}
+		t.Revision = spec.TableRevision(t.Tools)
 		Expect(g.SetTable(&t)).To(Succeed())
 		srv := httptest.NewServer(g)
 		DeferCleanup(srv.Close)

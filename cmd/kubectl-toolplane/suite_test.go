@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/rest"
@@ -50,6 +52,8 @@ var (
 	k8sClient  client.Client
 	kubeconfig string
 	stopMgr    context.CancelFunc
+	// builtPluginDir holds the plugin binary the kubectl specs run.
+	builtPluginDir string
 )
 
 func TestPlugin(t *testing.T) {
@@ -69,6 +73,9 @@ var _ = BeforeSuite(func() {
 	var err error
 	cfg, err = testEnv.Start()
 	Expect(err).NotTo(HaveOccurred(), "starting the control plane; run `make envtest` and set KUBEBUILDER_ASSETS")
+	// The call specs write EndpointSlices, as the endpoints controller
+	// would, for the API server's service proxy; the plugin reads none.
+	Expect(discoveryv1.AddToScheme(scheme)).To(Succeed())
 	k8sClient, err = client.New(cfg, client.Options{Scheme: scheme})
 	Expect(err).NotTo(HaveOccurred())
 	kubeconfig = filepath.Join(GinkgoT().TempDir(), "kubeconfig")
@@ -97,6 +104,9 @@ var _ = BeforeSuite(func() {
 })
 
 var _ = AfterSuite(func() {
+	if builtPluginDir != "" {
+		Expect(os.RemoveAll(builtPluginDir)).To(Succeed())
+	}
 	if stopMgr != nil {
 		stopMgr()
 	}
@@ -109,18 +119,19 @@ var _ = AfterSuite(func() {
 // returns what it printed and its exit code.
 func run(args ...string) (stdout, stderr string, code int) {
 	GinkgoHelper()
+	return runIn(strings.NewReader(""), args...)
+}
+
+// runIn is run with stdin.
+func runIn(stdin io.Reader, args ...string) (stdout, stderr string, code int) {
+	GinkgoHelper()
 	var out, errOut bytes.Buffer
 	root := newRootCommand(&out, &errOut)
+	root.SetIn(stdin)
 	root.SetArgs(append([]string{"--kubeconfig", kubeconfig}, args...))
 	err := root.ExecuteContext(context.Background())
-	var exit *exitError
-	switch {
-	case err == nil:
-	case errors.As(err, &exit):
-		code = exit.code
-	default:
-		errOut.WriteString("Error: " + err.Error() + "\n")
-		code = 1
+	if err != nil {
+		code = printError(&errOut, err)
 	}
 	GinkgoWriter.Printf("$ kubectl toolplane %v  (exit %d)\n%s%s", args, code, out.String(), errOut.String())
 	return out.String(), errOut.String(), code
@@ -193,6 +204,13 @@ func portOf(srv *httptest.Server) int32 {
 // the server's port, and a ToolSet named name that selects it.
 func serveToolSet(ctx context.Context, ns, name string, srv *httptest.Server) *v1alpha1.ToolSet {
 	GinkgoHelper()
+	return serveToolSetAt(ctx, ns, name, srv, "127.0.0.1")
+}
+
+// serveToolSetAt is serveToolSet with the Pod at podIP, and the ToolSet
+// changed by each of edit before it is created.
+func serveToolSetAt(ctx context.Context, ns, name string, srv *httptest.Server, podIP string, edit ...func(*v1alpha1.ToolSet)) *v1alpha1.ToolSet {
+	GinkgoHelper()
 	nsObj := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}
 	if err := k8sClient.Create(ctx, nsObj); err != nil {
 		Expect(client.IgnoreAlreadyExists(err)).To(Succeed())
@@ -206,7 +224,7 @@ func serveToolSet(ctx context.Context, ns, name string, srv *httptest.Server) *v
 	}
 	Expect(k8sClient.Create(ctx, pod)).To(Succeed())
 	pod.Status = corev1.PodStatus{
-		Phase: corev1.PodRunning, PodIP: "127.0.0.1", PodIPs: []corev1.PodIP{{IP: "127.0.0.1"}},
+		Phase: corev1.PodRunning, PodIP: podIP, PodIPs: []corev1.PodIP{{IP: podIP}},
 		Conditions: []corev1.PodCondition{{Type: corev1.PodReady, Status: corev1.ConditionTrue, LastTransitionTime: metav1.Now()}},
 	}
 	Expect(k8sClient.Status().Update(ctx, pod)).To(Succeed())
@@ -219,6 +237,9 @@ func serveToolSet(ctx context.Context, ns, name string, srv *httptest.Server) *v
 			Interval: &metav1.Duration{Duration: 5 * time.Second},
 			Timeout:  &metav1.Duration{Duration: 2 * time.Second},
 		},
+	}
+	for _, e := range edit {
+		e(ts)
 	}
 	Expect(k8sClient.Create(ctx, ts)).To(Succeed())
 	return ts

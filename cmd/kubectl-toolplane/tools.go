@@ -1,16 +1,16 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/duration"
-	"k8s.io/cli-runtime/pkg/printers"
-	"sigs.k8s.io/yaml"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -20,13 +20,13 @@ type toolsOptions struct {
 	*options
 	allNamespaces bool
 	conflicts     bool
-	output        string
+	output        *outputFlags
 }
 
 func newToolsCommand(o *options) *cobra.Command {
 	to := &toolsOptions{options: o}
 	cmd := &cobra.Command{
-		Use:   "tools [-n NAMESPACE | -A] [--conflicts] [-o wide|json|yaml]",
+		Use:   "tools [-n NAMESPACE | -A] [--conflicts] [-o FORMAT] [--no-headers]",
 		Short: "List the published tools, or the names that ToolSets contest",
 		Long: `List the tools in the tool table whose owner ToolSet is in the namespace, as kubectl
 lists resources: NAME, OWNER (the ToolSet), STATE (Published, or Stale while held
@@ -34,7 +34,14 @@ through an outage), ENDPOINT (the invoke URL, or the MCP URL of a tool served on
 over MCP) and AGE (of the owner ToolSet).
 
 With --conflicts, list instead every name that more than one ToolSet exposes, or
-that a policy keeps from a ToolSet, with each claimant and its state.`,
+that a policy keeps from a ToolSet, with each claimant and its state.
+
+Tools are entries of the tool table, not Kubernetes objects. For kubectl's printers
+(-o json, yaml, name, jsonpath, go-template, custom-columns) each is an item of a List:
+kind Tool of toolplane.io/v1alpha1, metadata.name the published name,
+metadata.namespace the owner ToolSet's namespace, spec the table entry as the table
+holds it, and status.state. A contested name is kind ContestedName, with its owner
+and claimants.`,
 		Example: `  # The tools of the current namespace
   kubectl toolplane tools
 
@@ -44,22 +51,24 @@ that a policy keeps from a ToolSet, with each claimant and its state.`,
   # Who claims which contested name
   kubectl toolplane tools -A --conflicts
 
-  # The table's entries of one namespace, as JSON
-  kubectl toolplane tools -n crm -o json`,
+  # The names only, for a script
+  kubectl toolplane tools -n crm -o jsonpath='{.items[*].metadata.name}'
+  kubectl toolplane tools -n crm -o name
+
+  # Columns of your own, without headers
+  kubectl toolplane tools -A -o custom-columns=NAME:.metadata.name,DIGEST:.spec.schemaDigest --no-headers`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return to.run(cmd) },
 	}
 	cmd.Flags().BoolVarP(&to.allNamespaces, "all-namespaces", "A", false, "List the tools of every namespace.")
 	cmd.Flags().BoolVar(&to.conflicts, "conflicts", false, "List the contested names and their claimants instead.")
-	cmd.Flags().StringVarP(&to.output, "output", "o", "", "Output format: wide, json or yaml.")
+	to.output = newOutputFlags(cmd)
 	return cmd
 }
 
 func (to *toolsOptions) run(cmd *cobra.Command) error {
-	switch to.output {
-	case "", "wide", "json", "yaml":
-	default:
-		return fmt.Errorf("unknown output format %q: want wide, json or yaml", to.output)
+	if err := to.output.validate(); err != nil {
+		return err
 	}
 	ns, err := to.namespace()
 	if err != nil {
@@ -79,58 +88,50 @@ func (to *toolsOptions) run(cmd *cobra.Command) error {
 		return to.printConflicts(cl, in, ns)
 	}
 
-	var tools []spec.TableTool
+	var items []*unstructured.Unstructured
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Owner", Type: "string"},
+		{Name: "State", Type: "string"},
+		{Name: "Endpoint", Type: "string"},
+		{Name: "Age", Type: "string"},
+		{Name: "Source Name", Type: "string", Priority: 1},
+		{Name: "Schema Digest", Type: "string", Priority: 1},
+		{Name: "MCP", Type: "string", Priority: 1},
+	}}
 	for _, t := range cl.table.Tools {
-		if in(t.ToolSet.Namespace) {
-			tools = append(tools, t)
+		if !in(t.ToolSet.Namespace) {
+			continue
 		}
-	}
-	switch to.output {
-	case "json", "yaml":
-		if tools == nil {
-			tools = []spec.TableTool{}
+		state := cl.stateOf(t)
+		obj, err := object(kindTool, t.ToolSet.Namespace, t.Name, map[string]any{"spec": t, "status": map[string]string{"state": state}})
+		if err != nil {
+			return err
 		}
-		return printData(to.out, to.output, &spec.Table{SchemaVersion: cl.table.SchemaVersion, Revision: cl.table.Revision, Tools: tools})
+		items = append(items, obj)
+		mcp := "<none>"
+		if t.Endpoints != nil && t.Endpoints.MCP != "" {
+			mcp = t.Endpoints.MCP
+		}
+		table.Rows = append(table.Rows, metav1.TableRow{
+			Cells:  []any{t.Name, t.ToolSet.Name, state, endpointOf(t), cl.age(t.ToolSet), t.SourceName, shortDigest(t.SchemaDigest), mcp},
+			Object: runtime.RawExtension{Object: obj},
+		})
 	}
-	if len(tools) == 0 {
+	if len(items) == 0 && to.output.human() {
 		return noneFound(to.errOut, to.allNamespaces, ns)
 	}
-	w := printers.GetNewTabWriter(to.out)
-	header := "NAME\tOWNER\tSTATE\tENDPOINT\tAGE"
-	if to.allNamespaces {
-		header = "NAMESPACE\t" + header
-	}
-	if to.output == "wide" {
-		header += "\tSOURCE NAME\tSCHEMA DIGEST\tMCP"
-	}
-	fmt.Fprintln(w, header)
-	for _, t := range tools {
-		row := fmt.Sprintf("%s\t%s\t%s\t%s\t%s", t.Name, t.ToolSet.Name, cl.stateOf(t), endpointOf(t), cl.age(t.ToolSet))
-		if to.allNamespaces {
-			row = t.ToolSet.Namespace + "\t" + row
-		}
-		if to.output == "wide" {
-			mcp := "<none>"
-			if t.Endpoints != nil {
-				mcp = t.Endpoints.MCP
-			}
-			row += fmt.Sprintf("\t%s\t%s\t%s", t.SourceName, shortDigest(t.SchemaDigest), mcp)
-		}
-		fmt.Fprintln(w, row)
-	}
-	return w.Flush()
+	return to.output.printList(to.out, items, table, to.allNamespaces)
 }
 
 // printConflicts lists each contested name of the namespace (or of every
 // namespace), one row per claimant, the owner first.
 func (to *toolsOptions) printConflicts(cl *cluster, in func(string) bool, ns string) error {
-	type row struct{ name, toolSet, state, detail string }
-	var rows []row
 	var names []string
 	seen := map[string]bool{}
 	for _, ts := range cl.toolSets {
 		for _, t := range ts.Status.Tools {
-			if t.State != v1alpha1.ToolConflicted && t.State != "Denied" || seen[t.Name] {
+			if t.State != v1alpha1.ToolConflicted && t.State != v1alpha1.ToolDenied || seen[t.Name] {
 				continue
 			}
 			seen[t.Name] = true
@@ -138,12 +139,13 @@ func (to *toolsOptions) printConflicts(cl *cluster, in func(string) bool, ns str
 		}
 	}
 	slices.Sort(names)
-	type contested struct {
-		Name      string        `json:"name"`
-		Owner     string        `json:"owner,omitempty"`
-		Claimants []claimantOut `json:"claimants"`
-	}
-	var out []contested
+	var items []*unstructured.Unstructured
+	table := &metav1.Table{ColumnDefinitions: []metav1.TableColumnDefinition{
+		{Name: "Name", Type: "string", Format: "name"},
+		{Name: "Claimant", Type: "string"},
+		{Name: "State", Type: "string"},
+		{Name: "Detail", Type: "string"},
+	}}
 	for _, name := range names {
 		cs := cl.claimants(name)
 		involved := false
@@ -157,25 +159,31 @@ func (to *toolsOptions) printConflicts(cl *cluster, in func(string) bool, ns str
 		if !involved {
 			continue
 		}
-		item := contested{Name: name, Owner: owner}
+		claimants := []claimantOut{}
+		for _, c := range cs {
+			claimants = append(claimants, claimantOut{ToolSet: c.toolSet, State: string(c.status.State), Reason: c.status.Reason})
+		}
+		fields := map[string]any{"claimants": claimants}
+		if owner != "" {
+			fields["owner"] = owner
+		}
+		obj, err := object(kindContestedName, "", name, fields)
+		if err != nil {
+			return err
+		}
+		items = append(items, obj)
 		for _, c := range cs {
 			detail := c.status.Reason
 			if c.status.State == v1alpha1.ToolPublished {
 				detail = "owns the name"
 			}
-			rows = append(rows, row{name, c.toolSet, string(c.status.State), detail})
-			item.Claimants = append(item.Claimants, claimantOut{ToolSet: c.toolSet, State: string(c.status.State), Reason: c.status.Reason})
+			table.Rows = append(table.Rows, metav1.TableRow{
+				Cells:  []any{name, c.toolSet, string(c.status.State), detail},
+				Object: runtime.RawExtension{Object: obj},
+			})
 		}
-		out = append(out, item)
 	}
-	switch to.output {
-	case "json", "yaml":
-		if out == nil {
-			out = []contested{}
-		}
-		return printData(to.out, to.output, out)
-	}
-	if len(rows) == 0 {
+	if len(items) == 0 && to.output.human() {
 		where := "in namespace " + ns
 		if to.allNamespaces {
 			where = "in the cluster"
@@ -183,12 +191,7 @@ func (to *toolsOptions) printConflicts(cl *cluster, in func(string) bool, ns str
 		fmt.Fprintf(to.errOut, "No contested tool names %s.\n", where)
 		return nil
 	}
-	w := printers.GetNewTabWriter(to.out)
-	fmt.Fprintln(w, "NAME\tCLAIMANT\tSTATE\tDETAIL")
-	for _, r := range rows {
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\n", r.name, r.toolSet, r.state, r.detail)
-	}
-	return w.Flush()
+	return to.output.printList(to.out, items, table, false)
 }
 
 type claimantOut struct {
@@ -246,20 +249,4 @@ func shortDigest(d string) string {
 		return d[:len("sha256:")+12]
 	}
 	return d
-}
-
-func printData(w io.Writer, format string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	if format == "yaml" {
-		if b, err = yaml.JSONToYAML(b); err != nil {
-			return err
-		}
-		_, err = w.Write(b)
-		return err
-	}
-	_, err = fmt.Fprintln(w, string(b))
-	return err
 }

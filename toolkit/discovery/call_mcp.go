@@ -114,6 +114,9 @@ func (m *MCPCaller) Call(ctx context.Context, endpoint, name string, args json.R
 	if err != nil {
 		return nil, fail(err)
 	}
+	if raw := rt.structuredContent(); res.StructuredContent != nil && raw != nil {
+		res.StructuredContent = raw
+	}
 	return res, nil
 }
 
@@ -129,6 +132,11 @@ type boundTransport struct {
 	left     int64
 	exceeded bool
 	redirErr error
+	// callID and reply are the JSON-RPC id of the tools/call request and
+	// the body answering it, kept to read structuredContent as sent: the
+	// SDK decodes it into any, which rounds an integer past 2^53.
+	callID json.RawMessage
+	reply  *bytes.Buffer
 }
 
 func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -138,6 +146,7 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx, cancel := context.WithCancel(req.Context())
 	stop := context.AfterFunc(t.ctx, cancel)
 	req = req.Clone(ctx)
+	reply := t.keepReply(req)
 	for k, v := range t.header {
 		if req.Header.Get(k) == "" {
 			req.Header[k] = v
@@ -154,8 +163,85 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.redirErr = fmt.Errorf("%w: HTTP %d to %s", ErrRedirect, resp.StatusCode, resp.Header.Get("Location"))
 		t.mu.Unlock()
 	}
-	resp.Body = &boundBody{rc: resp.Body, t: t, done: func() { stop(); cancel() }}
+	resp.Body = &boundBody{rc: resp.Body, t: t, reply: reply, done: func() { stop(); cancel() }}
 	return resp, nil
+}
+
+// keepReply returns the buffer the body answering req is kept in if req is
+// the tools/call request, or nil. The SDK posts a body it can replay.
+func (t *boundTransport) keepReply(req *http.Request) *bytes.Buffer {
+	if req.Method != http.MethodPost || req.GetBody == nil {
+		return nil
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil
+	}
+	defer func() { _ = body.Close() }()
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	if json.NewDecoder(body).Decode(&msg) != nil || msg.Method != "tools/call" || msg.ID == nil {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.callID, t.reply = msg.ID, new(bytes.Buffer)
+	return t.reply
+}
+
+// structuredContent is the structuredContent of the tools/call reply as the
+// server sent it, or nil. The reply is a JSON-RPC message, or a stream of
+// server-sent events one of which is.
+func (t *boundTransport) structuredContent() json.RawMessage {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.reply == nil {
+		return nil
+	}
+	body := bytes.TrimSpace(t.reply.Bytes())
+	msgs := [][]byte{body}
+	if len(body) > 0 && body[0] != '{' {
+		msgs = sseData(body)
+	}
+	for _, m := range msgs {
+		var reply struct {
+			ID     json.RawMessage `json:"id"`
+			Result *struct {
+				StructuredContent json.RawMessage `json:"structuredContent"`
+			} `json:"result"`
+		}
+		if json.Unmarshal(m, &reply) == nil && bytes.Equal(reply.ID, t.callID) && reply.Result != nil &&
+			len(reply.Result.StructuredContent) > 0 && string(reply.Result.StructuredContent) != "null" {
+			return reply.Result.StructuredContent
+		}
+	}
+	return nil
+}
+
+// sseData returns the data of each event of a text/event-stream body.
+func sseData(body []byte) [][]byte {
+	var events [][]byte
+	var data []byte
+	for line := range bytes.Lines(append(body, '\n', '\n')) {
+		line = bytes.TrimRight(line, "\r\n")
+		if len(line) == 0 {
+			if data != nil {
+				events = append(events, data)
+			}
+			data = nil
+			continue
+		}
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			v = bytes.TrimPrefix(v, []byte(" "))
+			if data != nil {
+				data = append(data, '\n')
+			}
+			data = append(data, v...)
+		}
+	}
+	return events
 }
 
 func (t *boundTransport) tooLarge() bool {
@@ -172,10 +258,11 @@ func (t *boundTransport) redirect() error {
 
 // boundBody is a response body that counts against the call's bytes.
 type boundBody struct {
-	rc   io.ReadCloser
-	t    *boundTransport
-	once sync.Once
-	done func()
+	rc    io.ReadCloser
+	t     *boundTransport
+	reply *bytes.Buffer // nil but for the tools/call reply
+	once  sync.Once
+	done  func()
 }
 
 var errBodyTooLarge = errors.New("discovery: response body too large")
@@ -195,6 +282,9 @@ func (b *boundBody) Read(p []byte) (int, error) {
 	if b.t.left < 0 {
 		b.t.exceeded = true
 		return 0, errBodyTooLarge
+	}
+	if b.reply != nil {
+		b.reply.Write(p[:n])
 	}
 	return n, err
 }

@@ -184,3 +184,57 @@ func jsonEqual(t *testing.T, a, b string) bool {
 	yb, _ := json.Marshal(y)
 	return string(xb) == string(yb)
 }
+
+// TestCallOverMCPKeepsStructuredContentExact calls an MCP server whose
+// structuredContent holds 2^53 + 1, which the SDK's decoding into any
+// rounds to 2^53: the caller hands it on as the server sent it, whether the
+// reply is a JSON body or a stream of events.
+func TestCallOverMCPKeepsStructuredContentExact(t *testing.T) {
+	const structured = `{"id":9007199254740993,"ids":[9007199254740993,1.5e300],"note":"x"}`
+	for _, tc := range []struct {
+		name string
+		opts mcp.StreamableHTTPOptions
+	}{
+		{"sessions, events", mcp.StreamableHTTPOptions{}},
+		{"sessions, JSON", mcp.StreamableHTTPOptions{JSONResponse: true}},
+		{"stateless, events", mcp.StreamableHTTPOptions{Stateless: true}},
+		{"stateless, JSON", mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := mcp.NewServer(&mcp.Implementation{Name: "orders"}, nil)
+			mcp.AddTool(s, &mcp.Tool{Name: "order"}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+				return &mcp.CallToolResult{
+					Content:           []mcp.Content{&mcp.TextContent{Text: "order 9007199254740993"}},
+					StructuredContent: json.RawMessage(structured),
+				}, nil, nil
+			})
+			tc.opts.DisableLocalhostProtection = true
+			srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &tc.opts))
+			t.Cleanup(srv.Close)
+
+			res, err := (&discovery.MCPCaller{}).Call(t.Context(), srv.URL, "order", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := json.Marshal(res.StructuredContent)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(b) != structured {
+				t.Fatalf("structuredContent %s, want %s", b, structured)
+			}
+
+			c := &discovery.Client{Timeout: 10 * time.Second, HTTPClient: clusterHTTP(srv)}
+			if err := c.SetTable(mcpTable("order")); err != nil {
+				t.Fatal(err)
+			}
+			got, err := c.Call(t.Context(), "rich_order", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got.StructuredContent) != structured {
+				t.Fatalf("Client.Call: structuredContent %s, want %s", got.StructuredContent, structured)
+			}
+		})
+	}
+}
