@@ -81,6 +81,8 @@ var synonymGroups = []string{
 	"author blame",
 	"recent latest",
 	"inbox notification",
+	"fake mock simulate dummy stub",
+	"tree hierarchy structure nested",
 }
 
 // abbreviations expand to the words they stand for, at full weight.
