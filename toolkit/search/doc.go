@@ -26,8 +26,13 @@
 // favours GitLab's tools), and the name and description as written. Text is
 // split into words, lowercased, stripped of English stop words and stemmed
 // with the Snowball (Porter2) English stemmer (github.com/kljensen/snowball).
-// A query word also searches for its synonyms in a small built-in thesaurus
-// of software vocabulary (delete/remove/drop, folder/directory,
+// A word in camelCase is split into its parts and kept whole as well
+// (getIssueById, GitLab → git, lab, gitlab); a query reads it whole only, so
+// that a product's name counts once. A query's URLs stand for the word
+// "url", and its numbers and quoted text, the user's data, are not searched
+// for; two words in a row are also searched for as one (box plot finds
+// boxplot). A query word also searches for its synonyms in a small built-in
+// thesaurus of software vocabulary (delete/remove/drop, folder/directory,
 // issue/ticket, sprint/cycle/iteration, …) at a lower weight, and
 // abbreviations (PR, MR, k8s, VM) for what they stand for.
 //

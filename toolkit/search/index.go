@@ -91,8 +91,8 @@ func (f EmbedderFunc) Embed(ctx context.Context, texts []string) ([][]float32, e
 // by; b is the strength of length normalization per field (names and
 // titles are short and similar in length, descriptions vary).
 var (
-	fieldWeight = [numFields]float32{fieldName: 2, fieldTitle: 0.4, fieldDesc: 1, fieldParamName: 0.2, fieldParamDesc: 0.6, fieldTags: 0.5, fieldOwner: 4, fieldExact: 1}
-	fieldB      = [numFields]float32{fieldName: 1, fieldTitle: 0.3, fieldDesc: 0.75, fieldParamName: 0, fieldParamDesc: 0.9, fieldTags: 0.3, fieldOwner: 0, fieldExact: 0.75}
+	fieldWeight = [numFields]float32{fieldName: 3, fieldTitle: 0.1, fieldDesc: 1, fieldParamName: 0.1, fieldParamDesc: 0.6, fieldTags: 0.5, fieldOwner: 6, fieldExact: 1}
+	fieldB      = [numFields]float32{fieldName: 1, fieldTitle: 0.3, fieldDesc: 0.6, fieldParamName: 0.75, fieldParamDesc: 0.9, fieldTags: 0.3, fieldOwner: 0, fieldExact: 0.9}
 )
 
 var bm25K1 float32 = 1.2

@@ -219,6 +219,29 @@ func TestURLsAndNumbersAreTheUsersData(t *testing.T) {
 	}
 }
 
+// Two words in a row are searched for as one too, and quoted text is the
+// user's data.
+func TestCompoundsAndQuotes(t *testing.T) {
+	tb := table(
+		tool("chart", "chart", "chart_boxplot", "Draw a boxplot of the values.", ""),
+		tool("chart", "chart", "chart_box_fill", "Fill a box of the plot area with a colour.", ""),
+		tool("web", "web", "web_type", "Type text into an input field.", ""),
+		tool("issues", "issues", "issues_create_issue", "Create an issue with a title.", ""),
+	)
+	x := New(tb, nil)
+	for q, want := range map[string]string{
+		"show the values as a box plot":                      "chart_boxplot",
+		`type "create an issue titled crash" into the field`: "web_type",
+	} {
+		if got := names(tb, x.Search(context.Background(), q, Filter{})); len(got) == 0 || got[0] != want {
+			t.Errorf("%q: got %v, want %s first", q, got, want)
+		}
+	}
+	if got := unquote(`say "hi" and "bye`); got != `say "  and "bye` {
+		t.Errorf("unquote: %q", got)
+	}
+}
+
 // A product written in camelCase is one word of the query: "GitLab" is not
 // "git" and "lab", which would rank a tool that says "Git" and "lab"
 // (or GitHub's) above the one of the ToolSet named gitlab.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -235,6 +236,7 @@ func clipQuery(q string) string {
 // "url" (what tools that take one say), not the words of its host and path,
 // which are the user's data.
 func plainQuery(q string) string {
+	q = unquote(q)
 	if !strings.Contains(q, "://") && !strings.Contains(q, "www.") {
 		return q
 	}
@@ -245,6 +247,27 @@ func plainQuery(q string) string {
 		}
 	}
 	return strings.Join(f, " ")
+}
+
+// unquote drops the text a task quotes: "type \"hello there\" into the
+// box" searches by type and box, not by what to type.
+func unquote(q string) string {
+	if strings.Count(q, `"`) < 2 {
+		return q
+	}
+	var b strings.Builder
+	in := false
+	for _, part := range strings.SplitAfter(q, `"`) {
+		if !in {
+			b.WriteString(part)
+		} else if strings.HasSuffix(part, `"`) {
+			b.WriteByte(' ')
+		} else {
+			b.WriteString(part) // an unclosed quote: keep the rest
+		}
+		in = !in
+	}
+	return b.String()
 }
 
 // number reports whether a term is digits only: in a task, an identifier
@@ -273,7 +296,33 @@ func queryTerms(q string) []string {
 		}
 		terms = append(terms, t)
 	})
+	// Two words in a row are also searched for as one, as an API may write
+	// them: "box plot" finds boxplot, "time zone" timezone, "look up" lookup.
+	prev := ""
+	wholeWords(q, func(w string) {
+		lw := lower(w)
+		if stopWords[lw] || !letters(lw) {
+			prev = ""
+			return
+		}
+		if prev != "" && len(terms) < maxQueryTerms {
+			if t := a.stem(prev + lw); !slices.Contains(terms, t) {
+				terms = append(terms, t)
+			}
+		}
+		prev = lw
+	})
 	return terms
+}
+
+// letters reports whether w is letters only.
+func letters(w string) bool {
+	for _, r := range w {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return true
 }
 
 // cand is a tool that may be a hit, by table index.

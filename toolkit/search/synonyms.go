@@ -13,7 +13,7 @@ import "strings"
 var expansionWeight float32 = 0.4
 
 // ownerWeight is the weight of a query word as a ToolSet's name.
-var ownerWeight float32 = 1
+var ownerWeight float32 = 1.5
 
 // exactWeight is the weight of a query's words as written.
 var exactWeight float32 = 0.3
@@ -81,6 +81,8 @@ var synonymGroups = []string{
 	"author blame",
 	"recent latest",
 	"inbox notification",
+	"fake mock simulate dummy stub",
+	"tree hierarchy structure nested",
 }
 
 // abbreviations expand to the words they stand for, at full weight.

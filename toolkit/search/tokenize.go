@@ -142,15 +142,20 @@ func (a *analyzer) terms(s string, fn func(term string)) {
 		if stopWords[lw] {
 			return
 		}
-		st, ok := a.stems[lw]
-		if !ok {
-			st = stem(lw)
-			if len(a.stems) < 1<<20 {
-				a.stems[strings.Clone(lw)] = st
-			}
-		}
-		fn(st)
+		fn(a.stem(lw))
 	})
+}
+
+// stem is the stem of the lowercase word lw, memoized.
+func (a *analyzer) stem(lw string) string {
+	st, ok := a.stems[lw]
+	if !ok {
+		st = stem(lw)
+		if len(a.stems) < 1<<20 {
+			a.stems[strings.Clone(lw)] = st
+		}
+	}
+	return st
 }
 
 // lower is strings.ToLower without an allocation for lowercase ASCII.
