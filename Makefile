@@ -79,6 +79,10 @@ run: manifests generate ## Run the manager against the cluster in the current ku
 bench-scale: build envtest ## Measure BENCH_SIZE ToolSets of 10 tools (default 1000; 5000 is the larger size) against the API server's own limit: convergence, steady state, churn; prints the figure line last (BENCH_SCALE_FLAGS=-h for knobs).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./hack/bench/scale --manager $(LOCALBIN)/manager --toolsets $(BENCH_SIZE) $(BENCH_SCALE_FLAGS)
 
+.PHONY: bench-gateway
+bench-gateway: envtest ## Measure the gateway (two replicas, 10,000 tools, both MCP eras) against the workload called directly, on loopback: throughput ratio, added p50/p99, peak RSS; prints the figure line last (BENCH_GATEWAY_FLAGS=-h for knobs).
+	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./hack/bench/gateway $(BENCH_GATEWAY_FLAGS)
+
 ##@ Development
 
 .PHONY: manifests
