@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -191,7 +193,7 @@ func table(n, namespaces int, addr string) ([]spec.TableTool, map[string]string)
 		tools[i] = spec.TableTool{
 			Name:        fmt.Sprintf("t%05d_%s", i, sourceTool),
 			SourceName:  sourceTool,
-			Description: fmt.Sprintf("Adds two integers exactly, for the records of kind %d; the sum is the result.", i),
+			Description: description(i),
 			InputSchema: addSchema,
 			Annotations: &spec.Annotations{ReadOnlyHint: ptr(true), IdempotentHint: ptr(true)},
 			ToolSet:     spec.ObjectReference{Namespace: ns, Name: fmt.Sprintf("set-%04d", i/(10*namespaces))},
@@ -200,6 +202,30 @@ func table(n, namespaces int, addr string) ([]spec.TableTool, map[string]string)
 	}
 	spec.SortTableTools(tools)
 	return tools, resolve
+}
+
+// words make descriptions that differ as real ones do, so that the table
+// compresses (and takes ConfigMaps) more like a real one.
+var words = strings.Fields(`account address amount archive batch billing branch cache calendar
+	campaign cart catalog channel city claim client code contract cost country coupon credit
+	currency customer dashboard date delivery device discount document domain email employee
+	event export feed file filter forecast fund group history inventory invoice item journal
+	label ledger limit list location log market member message metric note offer order owner
+	payment period plan policy price product profile project query quota rate record region
+	report request return review risk role route sale schedule score segment shipment sku
+	status stock store subscription supplier survey task tax team ticket token total trade
+	transaction trend user vendor warehouse weather`)
+
+// description returns tool i's description: a dozen or so words drawn
+// from words, the same for the same i.
+func description(i int) string {
+	r := rand.New(rand.NewPCG(uint64(i), 27))
+	n := 10 + r.IntN(10)
+	d := make([]string, n)
+	for j := range d {
+		d[j] = words[r.IntN(len(words))]
+	}
+	return "Looks up " + strings.Join(d, " ") + "; returns at most limit matches."
 }
 
 func ptr[T any](v T) *T { return &v }
