@@ -48,6 +48,8 @@ import (
 )
 
 type config struct {
+	gatewayBin  string
+	workloadBin string
 	tools       int
 	namespaces  int
 	clients     int
@@ -60,6 +62,8 @@ type config struct {
 
 func main() {
 	var c config
+	flag.StringVar(&c.gatewayBin, "gateway", "", "The gateway binary; empty builds cmd/gateway of this checkout.")
+	flag.StringVar(&c.workloadBin, "workload", "", "The example-tools binary; empty builds cmd/example-tools of this checkout.")
 	flag.IntVar(&c.tools, "tools", 10_000, "How many tools the gateways' table holds.")
 	flag.IntVar(&c.namespaces, "namespaces", 10, "How many namespaces (each a ToolSet owner with its own Service) the tools are spread over.")
 	flag.IntVar(&c.clients, "clients", 32, "How many concurrent clients the throughput phases run, and how many connections each path may use.")

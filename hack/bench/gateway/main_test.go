@@ -43,7 +43,7 @@ func TestTableRoutesEveryToolToItsOwnNamespacesService(t *testing.T) {
 			t.Fatalf("%s does not end in its source name %s", tt.Name, tt.SourceName)
 		}
 	}
-	if description(7) != description(7) || description(7) == description(8) {
+	if d := description(7); d != description(7) || d == description(8) {
 		t.Error("descriptions must be the same for one tool and differ between tools")
 	}
 }

@@ -52,14 +52,18 @@ func run(ctx context.Context, c config) (res result, err error) {
 		_ = os.RemoveAll(c.workDir)
 	}()
 
-	step("building example-tools and the gateway")
-	wlBin, err := harness.Build(ctx, ".", c.workDir, "example-tools")
-	if err != nil {
-		return res, err
-	}
-	gwBin, err := harness.Build(ctx, ".", c.workDir, "gateway")
-	if err != nil {
-		return res, err
+	wlBin, gwBin := c.workloadBin, c.gatewayBin
+	for _, b := range []struct {
+		bin  *string
+		name string
+	}{{&wlBin, "example-tools"}, {&gwBin, "gateway"}} {
+		if *b.bin != "" {
+			continue
+		}
+		step("building %s", b.name)
+		if *b.bin, err = harness.Build(ctx, ".", c.workDir, b.name); err != nil {
+			return res, err
+		}
 	}
 
 	step("starting the control plane")
