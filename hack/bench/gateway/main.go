@@ -1,0 +1,114 @@
+// Command gateway measures the gateway's throughput and added latency on
+// loopback, against the same workload called directly in the same run.
+//
+// It starts the envtest control plane (the gateway reads its table only
+// from ConfigMaps), the real example-tools binary as the one workload, and
+// two replicas of the real gateway binary with no shared state, each
+// serving a table of --tools tools (10,000 by default) spread over ten
+// namespaces, every one routed to the workload's add tool through
+// --resolve. The load generator is vegeta's library, the same for both
+// paths:
+//
+//   - direct: POST /tools/add on the workload's invoke endpoint;
+//   - gateway: MCP tools/call on /mcp, alternating between the two
+//     replicas (the round-robin of a Service) and between the two protocol
+//     eras: 2026-07-28 (stateless by design) and 2025-11-25 without a
+//     session (the gateway answers 2025 clients statelessly by default).
+//     The requests are the Go SDK client's own, recorded once per era and
+//     replayed with a tool name drawn from the whole table.
+//
+// Each path first gets a warm-up that is not counted, then:
+//
+//   - throughput: --clients closed-loop clients for --duration, as fast as
+//     each path answers; ratio = rps_gateway / rps_direct;
+//   - latency: an open-loop rate of --latency-load of the lower of the two
+//     throughputs, the same rate for both paths, for --duration each;
+//     p50_added_ms and p99_added_ms are the gateway path's percentiles
+//     less the direct path's;
+//   - rss_mib: the larger of the two replicas' peak RSS (VmHWM).
+//
+// Any failed call (a transport error, a status other than 200, a
+// JSON-RPC error or an isError result) fails the run: a figure over errors
+// would flatter the gateway. The last line it prints, on stdout, is the
+// figure line; everything else, the per-era breakdown included, goes to
+// stderr. Run it with `make bench-gateway`.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+type config struct {
+	gatewayBin  string
+	workloadBin string
+	tools       int
+	namespaces  int
+	clients     int
+	duration    time.Duration
+	warmup      time.Duration
+	latencyLoad float64
+	latencyRate int
+	workDir     string
+}
+
+func main() {
+	var c config
+	flag.StringVar(&c.gatewayBin, "gateway", "", "The gateway binary; empty builds cmd/gateway of this checkout.")
+	flag.StringVar(&c.workloadBin, "workload", "", "The example-tools binary; empty builds cmd/example-tools of this checkout.")
+	flag.IntVar(&c.tools, "tools", 10_000, "How many tools the gateways' table holds.")
+	flag.IntVar(&c.namespaces, "namespaces", 10, "How many namespaces (each a ToolSet owner with its own Service) the tools are spread over.")
+	flag.IntVar(&c.clients, "clients", 32, "How many concurrent clients the throughput phases run, and how many connections each path may use.")
+	flag.DurationVar(&c.duration, "duration", 10*time.Second, "How long each measured phase lasts (throughput and latency, per path).")
+	flag.DurationVar(&c.warmup, "warmup", 2*time.Second, "How long each path is warmed up before it is measured; not counted.")
+	flag.Float64Var(&c.latencyLoad, "latency-load", 0.5, "The latency phases' offered rate, as a share of the lower of the two measured throughputs.")
+	flag.IntVar(&c.latencyRate, "latency-rate", 0, "The latency phases' offered rate in requests per second; 0 derives it from --latency-load.")
+	flag.StringVar(&c.workDir, "work-dir", "", "Where the kubeconfig and the processes' logs go (default: a temporary directory, removed after a successful run).")
+	flag.Parse()
+	if c.tools <= 0 || c.namespaces <= 0 || c.clients <= 0 || c.duration <= 0 || c.warmup < 0 ||
+		c.latencyLoad <= 0 || c.latencyLoad > 1 || c.latencyRate < 0 {
+		fmt.Fprintln(os.Stderr, "bench-gateway: --tools, --namespaces, --clients and --duration must be positive, --warmup and --latency-rate not negative, --latency-load in (0, 1]")
+		os.Exit(2)
+	}
+	ctrllog.SetLogger(logr.Discard())
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	res, err := run(ctx, c)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench-gateway:", err)
+		os.Exit(1)
+	}
+	fmt.Println(res.figureLine())
+}
+
+func step(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "%s ==> %s\n", time.Now().UTC().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+// result is what the figure line reports.
+type result struct {
+	tools, clients        int
+	rpsDirect, rpsGateway float64
+	p50Added, p99Added    time.Duration
+	rssMiB                float64
+}
+
+func (r result) figureLine() string {
+	ratio := 0.0
+	if r.rpsDirect > 0 {
+		ratio = r.rpsGateway / r.rpsDirect
+	}
+	return fmt.Sprintf("tools=%d clients=%d rps_direct=%.0f rps_gateway=%.0f ratio=%.2f p50_added_ms=%.2f p99_added_ms=%.2f rss_mib=%.1f",
+		r.tools, r.clients, r.rpsDirect, r.rpsGateway, ratio, ms(r.p50Added), ms(r.p99Added), r.rssMiB)
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }

@@ -1,0 +1,57 @@
+package main
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestCallTemplateReplacesTheToolNameOnly(t *testing.T) {
+	tmpl := callTemplate{
+		name:   "t00000_add",
+		body:   []byte(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t00000_add","arguments":{"a":1,"b":2}}}`),
+		header: http.Header{"Mcp-Name": {"t00000_add"}, "Mcp-Protocol-Version": {"2026-07-28"}},
+	}
+	body, hdr := tmpl.with("t01234_add")
+	if want := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"t01234_add","arguments":{"a":1,"b":2}}}`; string(body) != want {
+		t.Errorf("body %s, want %s", body, want)
+	}
+	if hdr.Get("Mcp-Name") != "t01234_add" || hdr.Get("Mcp-Protocol-Version") != "2026-07-28" {
+		t.Errorf("headers %v", hdr)
+	}
+	if tmpl.header.Get("Mcp-Name") != "t00000_add" {
+		t.Error("the template's own headers changed")
+	}
+}
+
+func TestTableRoutesEveryToolToItsOwnNamespacesService(t *testing.T) {
+	tools, resolve := table(1000, 10, "127.0.0.1:1")
+	if len(resolve) != 10 {
+		t.Errorf("%d hosts to resolve, want 10", len(resolve))
+	}
+	seen := map[string]bool{}
+	for _, tt := range tools {
+		if seen[tt.Name] {
+			t.Fatalf("%s twice", tt.Name)
+		}
+		seen[tt.Name] = true
+		if want := "http://" + service + "." + tt.ToolSet.Namespace + ".svc:8080/tools/" + sourceTool; tt.Endpoints.Invoke != want {
+			t.Fatalf("%s: invoke %s, want %s", tt.Name, tt.Endpoints.Invoke, want)
+		}
+		if !strings.HasSuffix(tt.Name, "_"+tt.SourceName) {
+			t.Fatalf("%s does not end in its source name %s", tt.Name, tt.SourceName)
+		}
+	}
+	if d := description(7); d != description(7) || d == description(8) {
+		t.Error("descriptions must be the same for one tool and differ between tools")
+	}
+}
+
+func TestFigureLine(t *testing.T) {
+	r := result{tools: 10000, clients: 32, rpsDirect: 2000, rpsGateway: 1500, p50Added: 1500 * time.Microsecond, p99Added: 2 * time.Millisecond, rssMiB: 61.25}
+	want := "tools=10000 clients=32 rps_direct=2000 rps_gateway=1500 ratio=0.75 p50_added_ms=1.50 p99_added_ms=2.00 rss_mib=61.2"
+	if got := r.figureLine(); got != want {
+		t.Errorf("got  %s\nwant %s", got, want)
+	}
+}
