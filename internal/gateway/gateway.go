@@ -208,7 +208,9 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 		g.metrics.rejected.WithLabelValues("invalid").Inc()
 		return err
 	}
-	s.search = g.newSearchIndex(g.snap.Load(), s.table)
+	if prev := g.snap.Load(); prev != nil {
+		s.prevIndex = prev.index.Load()
+	}
 	old := g.snap.Swap(s)
 	g.metrics.setTable(s)
 	if old != nil && old.table.Revision == s.table.Revision {

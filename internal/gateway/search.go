@@ -52,21 +52,25 @@ const (
 	maxSearchAuthorized = maxScanFactor * DefaultPageSize
 )
 
-// newSearchIndex returns the search index of table t, the next of prev's
-// when there is one: the index updates what changed rather than rebuild.
-// With an Embedder it starts embedding the new index's tools in the
-// background.
-func (g *Gateway) newSearchIndex(prev *snapshot, t *spec.Table) *search.Index {
-	var x *search.Index
-	if prev != nil && prev.search != nil {
-		x = prev.search.Update(t)
-	} else {
-		x = search.New(t, g.opts.Search)
-	}
-	if g.opts.Search != nil && g.opts.Search.Embedder != nil {
-		go g.embed(x)
-	}
-	return x
+// searchIndex returns the search index of s, building it on the first
+// call: the next of the last revision's index when there is one (the index
+// updates what changed rather than rebuild), else a new one. With an
+// Embedder it starts embedding the new index's tools in the background.
+func (g *Gateway) searchIndex(s *snapshot) *search.Index {
+	s.indexOnce.Do(func() {
+		var x *search.Index
+		if s.prevIndex != nil {
+			x = s.prevIndex.Update(s.table)
+		} else {
+			x = search.New(s.table, g.opts.Search)
+		}
+		s.prevIndex = nil
+		s.index.Store(x)
+		if g.opts.Search != nil && g.opts.Search.Embedder != nil {
+			go g.embed(x)
+		}
+	})
+	return s.index.Load()
 }
 
 // embed computes the vectors of x's tools, retrying with backoff while the
@@ -85,7 +89,7 @@ func (g *Gateway) embed(x *search.Index) {
 		g.logger.Warn("Embedding the tools for semantic search failed: searches stay lexical", "revision", x.Revision(),
 			"attempt", attempt, "retryIn", wait, "error", err)
 		time.Sleep(wait)
-		if s := g.snap.Load(); s == nil || s.search != x {
+		if s := g.snap.Load(); s == nil || s.index.Load() != x {
 			return
 		}
 		wait = min(2*wait, embedRetryMax)
@@ -205,10 +209,7 @@ func (g *Gateway) search(ctx context.Context, c *Caller, s *snapshot, q searchQu
 		}
 		return ok
 	}
-	if s.search == nil {
-		return nil, nil
-	}
-	hits := s.search.Search(ctx, q.text, f)
+	hits := g.searchIndex(s).Search(ctx, q.text, f)
 	if authErr != nil {
 		return nil, fmt.Errorf("authorizing tools: %w", authErr)
 	}

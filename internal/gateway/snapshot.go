@@ -10,6 +10,8 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,8 +50,14 @@ type snapshot struct {
 	entries      [][]byte
 	// unroutable says why each tool left out of the views was left out.
 	unroutable []string
-	// search is the search index of table; nil in the empty snapshot.
-	search *search.Index
+	// index is the search index of table, built by the first search of
+	// the revision (Gateway.searchIndex), so that a replica pays for it
+	// only when it serves searches, and a table's arrival never holds the
+	// build's garbage on top of the table's own. prevIndex is the last
+	// revision's index, when it had one, to update from.
+	indexOnce sync.Once
+	index     atomic.Pointer[search.Index]
+	prevIndex *search.Index
 }
 
 // newSnapshot indexes t for serving. clusterDomain is the cluster's DNS
