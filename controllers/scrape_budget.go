@@ -138,12 +138,18 @@ const maxChargedRead = 32 << 10
 
 // chargedReader charges each read of r, and what the bytes decode to as
 // meter estimates it, to a scrape's charge. A read the budget refuses
-// fails with errScrapeBudget.
+// fails with errScrapeBudget; one past the scrape's own decodeLimit fails
+// with errDecodeLimit first, before it charges the budget more.
 type chargedReader struct {
-	r      io.Reader
-	charge *scrapeCharge
-	meter  *spec.DecodeMeter
+	r           io.Reader
+	charge      *scrapeCharge
+	meter       *spec.DecodeMeter
+	decodeLimit int64
 }
+
+// errDecodeLimit is a read whose bytes would decode to more than the
+// scrape's decode budget.
+var errDecodeLimit = errors.New("decode budget exceeded")
 
 func (c *chargedReader) Read(p []byte) (int, error) {
 	if len(p) > maxChargedRead {
@@ -152,6 +158,9 @@ func (c *chargedReader) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	before := c.meter.Cost()
 	_, _ = c.meter.Write(p[:n])
+	if c.decodeLimit > 0 && c.meter.Cost() > c.decodeLimit {
+		return 0, errDecodeLimit
+	}
 	if cerr := c.charge.add(scrapeCostFactor*int64(n) + c.meter.Cost() - before); cerr != nil {
 		return 0, cerr
 	}

@@ -406,8 +406,8 @@ func (s *scraper) fetch(ctx context.Context, c *http.Client, t scrapeTarget, tar
 	charge := s.budget.charge(ctx)
 	defer charge.release()
 	meta := spec.DecodeMeter{OnlyKey: "_meta"}
-	body, err := io.ReadAll(&chargedReader{r: io.LimitReader(resp.Body, s.maxBytes+1), charge: charge, meter: &meta})
-	if err != nil {
+	body, err := io.ReadAll(&chargedReader{r: io.LimitReader(resp.Body, s.maxBytes+1), charge: charge, meter: &meta, decodeLimit: s.decodeLimit()})
+	if err != nil && !errors.Is(err, errDecodeLimit) {
 		return nil, classifyTransportError(target, err)
 	}
 	if int64(len(body)) > s.maxBytes {

@@ -310,10 +310,6 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	n, err := b.rc.Read(p)
 	before := b.meter.Cost()
 	_, _ = b.meter.Write(p[:n])
-	if cerr := b.rt.charge.add(scrapeCostFactor*int64(n) + b.meter.Cost() - before); cerr != nil {
-		b.rt.fail(cerr)
-		return 0, cerr
-	}
 	b.rt.mu.Lock()
 	b.rt.left -= int64(n)
 	b.rt.decoded += b.meter.Cost() - before
@@ -328,6 +324,12 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		err := fmt.Errorf("%w: the replies of one scrape would decode to more than %d bytes (%d times --max-response-bytes)", errTooLarge, b.rt.decodeLimit, decodeBudgetFactor)
 		b.rt.fail(err)
 		return 0, err
+	}
+	// Within the scrape's own bounds, the bytes and their decode are
+	// charged to the scrapes' budget.
+	if cerr := b.rt.charge.add(scrapeCostFactor*int64(n) + b.meter.Cost() - before); cerr != nil {
+		b.rt.fail(cerr)
+		return 0, cerr
 	}
 	return n, err
 }
