@@ -75,6 +75,10 @@ type ToolSetReconciler struct {
 	// each round. Zero means DefaultMaxIdleScrapeConnections; negative
 	// keeps none.
 	MaxIdleScrapeConnections int
+	// ScrapeMemoryBudget bounds the bytes the scrapes in flight hold
+	// together: what they read and what it decodes to. Zero means
+	// DefaultScrapeMemoryBudget.
+	ScrapeMemoryBudget int64
 	// MaxConcurrentReconciles is the number of ToolSets reconciled at once.
 	// Zero means 8. Scrapes run off the workers (see ScrapeWait), and
 	// MaxConcurrentScrapes, not this, bounds the load on the Pods.
@@ -104,6 +108,9 @@ type ToolSetReconciler struct {
 func (r *ToolSetReconciler) init() {
 	r.initOnce.Do(func() {
 		r.scraper = newScraper(r.MaxConcurrentScrapes, r.MaxResponseBytes)
+		if r.ScrapeMemoryBudget > 0 {
+			r.scraper.budget = newScrapeBudget(r.ScrapeMemoryBudget)
+		}
 		if r.MaxConcurrentScrapesPerNamespace > 0 {
 			r.scraper.perNamespace = int64(r.MaxConcurrentScrapesPerNamespace)
 		}

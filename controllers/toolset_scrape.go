@@ -155,6 +155,8 @@ func ParseDocument(body []byte) (*spec.Document, error) {
 type scraper struct {
 	sem      *semaphore.Weighted
 	maxBytes int64
+	// budget bounds the bytes the scrapes in flight hold together.
+	budget *scrapeBudget
 
 	perNamespace int64
 	mu           sync.Mutex
@@ -189,6 +191,7 @@ func newScraper(maxConcurrent int, maxBytes int64) *scraper {
 	}
 	return &scraper{
 		sem: semaphore.NewWeighted(int64(maxConcurrent)), maxBytes: maxBytes,
+		budget:       newScrapeBudget(DefaultScrapeMemoryBudget),
 		perNamespace: DefaultMaxConcurrentScrapesPerNamespace, namespaces: map[string]*nsSlots{},
 		clients: map[types.NamespacedName]*pooledClient{},
 		idle:    DefaultMaxIdleScrapeConnections,
@@ -396,17 +399,20 @@ func (s *scraper) fetch(ctx context.Context, c *http.Client, t scrapeTarget, tar
 	}
 
 	// Read one byte past the limit, so that a body of exactly the limit
-	// passes and a larger one is told apart from it.
-	body, err := io.ReadAll(io.LimitReader(resp.Body, s.maxBytes+1))
-	if err != nil {
+	// passes and a larger one is told apart from it. The body and what its
+	// _meta decodes to are charged to the budget as they are read (the
+	// schemas decode as raw JSON; only _meta decodes into maps), and held
+	// until the document is parsed.
+	charge := s.budget.charge(ctx)
+	defer charge.release()
+	meta := spec.DecodeMeter{OnlyKey: "_meta"}
+	body, err := io.ReadAll(&chargedReader{r: io.LimitReader(resp.Body, s.maxBytes+1), charge: charge, meter: &meta, decodeLimit: s.decodeLimit()})
+	if err != nil && !errors.Is(err, errDecodeLimit) {
 		return nil, classifyTransportError(target, err)
 	}
 	if int64(len(body)) > s.maxBytes {
 		return nil, scrapeFailure(scrapeErrTooLarge, fmt.Errorf("GET %s: %w: more than %d bytes (--max-response-bytes)", target, errTooLarge, s.maxBytes))
 	}
-	// The schemas decode as raw JSON; only _meta decodes into maps.
-	meta := spec.DecodeMeter{OnlyKey: "_meta"}
-	_, _ = meta.Write(body)
 	if limit := s.decodeLimit(); meta.Cost() > limit {
 		return nil, scrapeFailure(scrapeErrTooLarge, fmt.Errorf("GET %s: %w: the tools' _meta would decode to more than %d bytes (%d times --max-response-bytes)", target, errTooLarge, limit, decodeBudgetFactor))
 	}
@@ -422,6 +428,8 @@ func (s *scraper) fetch(ctx context.Context, c *http.Client, t scrapeTarget, tar
 
 func classifyTransportError(target string, err error) error {
 	switch {
+	case errors.Is(err, errScrapeBudget):
+		return scrapeFailure(scrapeErrBudget, fmt.Errorf("GET %s: %w", target, err))
 	case errors.Is(err, context.DeadlineExceeded):
 		return scrapeFailure(scrapeErrTimeout, fmt.Errorf("GET %s: timed out", target))
 	case errors.Is(err, errRedirectHost), errors.Is(err, errTooManyRedirects):

@@ -40,7 +40,11 @@ const scrapeErrReply = "invalid_reply"
 func (s *scraper) listMCP(ctx context.Context, c *http.Client, t scrapeTarget, target string, prev *spec.Document) (*spec.Document, error) {
 	ctx, cancel := context.WithTimeout(ctx, t.timeout)
 	defer cancel()
-	rt := &mcpRoundTripper{base: c.Transport, ctx: ctx, limit: s.maxBytes, left: s.maxBytes, decodeLimit: s.decodeLimit()}
+	// The replies and what they decode to are charged to the budget as they
+	// are read, and held until the document is assembled.
+	charge := s.budget.charge(ctx)
+	defer charge.release()
+	rt := &mcpRoundTripper{base: c.Transport, ctx: ctx, limit: s.maxBytes, left: s.maxBytes, decodeLimit: s.decodeLimit(), charge: charge}
 	if t.creds != nil {
 		rt.token = t.creds.token
 	}
@@ -202,6 +206,8 @@ type mcpRoundTripper struct {
 
 	limit       int64
 	decodeLimit int64
+	// charge is the scrape's share of the scrapes' memory budget.
+	charge *scrapeCharge
 
 	mu      sync.Mutex
 	left    int64
@@ -255,6 +261,12 @@ func (rt *mcpRoundTripper) classify(ctx context.Context, target, step string, er
 	failure, status := rt.failure, rt.status
 	rt.mu.Unlock()
 	switch {
+	case errors.Is(failure, errScrapeBudget):
+		return scrapeFailure(scrapeErrBudget, fmt.Errorf("MCP %s: %w", target, failure))
+	case rt.charge != nil && rt.charge.starved.Load():
+		// The SDK saw the timeout before the read waiting for the budget
+		// did.
+		return scrapeFailure(scrapeErrBudget, fmt.Errorf("MCP %s: %w: waited until the scrape's timeout", target, errScrapeBudget))
 	case errors.Is(failure, errTooLarge):
 		return scrapeFailure(scrapeErrTooLarge, fmt.Errorf("MCP %s: %w", target, failure))
 	case failure != nil:
@@ -291,6 +303,10 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	if int64(len(p)) > left+1 {
 		p = p[:max(left+1, 0)]
 	}
+	// Charged after the read, so one read is held uncharged at most.
+	if len(p) > maxChargedRead {
+		p = p[:maxChargedRead]
+	}
 	n, err := b.rc.Read(p)
 	before := b.meter.Cost()
 	_, _ = b.meter.Write(p[:n])
@@ -308,6 +324,12 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 		err := fmt.Errorf("%w: the replies of one scrape would decode to more than %d bytes (%d times --max-response-bytes)", errTooLarge, b.rt.decodeLimit, decodeBudgetFactor)
 		b.rt.fail(err)
 		return 0, err
+	}
+	// Within the scrape's own bounds, the bytes and their decode are
+	// charged to the scrapes' budget.
+	if cerr := b.rt.charge.add(scrapeCostFactor*int64(n) + b.meter.Cost() - before); cerr != nil {
+		b.rt.fail(cerr)
+		return 0, cerr
 	}
 	return n, err
 }

@@ -50,6 +50,7 @@ func main() {
 		retryPeriod        time.Duration
 		maxScrapesPerNS    int
 		maxIdleScrapeConns int
+		scrapeBudget       int64
 		podSelector        string
 		clusterDomain      string
 		ceilings           controllers.Ceilings
@@ -86,6 +87,10 @@ func main() {
 	flag.IntVar(&maxIdleScrapeConns, "max-idle-scrape-connections", controllers.DefaultMaxIdleScrapeConnections,
 		"The most connections to Pods kept open between scrapes, across all ToolSets (about 20 KiB each); "+
 			"past it, ToolSets connect anew each round. 0 keeps none.")
+	flag.Int64Var(&scrapeBudget, "scrape-memory-budget", controllers.DefaultScrapeMemoryBudget,
+		"The bytes the scrapes in flight hold at once, across all ToolSets: what they read and what it decodes to, charged as they read. "+
+			"A scrape waits for its first share within its timeout; one that needs more while the budget is spent fails, and its ToolSet goes stale. "+
+			"At least 4 times --max-response-bytes, so that one scrape of the largest document fits.")
 	flag.StringVar(&clusterDomain, "cluster-domain", controllers.DefaultClusterDomain,
 		"The cluster's DNS domain: endpoints name Services as <service>.<namespace>.svc.<cluster-domain>.")
 	flag.StringVar(&podSelector, "pod-label-selector", "",
@@ -123,6 +128,10 @@ func main() {
 	log := ctrl.Log.WithName("setup")
 	if err := ceilings.Validate(); err != nil {
 		log.Error(err, "Invalid admin ceiling")
+		os.Exit(2)
+	}
+	if scrapeBudget < 4*maxResponseSize {
+		log.Error(fmt.Errorf("--scrape-memory-budget %d is less than 4 times --max-response-bytes %d: a scrape of the largest document would never fit", scrapeBudget, maxResponseSize), "Invalid --scrape-memory-budget")
 		os.Exit(2)
 	}
 	podCache := cache.ByObject{Transform: controllers.TrimPodForCache}
@@ -206,6 +215,7 @@ func main() {
 		MaxConcurrentScrapes:             maxScrapes,
 		MaxConcurrentScrapesPerNamespace: maxScrapesPerNS,
 		MaxIdleScrapeConnections:         noneIfZero(maxIdleScrapeConns),
+		ScrapeMemoryBudget:               scrapeBudget,
 		MaxResponseBytes:                 maxResponseSize,
 		Ceilings:                         ceilings,
 		ClusterDomain:                    clusterDomain,
