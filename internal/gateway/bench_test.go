@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"syscall"
 	"testing"
@@ -76,11 +78,17 @@ func BenchmarkTableMemory(b *testing.B) {
 		if err := g.SetTable(tbl); err != nil {
 			b.Fatal(err)
 		}
+		// The first search of a revision builds its index: count it in.
+		rec := httptest.NewRecorder()
+		g.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/search?q=weather", nil))
+		if rec.Code != http.StatusOK {
+			b.Fatalf("GET /v1/search = %d", rec.Code)
+		}
 		took := time.Since(start)
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/(1<<20), "MiB-live")
-		b.ReportMetric(took.Seconds()*1000, "ms-SetTable")
+		b.ReportMetric(took.Seconds()*1000, "ms-SetTable+index")
 		runtime.KeepAlive(g)
 		g.Close()
 	}
