@@ -162,6 +162,16 @@ func TestAddToolsServesARegistryOnAServerItsUserOwns(t *testing.T) {
 			if out != want {
 				t.Errorf("result %+v, want %+v", out, want)
 			}
+			// The client's SDK hands notifications to their handler on a
+			// goroutine of their own, so the result can overtake them.
+			for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+				mu.Lock()
+				n := len(progress)
+				mu.Unlock()
+				if n > 0 {
+					break
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			if len(progress) != 1 || progress[0] != "halfway" {
