@@ -83,6 +83,11 @@ type Caller struct {
 	UID    string
 	Groups []string
 	Extra  map[string][]string
+	// AuthMode is how the caller authenticated ("kubernetes" for a token
+	// the API server reviewed), for audit and metrics. It is not part of
+	// [Caller.Key]: what a caller may do depends on who it is, not on how
+	// it proved it.
+	AuthMode string
 }
 
 // CredentialIDKey is the key of [Caller.Extra] under which the API server

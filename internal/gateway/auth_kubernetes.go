@@ -176,7 +176,7 @@ func (k *KubernetesAuth) review(ctx context.Context, key [32]byte, token string)
 		k.tokens.put(key, nil, k.ttl)
 		return nil, fmt.Errorf("%w: token refused by the API server", ErrUnauthenticated)
 	}
-	c := &Caller{User: st.User.Username, UID: st.User.UID, Groups: st.User.Groups}
+	c := &Caller{User: st.User.Username, UID: st.User.UID, Groups: st.User.Groups, AuthMode: "kubernetes"}
 	if len(st.User.Extra) > 0 {
 		c.Extra = make(map[string][]string, len(st.User.Extra))
 		for k, v := range st.User.Extra {

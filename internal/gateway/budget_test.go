@@ -91,7 +91,7 @@ func TestMCPSourceResultsAreChargedToTheBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	res, outcome, detail := g.mcpRoundTrip(ctx, hs.URL, "big", nil, http.Header{})
+	res, outcome, detail := g.mcpRoundTrip(ctx, hs.URL, "big", nil, http.Header{}, http.Header{})
 	if res == nil || outcome != outcomeOK {
 		t.Fatalf("with the budget free: %s, %s", outcome, detail)
 	}
@@ -100,7 +100,7 @@ func TestMCPSourceResultsAreChargedToTheBudget(t *testing.T) {
 	}
 	// All but 32 KiB spent by other calls: the 100 KiB reply outgrows it.
 	g.results.sem.Release(32 << 10)
-	res, outcome, detail = g.mcpRoundTrip(ctx, hs.URL, "big", nil, http.Header{})
+	res, outcome, detail = g.mcpRoundTrip(ctx, hs.URL, "big", nil, http.Header{}, http.Header{})
 	if res != nil || outcome != outcomeBusy || !strings.Contains(detail, "budget") {
 		t.Fatalf("with 32 KiB of the budget left: %v, %s, %s", res != nil, outcome, detail)
 	}

@@ -42,8 +42,9 @@ const maxErrorBodyBytes = 4 << 10
 // that names the tool and its owner when there is none. Arguments are sent
 // as the client sent them, sloppy or not: the workload's binder repairs
 // what can be repaired. Of the caller's header only the trace context goes
-// on; its Authorization never does.
-func (g *Gateway) call(ctx context.Context, s *snapshot, i int, args json.RawMessage, header http.Header) *mcp.CallToolResult {
+// on; its Authorization never does. c is the authenticated caller, nil
+// without auth.
+func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args json.RawMessage, header http.Header) *mcp.CallToolResult {
 	tool := &s.table.Tools[i]
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, g.opts.CallTimeout)
@@ -52,10 +53,11 @@ func (g *Gateway) call(ctx context.Context, s *snapshot, i int, args json.RawMes
 		res             *mcp.CallToolResult
 		outcome, detail string
 	)
+	out := g.backendHeader(ctx, c, tool, header)
 	if tool.IsMCP() {
-		res, outcome, detail = g.mcpRoundTrip(ctx, s.routes[i], tool.SourceName, args, header)
+		res, outcome, detail = g.mcpRoundTrip(ctx, s.routes[i], tool.SourceName, args, header, out)
 	} else {
-		res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header)
+		res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header, out)
 	}
 	elapsed := time.Since(start)
 	g.metrics.calls.WithLabelValues(tool.Name, outcome).Inc()
@@ -85,9 +87,21 @@ func (g *Gateway) acquire(ctx context.Context) (release func(), outcome, detail 
 	}
 }
 
-// roundTrip posts args to url and reads the result. It returns nil, the
-// outcome and why when there is no result to pass on.
-func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessage, header http.Header) (*mcp.CallToolResult, string, string) {
+// backendHeader is the header a call to tool's workload carries, built
+// from the caller's header and identity: the caller's trace context, which
+// parents the workload's spans, and nothing else of the caller's header
+// (never its Authorization).
+func (g *Gateway) backendHeader(ctx context.Context, _ *Caller, _ *spec.TableTool, header http.Header) http.Header {
+	out := http.Header{}
+	p := g.opts.Propagator
+	p.Inject(p.Extract(ctx, propagation.HeaderCarrier(header)), propagation.HeaderCarrier(out))
+	return out
+}
+
+// roundTrip posts args to url with the header out and reads the result.
+// header is the caller's, for its answer's memory ledger. It returns nil,
+// the outcome and why when there is no result to pass on.
+func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessage, header, out http.Header) (*mcp.CallToolResult, string, string) {
 	release, outcome, detail := g.acquire(ctx)
 	if release == nil {
 		return nil, outcome, detail
@@ -100,12 +114,11 @@ func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessag
 	if err != nil {
 		return nil, outcomeUnreachable, err.Error()
 	}
+	for k, v := range out {
+		req.Header[k] = v
+	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	// The caller's trace context, from its header, parents the workload's
-	// spans; nothing else of the caller's header is sent.
-	p := g.opts.Propagator
-	p.Inject(p.Extract(ctx, propagation.HeaderCarrier(header)), propagation.HeaderCarrier(req.Header))
 
 	resp, err := g.client.Do(req)
 	if err != nil {
@@ -148,18 +161,14 @@ func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessag
 // mcpRoundTrip calls the tool name of an MCP server that toolkit did not
 // write, at its MCP endpoint url, with tools/call through the Go SDK client:
 // the server's own protocol era, with a session for the call where the
-// server keeps sessions. The result passes on as the SDK decodes it, every
-// content type included.
-func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.RawMessage, header http.Header) (*mcp.CallToolResult, string, string) {
+// server keeps sessions, and the header out. The result passes on as the
+// SDK decodes it, every content type included.
+func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.RawMessage, header, out http.Header) (*mcp.CallToolResult, string, string) {
 	release, outcome, detail := g.acquire(ctx)
 	if release == nil {
 		return nil, outcome, detail
 	}
 	defer release()
-	// The caller's trace context goes on, and nothing else of its header.
-	out := http.Header{}
-	p := g.opts.Propagator
-	p.Inject(p.Extract(ctx, propagation.HeaderCarrier(header)), propagation.HeaderCarrier(out))
 	// The replies are charged to the results' budget as the SDK reads them,
 	// and stay charged until the caller's answer is written.
 	mt := &meteredTransport{base: g.client.Transport, b: g.results}

@@ -116,8 +116,9 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 		return nil, unknownTool(name)
 	}
 	tool := &s.table.Tools[i]
+	caller := callerFrom(token)
 	if g.opts.Auth != nil {
-		allowed, err := g.permits(ctx, callerFrom(token), s, i)
+		allowed, err := g.permits(ctx, caller, s, i)
 		if err != nil {
 			g.metrics.calls.WithLabelValues(tool.Name, outcomeAuthError).Inc()
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing the call: " + err.Error()}
@@ -128,7 +129,7 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 			return nil, unknownTool(name)
 		}
 	}
-	return g.call(ctx, s, i, req.Params.Arguments, header), nil
+	return g.call(ctx, caller, s, i, req.Params.Arguments, header), nil
 }
 
 func unknownTool(name string) error {
