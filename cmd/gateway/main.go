@@ -116,6 +116,10 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// controller-runtime's packages (the kubeconfig loader, the metrics
+	// filter) log through its global logger: give it the same sink, or it
+	// warns that it has none and drops what they say.
+	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 	slog.SetDefault(log)
 	ka := &gateway.KubernetesAuth{TTL: authTTL, DenyTTL: authDenyTTL}
 	for _, a := range strings.Split(audiences, ",") {
