@@ -71,18 +71,6 @@ var synonymGroups = []string{
 	"text type",
 	"navigate go visit",
 	"website page",
-	"open create",
-	"html markup",
-	"distribution spread",
-	"overlap intersect",
-	"percentage percent gauge",
-	"cause effect root",
-	"reachable forward expose",
-	"author blame",
-	"recent latest",
-	"inbox notification",
-	"fake mock simulate dummy stub",
-	"tree hierarchy structure nested",
 }
 
 // abbreviations expand to the words they stand for, at full weight.
