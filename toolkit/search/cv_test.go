@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -112,6 +113,7 @@ func TestCrossValidate(t *testing.T) {
 		orig[i] = *p.p
 	}
 	var s5, s10, smrr, u5, u10, umrr float64
+	chosen := make([][]float32, len(ps)) // by parameter, by fold
 	for f := range folds {
 		var train, test []corpusTask
 		for _, k := range tune {
@@ -132,10 +134,20 @@ func TestCrossValidate(t *testing.T) {
 		b5, b10, bmrr := evalTasks(tb, test)
 		t.Logf("fold %d (%d tasks): as set r5=%.3f r10=%.3f mrr=%.3f; tuned on the rest r5=%.3f r10=%.3f mrr=%.3f", f, len(test), a5, a10, amrr, b5, b10, bmrr)
 		s5, s10, smrr = s5+b5, s10+b10, smrr+bmrr
+		for i, p := range ps {
+			chosen[i] = append(chosen[i], *p.p)
+		}
 	}
 	for i, p := range ps {
 		*p.p = orig[i]
 	}
+	var med []string
+	for i, p := range ps {
+		v := slices.Clone(chosen[i])
+		slices.Sort(v)
+		med = append(med, fmt.Sprintf("%s=%v (folds %v)", p.name, (v[(len(v)-1)/2]+v[len(v)/2])/2, chosen[i]))
+	}
+	t.Logf("median of the folds' choices: %s", strings.Join(med, " "))
 	t.Logf("cross-validated: r5=%.3f r10=%.3f mrr=%.3f (as set, per fold: r5=%.3f r10=%.3f mrr=%.3f)", s5/folds, s10/folds, smrr/folds, u5/folds, u10/folds, umrr/folds)
 }
 

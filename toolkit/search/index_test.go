@@ -348,3 +348,19 @@ func TestConcurrentUse(t *testing.T) {
 		t.Error(e)
 	}
 }
+
+// A word's synonyms are one concept with it: a tool that holds many of
+// them is not worth more than one that holds the word and the task's other
+// word too.
+func TestSynonymsCountOnce(t *testing.T) {
+	tb := table(
+		tool("a", "store", "records_cleanup", "Remove, erase, drop, purge, discard or destroy records: trash them for good.", ""),
+		tool("a", "store", "unlink", "Delete a file.", ""),
+		tool("a", "store", "list", "List the records.", ""),
+	)
+	x := New(tb, nil)
+	hits := x.Search(context.Background(), "delete this file", Filter{})
+	if got := names(tb, hits); len(got) < 2 || got[0] != "unlink" || got[1] != "records_cleanup" {
+		t.Fatalf("delete this file: %v (%v), want unlink then records_cleanup", got, hits)
+	}
+}

@@ -25,6 +25,9 @@ type scratch struct {
 	cands   candHeap
 	top     []cand
 	asked   map[uint32]bool
+	// grp and gtouched score one concept: a term and its synonyms.
+	grp      []float32
+	gtouched []uint32
 }
 
 // Search returns the tools that best match q and pass f, best first. A
@@ -162,32 +165,60 @@ func (x *Index) candidates(terms []qterm, f *Filter, s *scratch) {
 }
 
 // score adds each term's BM25F share to the score of every document that
-// holds it, in the base segment and the delta.
+// holds it, in the base segment and the delta. A term and its synonyms are
+// one concept, as a thesaurus means them: a document scores by the best of
+// them, not their sum, so that a tool that says "delete" and "remove" is
+// not twice the answer to "delete" and synonyms can weigh nearly as much
+// as the word itself.
 func (x *Index) score(terms []qterm, s *scratch) {
 	n := len(x.table.Tools)
-	for _, qt := range terms {
-		t := qt.term
-		var lists [2][]posting
-		if id, ok := x.base.dict[t]; ok {
-			lists[0] = x.base.post[id]
+	if len(s.grp) < len(s.score) {
+		s.grp = make([]float32, len(s.score))
+	}
+	for i, qt := range terms {
+		if qt.syn != 0 {
+			continue // scored with the term it is a synonym of
 		}
-		if x.delta != nil {
-			if id, ok := x.delta.dict[t]; ok {
-				lists[1] = x.delta.post[id]
+		s.gtouched = s.gtouched[:0]
+		x.best1(qt, n, s)
+		for _, o := range terms[i+1:] {
+			if o.syn == i+1 {
+				x.best1(o, n, s)
 			}
 		}
-		df := len(lists[0]) + len(lists[1])
-		if df == 0 {
-			continue
-		}
-		w := qt.w * idf(n, df)
-		for _, post := range lists {
-			for _, p := range post {
-				if s.score[p.doc] == 0 {
-					s.touched = append(s.touched, p.doc)
-				}
-				s.score[p.doc] += w * p.w
+		for _, d := range s.gtouched {
+			if s.score[d] == 0 {
+				s.touched = append(s.touched, d)
 			}
+			s.score[d] += s.grp[d]
+			s.grp[d] = 0
+		}
+	}
+}
+
+// best1 raises s.grp of each document holding qt's term to the term's
+// share there, if that is more.
+func (x *Index) best1(qt qterm, n int, s *scratch) {
+	var lists [2][]posting
+	if id, ok := x.base.dict[qt.term]; ok {
+		lists[0] = x.base.post[id]
+	}
+	if x.delta != nil {
+		if id, ok := x.delta.dict[qt.term]; ok {
+			lists[1] = x.delta.post[id]
+		}
+	}
+	df := len(lists[0]) + len(lists[1])
+	if df == 0 {
+		return
+	}
+	w := qt.w * idf(n, df)
+	for _, post := range lists {
+		for _, p := range post {
+			if s.grp[p.doc] == 0 {
+				s.gtouched = append(s.gtouched, p.doc)
+			}
+			s.grp[p.doc] = max(s.grp[p.doc], w*p.w)
 		}
 	}
 }
