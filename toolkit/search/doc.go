@@ -37,7 +37,13 @@
 // concept with it: a tool scores by the best of a word and its synonyms,
 // not their sum, so that one that says "delete" and "remove" is not twice
 // the answer to "delete". Abbreviations (PR, MR, k8s, VM) search for what
-// they stand for.
+// they stand for. Past that small thesaurus, a query word also searches for
+// its relatives in WordNet 3.0, general English (synonyms of its most
+// frequent senses and their derived forms: car → automobile, high →
+// height, repay → refund), at a lower weight still and as one concept with
+// it too; the table of them (wordnet.txt, about 350 KB, embedded) is
+// generated from WordNet by TestGenerateWordNet, not written by hand, and
+// nothing of it comes from the tools or tasks of the evaluation corpus.
 //
 // The ranking is written here rather than taken from a full-text engine:
 // what it needs is one small in-memory inverted index with per-field

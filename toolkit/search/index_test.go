@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -362,5 +363,42 @@ func TestSynonymsCountOnce(t *testing.T) {
 	hits := x.Search(context.Background(), "delete this file", Filter{})
 	if got := names(tb, hits); len(got) < 2 || got[0] != "unlink" || got[1] != "records_cleanup" {
 		t.Fatalf("delete this file: %v (%v), want unlink then records_cleanup", got, hits)
+	}
+}
+
+// wordnet.txt is what related reads by binary search: sorted by stem, one
+// line each, every stem with a relative.
+func TestWordNetThesaurusIsSorted(t *testing.T) {
+	lines := wordnetLines()
+	if len(lines) < 5000 {
+		t.Fatalf("%d entries", len(lines))
+	}
+	prev := ""
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) < 2 || f[0] <= prev {
+			t.Fatalf("entry %q after %q", l, prev)
+		}
+		prev = f[0]
+	}
+}
+
+// A query word finds a tool by its WordNet relatives, below the tools that
+// hold the word itself.
+func TestWordNetRelativesFindTheTool(t *testing.T) {
+	tb := table(
+		tool("geo", "maps", "maps_elevation", "Get the height above sea level of points on the earth.", ""),
+		tool("geo", "maps", "maps_directions", "Route between two places by car, bike or on foot.", ""),
+		tool("fleet", "fleet", "fleet_list", "List the automobiles of the fleet.", ""),
+		tool("geo", "maps", "maps_geocode", "Turn an address into coordinates.", ""),
+	)
+	x := New(tb, nil)
+	for q, want := range map[string][]string{
+		"how high is the summit": {"maps_elevation"},
+		"automobile":             {"fleet_list", "maps_directions"},
+	} {
+		if got := names(tb, x.Search(context.Background(), q, Filter{})); !slices.Equal(got[:min(len(got), len(want))], want) {
+			t.Errorf("%q: %v, want %v first", q, got, want)
+		}
 	}
 }

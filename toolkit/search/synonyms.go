@@ -167,11 +167,6 @@ func expand(terms, raw []string) []qterm {
 			add(a, 1, 0)
 		}
 	}
-	for i, t := range terms {
-		for _, e := range expansions[t] {
-			add(e, expansionWeight, i+1)
-		}
-	}
 	// A word of the query that names a ToolSet (a product, usually)
 	// favours its tools.
 	for _, t := range terms {
@@ -179,6 +174,14 @@ func expand(terms, raw []string) []qterm {
 	}
 	for _, w := range raw {
 		add(exactTerm(w), exactWeight, 0)
+	}
+	for i, t := range terms {
+		for _, e := range expansions[t] {
+			add(e, expansionWeight, i+1)
+		}
+	}
+	for i, t := range terms {
+		related(t, func(e string) { add(e, wordnetWeight, i+1) })
 	}
 	return out
 }
