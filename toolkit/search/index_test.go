@@ -369,17 +369,16 @@ func TestSynonymsCountOnce(t *testing.T) {
 // wordnet.txt is what related reads by binary search: sorted by stem, one
 // line each, every stem with a relative.
 func TestWordNetThesaurusIsSorted(t *testing.T) {
-	lines := wordnetLines()
-	if len(lines) < 5000 {
-		t.Fatalf("%d entries", len(lines))
+	e := wordnet()
+	if len(e.stems) < 5000 {
+		t.Fatalf("%d entries", len(e.stems))
 	}
 	prev := ""
-	for _, l := range lines {
-		f := strings.Fields(l)
-		if len(f) < 2 || f[0] <= prev {
-			t.Fatalf("entry %q after %q", l, prev)
+	for i, k := range e.stems {
+		if k <= prev || strings.TrimSpace(e.rest[i]) == "" || strings.Contains(k, " ") {
+			t.Fatalf("entry %q %q after %q", k, e.rest[i], prev)
 		}
-		prev = f[0]
+		prev = k
 	}
 }
 

@@ -147,7 +147,7 @@ func contains2(l []string, s string) bool {
 // query holds itself.
 func expand(terms, raw []string) []qterm {
 	out := make([]qterm, 0, 2*len(terms))
-	has := map[string]int{}
+	has := make(map[string]int, 8*len(terms))
 	add := func(t string, w float32, syn int) {
 		if i, ok := has[t]; ok {
 			out[i].w = max(out[i].w, w)

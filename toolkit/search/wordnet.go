@@ -2,7 +2,7 @@ package search
 
 import (
 	_ "embed"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -24,35 +24,36 @@ var wordnetWeight float32 = 0.5
 // maxRelated bounds the WordNet relatives one query word searches for.
 const maxRelated = 8
 
-// wordnetLines is the thesaurus's entries, sorted by stem, each "stem
-// related…", parsed on first use.
-var wordnetLines = sync.OnceValue(func() []string {
-	var lines []string
+// wordnetEntries is the thesaurus's entries, sorted by stem: the stems,
+// and by each the rest of its line, its relatives. Parsed on first use.
+type wordnetEntries struct {
+	stems, rest []string
+}
+
+var wordnet = sync.OnceValue(func() *wordnetEntries {
+	e := &wordnetEntries{}
 	for line := range strings.Lines(wordnetText) {
-		if line = strings.TrimSuffix(line, "\n"); line != "" && line[0] != '#' {
-			lines = append(lines, line)
+		line = strings.TrimSuffix(line, "\n")
+		if line == "" || line[0] == '#' {
+			continue
 		}
+		k, rest, _ := strings.Cut(line, " ")
+		e.stems = append(e.stems, k)
+		e.rest = append(e.rest, rest)
 	}
-	return lines
+	return e
 })
 
 // related calls fn for each stem WordNet relates to the stem t, at most
 // maxRelated, most frequent senses first.
 func related(t string, fn func(string)) {
-	lines := wordnetLines()
-	i := sort.Search(len(lines), func(i int) bool {
-		k, _, _ := strings.Cut(lines[i], " ")
-		return k >= t
-	})
-	if i == len(lines) {
-		return
-	}
-	k, rest, _ := strings.Cut(lines[i], " ")
-	if k != t {
+	e := wordnet()
+	i, ok := slices.BinarySearch(e.stems, t)
+	if !ok {
 		return
 	}
 	n := 0
-	for w := range strings.FieldsSeq(rest) {
+	for w := range strings.FieldsSeq(e.rest[i]) {
 		if n == maxRelated {
 			return
 		}
