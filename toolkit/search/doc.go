@@ -33,8 +33,17 @@
 // for; two words in a row are also searched for as one (box plot finds
 // boxplot). A query word also searches for its synonyms in a small built-in
 // thesaurus of software vocabulary (delete/remove/drop, folder/directory,
-// issue/ticket, sprint/cycle/iteration, …) at a lower weight, and
-// abbreviations (PR, MR, k8s, VM) for what they stand for.
+// issue/ticket, sprint/cycle/iteration, …) at a lower weight, as one
+// concept with it: a tool scores by the best of a word and its synonyms,
+// not their sum, so that one that says "delete" and "remove" is not twice
+// the answer to "delete". Abbreviations (PR, MR, k8s, VM) search for what
+// they stand for. Past that small thesaurus, a query word also searches for
+// its relatives in WordNet 3.0, general English (synonyms of its most
+// frequent senses and their derived forms: car → automobile, high →
+// height, repay → refund), at a lower weight still and as one concept with
+// it too; the table of them (wordnet.txt, about 350 KB, embedded) is
+// generated from WordNet by TestGenerateWordNet, not written by hand, and
+// nothing of it comes from the tools or tasks of the evaluation corpus.
 //
 // The ranking is written here rather than taken from a full-text engine:
 // what it needs is one small in-memory inverted index with per-field

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -346,5 +347,57 @@ func TestConcurrentUse(t *testing.T) {
 	close(errs)
 	for e := range errs {
 		t.Error(e)
+	}
+}
+
+// A word's synonyms are one concept with it: a tool that holds many of
+// them is not worth more than one that holds the word and the task's other
+// word too.
+func TestSynonymsCountOnce(t *testing.T) {
+	tb := table(
+		tool("a", "store", "records_cleanup", "Remove, erase, drop, purge, discard or destroy records: trash them for good.", ""),
+		tool("a", "store", "unlink", "Delete a file.", ""),
+		tool("a", "store", "list", "List the records.", ""),
+	)
+	x := New(tb, nil)
+	hits := x.Search(context.Background(), "delete this file", Filter{})
+	if got := names(tb, hits); len(got) < 2 || got[0] != "unlink" || got[1] != "records_cleanup" {
+		t.Fatalf("delete this file: %v (%v), want unlink then records_cleanup", got, hits)
+	}
+}
+
+// wordnet.txt is what related reads by binary search: sorted by stem, one
+// line each, every stem with a relative.
+func TestWordNetThesaurusIsSorted(t *testing.T) {
+	e := wordnet()
+	if len(e.stems) < 5000 {
+		t.Fatalf("%d entries", len(e.stems))
+	}
+	prev := ""
+	for i, k := range e.stems {
+		if k <= prev || strings.TrimSpace(e.rest[i]) == "" || strings.Contains(k, " ") {
+			t.Fatalf("entry %q %q after %q", k, e.rest[i], prev)
+		}
+		prev = k
+	}
+}
+
+// A query word finds a tool by its WordNet relatives, below the tools that
+// hold the word itself.
+func TestWordNetRelativesFindTheTool(t *testing.T) {
+	tb := table(
+		tool("geo", "maps", "maps_elevation", "Get the height above sea level of points on the earth.", ""),
+		tool("geo", "maps", "maps_directions", "Route between two places by car, bike or on foot.", ""),
+		tool("fleet", "fleet", "fleet_list", "List the automobiles of the fleet.", ""),
+		tool("geo", "maps", "maps_geocode", "Turn an address into coordinates.", ""),
+	)
+	x := New(tb, nil)
+	for q, want := range map[string][]string{
+		"how high is the summit": {"maps_elevation"},
+		"automobile":             {"fleet_list", "maps_directions"},
+	} {
+		if got := names(tb, x.Search(context.Background(), q, Filter{})); !slices.Equal(got[:min(len(got), len(want))], want) {
+			t.Errorf("%q: %v, want %v first", q, got, want)
+		}
 	}
 }

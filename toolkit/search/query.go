@@ -25,6 +25,10 @@ type scratch struct {
 	cands   candHeap
 	top     []cand
 	asked   map[uint32]bool
+	// grp and gtouched score one concept: a term and its synonyms.
+	grp      []float32
+	gtouched []uint32
+	members  []member
 }
 
 // Search returns the tools that best match q and pass f, best first. A
@@ -162,34 +166,90 @@ func (x *Index) candidates(terms []qterm, f *Filter, s *scratch) {
 }
 
 // score adds each term's BM25F share to the score of every document that
-// holds it, in the base segment and the delta.
+// holds it, in the base segment and the delta. A term and its synonyms are
+// one concept, as a thesaurus means them: a document scores by the best of
+// them, not their sum, so that a tool that says "delete" and "remove" is
+// not twice the answer to "delete" and synonyms can weigh nearly as much
+// as the word itself.
 func (x *Index) score(terms []qterm, s *scratch) {
 	n := len(x.table.Tools)
-	for _, qt := range terms {
-		t := qt.term
-		var lists [2][]posting
-		if id, ok := x.base.dict[t]; ok {
-			lists[0] = x.base.post[id]
+	if len(s.grp) < len(s.score) {
+		s.grp = make([]float32, len(s.score))
+	}
+	// The terms that the index holds, by concept: a word's own, then its
+	// synonyms.
+	s.members = s.members[:0]
+	for i, qt := range terms {
+		lists, df := x.postings(qt.term)
+		if df == 0 || qt.syn != 0 && df > max(n/4, 16) {
+			continue // a synonym a quarter of the tools hold says little
 		}
-		if x.delta != nil {
-			if id, ok := x.delta.dict[t]; ok {
-				lists[1] = x.delta.post[id]
-			}
+		g := i + 1
+		if qt.syn != 0 {
+			g = qt.syn
 		}
-		df := len(lists[0]) + len(lists[1])
-		if df == 0 {
-			continue
+		s.members = append(s.members, member{g: g, w: qt.w * idf(n, df), lists: lists})
+	}
+	slices.SortStableFunc(s.members, func(a, b member) int { return cmp.Compare(a.g, b.g) })
+	for start := 0; start < len(s.members); {
+		end := start + 1
+		for end < len(s.members) && s.members[end].g == s.members[start].g {
+			end++
 		}
-		w := qt.w * idf(n, df)
-		for _, post := range lists {
-			for _, p := range post {
-				if s.score[p.doc] == 0 {
-					s.touched = append(s.touched, p.doc)
+		if g := s.members[start:end]; len(g) == 1 {
+			for _, post := range g[0].lists {
+				for _, p := range post {
+					if s.score[p.doc] == 0 {
+						s.touched = append(s.touched, p.doc)
+					}
+					s.score[p.doc] += g[0].w * p.w
 				}
-				s.score[p.doc] += w * p.w
 			}
+		} else {
+			s.gtouched = s.gtouched[:0]
+			for _, m := range g {
+				for _, post := range m.lists {
+					for _, p := range post {
+						if s.grp[p.doc] == 0 {
+							s.gtouched = append(s.gtouched, p.doc)
+						}
+						s.grp[p.doc] = max(s.grp[p.doc], m.w*p.w)
+					}
+				}
+			}
+			for _, d := range s.gtouched {
+				if s.score[d] == 0 {
+					s.touched = append(s.touched, d)
+				}
+				s.score[d] += s.grp[d]
+				s.grp[d] = 0
+			}
+		}
+		start = end
+	}
+}
+
+// member is one term of a concept: its weight in the query times its idf,
+// and its postings.
+type member struct {
+	g     int // the concept: 1 + the index of its word in the query
+	w     float32
+	lists [2][]posting
+}
+
+// postings returns a term's postings in the base segment and the delta,
+// and its document frequency.
+func (x *Index) postings(t string) ([2][]posting, int) {
+	var lists [2][]posting
+	if id, ok := x.base.dict[t]; ok {
+		lists[0] = x.base.post[id]
+	}
+	if x.delta != nil {
+		if id, ok := x.delta.dict[t]; ok {
+			lists[1] = x.delta.post[id]
 		}
 	}
+	return lists, len(lists[0]) + len(lists[1])
 }
 
 // keep reports whether document d passes f's own filters (not Allow).

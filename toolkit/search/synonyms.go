@@ -4,13 +4,15 @@ import "strings"
 
 // Query expansion: users ask in their words, tool definitions use an API's.
 // A query term that belongs to one of these groups also searches for the
-// group's other words, at expansionWeight of its own weight. The groups are
+// group's other words, at expansionWeight of its own weight, as one
+// concept with it: a document scores by the best of them (Index.score).
+// The groups are
 // general vocabulary of software and operations (the verbs of CRUD APIs,
 // the nouns of code hosting, issue tracking and infrastructure), not the
 // words of any one server; an abbreviation maps to the words it stands for.
 // Documents are indexed as they are, so the groups can change without a
 // rebuild's cost beyond a new binary.
-var expansionWeight float32 = 0.4
+var expansionWeight float32 = 0.8
 
 // ownerWeight is the weight of a query word as a ToolSet's name.
 var ownerWeight float32 = 1.5
@@ -71,18 +73,6 @@ var synonymGroups = []string{
 	"text type",
 	"navigate go visit",
 	"website page",
-	"open create",
-	"html markup",
-	"distribution spread",
-	"overlap intersect",
-	"percentage percent gauge",
-	"cause effect root",
-	"reachable forward expose",
-	"author blame",
-	"recent latest",
-	"inbox notification",
-	"fake mock simulate dummy stub",
-	"tree hierarchy structure nested",
 }
 
 // abbreviations expand to the words they stand for, at full weight.
@@ -106,6 +96,9 @@ var abbreviations = map[string]string{
 type qterm struct {
 	term string
 	w    float32
+	// syn is the index in the query of the term this one is a synonym of,
+	// plus one; 0 for a term of its own.
+	syn int
 }
 
 // expansions maps a stemmed term to the stemmed terms it also searches for.
@@ -154,8 +147,8 @@ func contains2(l []string, s string) bool {
 // query holds itself.
 func expand(terms, raw []string) []qterm {
 	out := make([]qterm, 0, 2*len(terms))
-	has := map[string]int{}
-	add := func(t string, w float32) {
+	has := make(map[string]int, 8*len(terms))
+	add := func(t string, w float32, syn int) {
 		if i, ok := has[t]; ok {
 			out[i].w = max(out[i].w, w)
 			return
@@ -164,28 +157,31 @@ func expand(terms, raw []string) []qterm {
 			return
 		}
 		has[t] = len(out)
-		out = append(out, qterm{t, w})
+		out = append(out, qterm{t, w, syn})
 	}
 	for _, t := range terms {
-		add(t, 1)
+		add(t, 1, 0)
 	}
 	for _, t := range terms {
 		for _, a := range abbrevTerms[t] {
-			add(a, 1)
-		}
-	}
-	for _, t := range terms {
-		for _, e := range expansions[t] {
-			add(e, expansionWeight)
+			add(a, 1, 0)
 		}
 	}
 	// A word of the query that names a ToolSet (a product, usually)
 	// favours its tools.
 	for _, t := range terms {
-		add(ownerTerm(t), ownerWeight)
+		add(ownerTerm(t), ownerWeight, 0)
 	}
 	for _, w := range raw {
-		add(exactTerm(w), exactWeight)
+		add(exactTerm(w), exactWeight, 0)
+	}
+	for i, t := range terms {
+		for _, e := range expansions[t] {
+			add(e, expansionWeight, i+1)
+		}
+	}
+	for i, t := range terms {
+		related(t, func(e string) { add(e, wordnetWeight, i+1) })
 	}
 	return out
 }

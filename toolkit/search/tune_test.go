@@ -1,12 +1,9 @@
 package search
 
 import (
-	"context"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -78,94 +75,20 @@ func loadCorpus(tb testing.TB) ([]spec.TableTool, []corpusTask) {
 }
 
 // TestTune searches the ranking parameters by coordinate ascent on the
-// tuning half of the corpus, never the held-out half. It runs only when
-// asked: SEARCH_TUNE=1 go test -run TestTune -v ./search/
+// tuning half of the corpus, never the held-out half, and logs the figures
+// and parameters it ends at. It runs only when asked:
+// SEARCH_TUNE=1 go test -run TestTune -v ./search/
+// TestCrossValidate says how well parameters chosen so generalize.
 func TestTune(t *testing.T) {
 	if os.Getenv("SEARCH_TUNE") == "" {
 		t.Skip("set SEARCH_TUNE=1 to tune")
 	}
 	tools, tasks := loadCorpus(t)
 	tb := &spec.Table{Revision: "tune", Tools: tools}
-	var tune []corpusTask
-	for _, k := range tasks {
-		if k.Split == "tune" {
-			tune = append(tune, k)
-		}
-	}
-	eval := func() (float64, string) {
-		x := New(tb, nil)
-		var at5, at10 int
-		var rr float64
-		for _, k := range tune {
-			for r, h := range x.Search(context.Background(), k.Task, Filter{Limit: 10}) {
-				if n := tools[h.Index].Name; n == k.Tool || slices.Contains(k.Also, n) {
-					rr += 1 / float64(r+1)
-					if r < 5 {
-						at5++
-					}
-					at10++
-					break
-				}
-			}
-		}
-		n := float64(len(tune))
-		r5, r10, mrr := float64(at5)/n, float64(at10)/n, rr/n
-		return r5 + 0.5*r10 + 0.5*mrr, fmt.Sprintf("r5=%.3f r10=%.3f mrr=%.3f", r5, r10, mrr)
-	}
-	params := []struct {
-		name string
-		p    *float32
-		vals []float32
-	}{}
-	for f := range numFields {
-		params = append(params, struct {
-			name string
-			p    *float32
-			vals []float32
-		}{fmt.Sprintf("w%d", f), &fieldWeight[f], []float32{0, 0.1, 0.2, 0.4, 0.6, 0.8, 1, 1.5, 2, 3, 4, 6}})
-		params = append(params, struct {
-			name string
-			p    *float32
-			vals []float32
-		}{fmt.Sprintf("b%d", f), &fieldB[f], []float32{0, 0.2, 0.4, 0.6, 0.75, 0.9, 1}})
-	}
-	params = append(params, struct {
-		name string
-		p    *float32
-		vals []float32
-	}{"k1", &bm25K1, []float32{0.6, 0.9, 1.2, 1.6, 2, 3}}, struct {
-		name string
-		p    *float32
-		vals []float32
-	}{"exp", &expansionWeight, []float32{0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1}}, struct {
-		name string
-		p    *float32
-		vals []float32
-	}{"owner", &ownerWeight, []float32{0, 0.5, 1, 1.5, 2, 3, 4, 6}}, struct {
-		name string
-		p    *float32
-		vals []float32
-	}{"exact", &exactWeight, []float32{0, 0.1, 0.2, 0.3, 0.4, 0.6}})
-
-	best, desc := eval()
-	t.Logf("start %.4f %s", best, desc)
-	for round := range 4 {
-		improved := false
-		for _, p := range params {
-			orig := *p.p
-			bestV := orig
-			for _, v := range p.vals {
-				*p.p = v
-				if s, _ := eval(); s > best+1e-9 {
-					best, bestV, improved = s, v, true
-				}
-			}
-			*p.p = bestV
-		}
-		_, desc = eval()
-		t.Logf("round %d: %.4f %s weights=%v b=%v k1=%v exp=%v owner=%v exact=%v", round, best, desc, fieldWeight, fieldB, bm25K1, expansionWeight, ownerWeight, exactWeight)
-		if !improved {
-			break
-		}
-	}
+	tune := tuningHalf(tasks)
+	r5, r10, mrr := evalTasks(tb, tune)
+	t.Logf("start r5=%.3f r10=%.3f mrr=%.3f", r5, r10, mrr)
+	ascend(tb, tune, tuneParams(), 4)
+	r5, r10, mrr = evalTasks(tb, tune)
+	t.Logf("end r5=%.3f r10=%.3f mrr=%.3f weights=%v b=%v k1=%v exp=%v owner=%v exact=%v", r5, r10, mrr, fieldWeight, fieldB, bm25K1, expansionWeight, ownerWeight, exactWeight)
 }

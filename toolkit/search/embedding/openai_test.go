@@ -234,7 +234,7 @@ func TestSemanticStageFindsWhatWordsMiss(t *testing.T) {
 	if n := s.texts.Load() - before; n != 1 {
 		t.Fatalf("the update embedded %d texts, want 1", n)
 	}
-	if got := names(tb2, y.Search(t.Context(), "repay the client", search.Filter{})); len(got) == 0 || got[0] != "shop_reimburse" {
+	if got := names(tb2, y.Search(t.Context(), "repay an order", search.Filter{})); len(got) == 0 || got[0] != "shop_reimburse" {
 		t.Fatalf("new tool: %v", got)
 	}
 }
