@@ -2,20 +2,25 @@ package gateway
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"time"
 
+	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	apiserver "k8s.io/apiserver/pkg/apis/apiserver"
 	"k8s.io/apiserver/pkg/apis/apiserver/install"
 	apiservervalidation "k8s.io/apiserver/pkg/apis/apiserver/validation"
 	authenticationcel "k8s.io/apiserver/pkg/authentication/cel"
-	"k8s.io/apiserver/pkg/server/dynamiccertificates"
 	"k8s.io/apiserver/plugin/pkg/authenticator/token/oidc"
+	certutil "k8s.io/client-go/util/cert"
 )
 
 // AuthModeOIDC is [Caller.AuthMode] of a caller whose JWT an issuer of
@@ -98,21 +103,18 @@ func NewJWTAuthenticator(ctx context.Context, cfg *apiserver.AuthenticationConfi
 	j := &JWTAuthenticator{}
 	compiler := authenticationcel.NewDefaultCompiler()
 	for _, a := range cfg.JWT {
-		opts := oidc.Options{
+		client, err := issuerClient(a.Issuer.CertificateAuthority)
+		if err != nil {
+			return nil, fmt.Errorf("the certificateAuthority of issuer %s: %w", a.Issuer.URL, err)
+		}
+		authn, err := oidc.New(ctx, oidc.Options{
 			JWTAuthenticator: a,
 			Compiler:         compiler,
 			// As kube-apiserver with an --authentication-config: every
 			// asymmetric algorithm, never none or an HMAC.
 			SupportedSigningAlgs: oidc.AllValidSigningAlgorithms(),
-		}
-		if a.Issuer.CertificateAuthority != "" {
-			ca, err := dynamiccertificates.NewStaticCAContent("oidc-authenticator", []byte(a.Issuer.CertificateAuthority))
-			if err != nil {
-				return nil, fmt.Errorf("the certificateAuthority of issuer %s: %w", a.Issuer.URL, err)
-			}
-			opts.CAContentProvider = ca
-		}
-		authn, err := oidc.New(ctx, opts)
+			Client:               client,
+		})
 		if err != nil {
 			return nil, fmt.Errorf("the authenticator of issuer %s: %w", a.Issuer.URL, err)
 		}
@@ -120,6 +122,71 @@ func NewJWTAuthenticator(ctx context.Context, cfg *apiserver.AuthenticationConfi
 		j.issuers = append(j.issuers, a.Issuer.URL)
 	}
 	return j, nil
+}
+
+// Bounds of the requests to an issuer (its discovery document and keys).
+const (
+	// issuerFetchEvery and issuerFetchBurst bound how often the gateway
+	// asks an issuer for its keys. The JWT authenticator (go-oidc) asks
+	// again whenever a token fails the keys it holds and the issuer sent
+	// no Cache-Control, so every forged token that names the issuer would
+	// be a request to the IdP; a newly rotated key is still learnt within
+	// issuerFetchEvery however many forged tokens arrive.
+	issuerFetchEvery = 10 * time.Second
+	issuerFetchBurst = 2
+	// issuerTimeout bounds one request, as kube-apiserver's client does.
+	issuerTimeout = 30 * time.Second
+	// maxIssuerResponseBytes bounds a discovery document or a key set,
+	// which go-oidc reads whole.
+	maxIssuerResponseBytes = 1 << 20
+)
+
+// errIssuerFetchLimited is what a request to an issuer over its rate
+// gets: the token that caused it is refused.
+var errIssuerFetchLimited = errors.New("gateway: too many requests to the issuer; retry later")
+
+// issuerClient is the HTTP client of one issuer's authenticator: the
+// issuer's CA (PEM) if given, else the host's roots, and the bounds of
+// issuerTransport. It stands in for the client kube-apiserver builds from
+// certificateAuthority, which has no such bounds.
+func issuerClient(caPEM string) (*http.Client, error) {
+	tlsConfig := &tls.Config{MinVersion: tls.VersionTLS12}
+	if caPEM != "" {
+		roots, err := certutil.NewPoolFromBytes([]byte(caPEM))
+		if err != nil {
+			return nil, err
+		}
+		tlsConfig.RootCAs = roots
+	}
+	tr := utilnet.SetTransportDefaults(&http.Transport{TLSClientConfig: tlsConfig})
+	return &http.Client{
+		Transport: &issuerTransport{next: tr, limit: rate.NewLimiter(rate.Every(issuerFetchEvery), issuerFetchBurst)},
+		Timeout:   issuerTimeout,
+	}, nil
+}
+
+// issuerTransport sends at most one request per issuerFetchEvery (after a
+// burst), refusing the others at once, and bounds each response's body
+// to maxIssuerResponseBytes: a larger one is cut short, so it fails to
+// decode.
+type issuerTransport struct {
+	next  http.RoundTripper
+	limit *rate.Limiter
+}
+
+func (t *issuerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if !t.limit.Allow() {
+		return nil, errIssuerFetchLimited
+	}
+	resp, err := t.next.RoundTrip(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.LimitReader(resp.Body, maxIssuerResponseBytes), resp.Body}
+	return resp, nil
 }
 
 // Issuers returns the issuer URLs, in the order of the configuration.

@@ -306,3 +306,49 @@ func TestCheckURL(t *testing.T) {
 		}
 	}
 }
+
+// TestJWTAuthenticatorBoundsKeyFetches: a token that names a configured
+// issuer but fails its signature makes the API server's JWT authenticator
+// fetch the issuer's keys again (go-oidc, when the issuer sends no
+// Cache-Control). Anyone who reaches the gateway can send such tokens: they
+// must not become as many requests to the IdP.
+func TestJWTAuthenticatorBoundsKeyFetches(t *testing.T) {
+	const aud = "toolplane-gateway"
+	op := startOP(t, harness.OIDCClient{ID: "alice", Secret: "alice-secret", Audience: []string{aud}})
+	cfg, err := gateway.ParseAuthenticationConfiguration([]byte(authConfig(op, aud)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j, err := gateway.NewJWTAuthenticator(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := opToken(t, op, "alice")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, _, err := j.Authenticate(ctx, good); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the authenticator never accepted a good token")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	before := op.Requests(harness.KeysPath)
+	sig := strings.LastIndexByte(good, '.')
+	const forged = 200
+	for i := range forged {
+		tok := good[:sig+1] + fmt.Sprintf("%08d", i) + good[sig+9:]
+		if _, mine, err := j.Authenticate(ctx, tok); !mine || err == nil {
+			t.Fatalf("a forged token: mine %v, err %v", mine, err)
+		}
+	}
+	if n := op.Requests(harness.KeysPath) - before; n > 3 {
+		t.Errorf("%d forged tokens made %d key fetches from the IdP, want at most 3", forged, n)
+	}
+	if _, _, err := j.Authenticate(ctx, good); err != nil {
+		t.Errorf("a good token after the forged ones: %v", err)
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,19 +49,35 @@ type OpenIDProvider struct {
 	// CAFile holds CA, for clients that read a file (NODE_EXTRA_CA_CERTS).
 	CAFile string
 
-	srv *httptest.Server
+	srv      *httptest.Server
+	requests sync.Map // path → *atomic.Int64
+}
+
+// KeysPath is the path of the provider's JWKS (its discovery document's
+// jwks_uri).
+const KeysPath = "/keys"
+
+// Requests returns how many requests the provider has had for path.
+func (p *OpenIDProvider) Requests(path string) int64 {
+	if n, ok := p.requests.Load(path); ok {
+		return n.(*atomic.Int64).Load()
+	}
+	return 0
 }
 
 // StartOpenIDProvider starts an OpenID Provider for clients, its CA
 // written in dir.
 func StartOpenIDProvider(dir string, clients ...OIDCClient) (*OpenIDProvider, error) {
 	var handler atomic.Pointer[http.Handler]
+	p := &OpenIDProvider{}
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n, _ := p.requests.LoadOrStore(r.URL.Path, new(atomic.Int64))
+		n.(*atomic.Int64).Add(1)
 		(*handler.Load()).ServeHTTP(w, r)
 	}))
 	srv.StartTLS()
-	p := &OpenIDProvider{Issuer: srv.URL, srv: srv,
-		CA: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}
+	p.Issuer, p.srv = srv.URL, srv
+	p.CA = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
 	f, err := os.CreateTemp(dir, "oidc-ca-*.pem")
 	if err != nil {
 		srv.Close()
