@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"crypto/sha256"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,7 +10,11 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"sync"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
+	josejwt "github.com/go-jose/go-jose/v4/jwt"
 
 	"golang.org/x/time/rate"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -251,6 +256,9 @@ func (j *JWTAuthenticator) Authenticate(ctx context.Context, token string) (c *C
 // The issuers must therefore not include the cluster's ServiceAccount
 // issuer, whose tokens would then be refused for lacking the configured
 // audience and claims.
+//
+// An accepted JWT's caller is kept by the token's SHA-256 for Kubernetes'
+// TTL, but never past the token's exp; a refused one is not kept.
 type OIDCAuth struct {
 	// JWT authenticates the tokens of the configured issuers. Required.
 	JWT *JWTAuthenticator
@@ -264,12 +272,29 @@ type OIDCAuth struct {
 	// Logger, if set, logs why a token was refused, at debug level: the
 	// caller is told no more than that its token is invalid.
 	Logger *slog.Logger
+
+	once sync.Once
+	// tokens keeps the callers of accepted JWTs by the token's SHA-256,
+	// for Kubernetes' TTL and never past the token's exp: a refused token
+	// is not kept, so forged ones cannot fill it.
+	tokens *ttlCache[[32]byte, *Caller]
 }
 
 // Authenticate implements [Authenticator].
 func (a *OIDCAuth) Authenticate(ctx context.Context, token string) (*Caller, error) {
 	if len(token) > maxTokenBytes {
 		return nil, fmt.Errorf("%w: a token of more than %d bytes", ErrUnauthenticated, maxTokenBytes)
+	}
+	a.once.Do(func() {
+		n := a.Kubernetes.MaxEntries
+		if n <= 0 {
+			n = DefaultAuthCacheEntries
+		}
+		a.tokens = newTTLCache[[32]byte, *Caller](max(100, n/10))
+	})
+	key := sha256.Sum256([]byte(token))
+	if c, ok := a.tokens.get(key); ok {
+		return c, nil
 	}
 	c, mine, err := a.JWT.Authenticate(ctx, token)
 	switch {
@@ -279,6 +304,9 @@ func (a *OIDCAuth) Authenticate(ctx context.Context, token string) (*Caller, err
 		}
 		return nil, fmt.Errorf("%w: token refused by its issuer", ErrUnauthenticated)
 	case mine:
+		if ttl := min(a.Kubernetes.DecisionTTL(), time.Until(expiry(token))); ttl > 0 {
+			a.tokens.put(key, c, ttl)
+		}
 		return c, nil
 	case a.Review:
 		return a.Kubernetes.Authenticate(ctx, token)
@@ -286,6 +314,31 @@ func (a *OIDCAuth) Authenticate(ctx context.Context, token string) (*Caller, err
 		return nil, fmt.Errorf("%w: the token is not a JWT of a configured issuer", ErrUnauthenticated)
 	}
 }
+
+// expiry is the exp of a JWT the JWT authenticator has accepted (so whose
+// signature and exp it has checked, which is why reading it unverified
+// here is sound), or the zero time, which caches nothing.
+func expiry(token string) time.Time {
+	t, err := josejwt.ParseSigned(token, jwtAlgorithms)
+	if err != nil {
+		return time.Time{}
+	}
+	var c josejwt.Claims
+	if err := t.UnsafeClaimsWithoutVerification(&c); err != nil || c.Expiry == nil {
+		return time.Time{}
+	}
+	return c.Expiry.Time()
+}
+
+// jwtAlgorithms are the algorithms of oidc.AllValidSigningAlgorithms, for
+// parsing the tokens it accepted.
+var jwtAlgorithms = func() []jose.SignatureAlgorithm {
+	var out []jose.SignatureAlgorithm
+	for _, a := range oidc.AllValidSigningAlgorithms() {
+		out = append(out, jose.SignatureAlgorithm(a))
+	}
+	return out
+}()
 
 // Allowed implements [Authorizer] with the SubjectAccessReview of
 // Kubernetes.

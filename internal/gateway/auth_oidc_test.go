@@ -352,3 +352,92 @@ func TestJWTAuthenticatorBoundsKeyFetches(t *testing.T) {
 		t.Errorf("a good token after the forged ones: %v", err)
 	}
 }
+
+// BenchmarkOIDCAuthenticate is what an IdP token costs a request:
+// "verified" the first time (the API server's JWT authenticator checks
+// its signature, RS256, expiry, audience and claim rule, and maps its
+// claims), "cached" on the requests after, until the decision TTL or its
+// exp.
+func BenchmarkOIDCAuthenticate(b *testing.B) {
+	const aud = "toolplane-gateway"
+	op, err := harness.StartOpenIDProvider(b.TempDir(), harness.OIDCClient{ID: "alice", Secret: "alice-secret", Audience: []string{aud}, Groups: []string{"sre"}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer op.Close()
+	cfg, err := gateway.ParseAuthenticationConfiguration([]byte(authConfig(op, aud)))
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j, err := gateway.NewJWTAuthenticator(ctx, cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	a := &gateway.OIDCAuth{JWT: j, Kubernetes: &gateway.KubernetesAuth{}}
+	tok, err := op.Token(ctx, "alice", "alice-secret")
+	if err != nil {
+		b.Fatal(err)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := a.Authenticate(ctx, tok); err == nil {
+			break
+		} else if time.Now().After(deadline) {
+			b.Fatal(err)
+		}
+	}
+	b.Run("verified", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			fresh := &gateway.OIDCAuth{JWT: j, Kubernetes: a.Kubernetes}
+			if _, err := fresh.Authenticate(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := a.Authenticate(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// TestOIDCAuthKeepsNoTokenPastItsExpiry: an accepted token is kept for
+// the decision TTL (a minute here), but never past its own exp.
+func TestOIDCAuthKeepsNoTokenPastItsExpiry(t *testing.T) {
+	const aud = "toolplane-gateway"
+	op := startOP(t, harness.OIDCClient{ID: "brief", Secret: "brief-secret", Audience: []string{aud}, Lifetime: 2 * time.Second})
+	cfg, err := gateway.ParseAuthenticationConfiguration([]byte(authConfig(op, aud)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	j, err := gateway.NewJWTAuthenticator(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &gateway.OIDCAuth{JWT: j, Kubernetes: &gateway.KubernetesAuth{TTL: time.Minute}}
+	for deadline := time.Now().Add(30 * time.Second); j.Healthy() != nil; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal(j.Healthy())
+		}
+	}
+	tok := opToken(t, op, "brief")
+	issued := time.Now()
+	if _, err := a.Authenticate(ctx, tok); err != nil {
+		t.Fatalf("a fresh token: %v", err)
+	}
+	if _, err := a.Authenticate(ctx, tok); err != nil {
+		t.Fatalf("the same token again: %v", err)
+	}
+	// Its exp is at most 2 s after it was issued (in whole seconds).
+	time.Sleep(time.Until(issued.Add(3 * time.Second)))
+	if _, err := a.Authenticate(ctx, tok); !errors.Is(err, gateway.ErrUnauthenticated) {
+		t.Errorf("the token after its exp: %v, want ErrUnauthenticated", err)
+	}
+}
