@@ -1,10 +1,13 @@
 package gateway_test
 
 import (
+	"encoding/base64"
+
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/go-jose/go-jose/v4"
 	"net/http"
 	"strings"
 	"testing"
@@ -119,7 +122,26 @@ func TestJWTAuthenticator(t *testing.T) {
 		}
 		return 'A'
 	}, good[sig+1:])
+	// Tokens the attacker signs itself, naming the issuer: with no
+	// algorithm, and with HS256 keyed by something it knows.
+	claims := fmt.Sprintf(`{"iss":%q,"aud":%q,"sub":"mallory","groups":["sre"],"exp":%d}`, op.Issuer, aud, time.Now().Add(time.Hour).Unix())
+	b64 := base64.RawURLEncoding.EncodeToString
+	unsigned := b64([]byte(`{"alg":"none","typ":"JWT"}`)) + "." + b64([]byte(claims)) + "."
+	hmacSigner, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.HS256, Key: op.CA}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, err := hmacSigner.Sign([]byte(claims))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hmac, err := hs.CompactSerialize()
+	if err != nil {
+		t.Fatal(err)
+	}
 	for name, tok := range map[string]string{
+		"alg none":             unsigned,
+		"alg HS256":            hmac,
 		"another audience":     opToken(t, op, "other-audience"),
 		"an expired token":     opToken(t, op, "expired"),
 		"a bad signature":      forged,
