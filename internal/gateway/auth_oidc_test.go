@@ -1,17 +1,17 @@
 package gateway_test
 
 import (
-	"encoding/base64"
-
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/go-jose/go-jose/v4"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-jose/go-jose/v4"
 
 	"github.com/toolplane/toolplane/internal/gateway"
 	"github.com/toolplane/toolplane/test/harness"
