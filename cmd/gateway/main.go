@@ -153,6 +153,33 @@ const (
 	maxHeaderBytes = 64 << 10
 )
 
+// logIssuerHealth says when every OIDC issuer's keys are known, and
+// warns every minute until then: the gateway serves (ServiceAccount
+// tokens, and the tokens of the issuers it reached) whether or not an IdP
+// answers, so the log is where an unreachable one shows.
+func logIssuerHealth(ctx context.Context, log *slog.Logger, jwt *gateway.JWTAuthenticator) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	start := time.Now()
+	warned := start
+	for {
+		err := jwt.Healthy()
+		if err == nil {
+			log.Info("Fetched the keys of every OIDC issuer", "issuers", jwt.Issuers())
+			return
+		}
+		if time.Since(warned) >= time.Minute {
+			log.Warn("An OIDC issuer is not reachable yet: its tokens are refused", "error", err, "for", time.Since(start).Round(time.Second))
+			warned = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
 // signIn holds the flags of OIDC sign-in and of the protected resource
 // metadata.
 type signIn struct{ config, publicURL, scopes string }
@@ -213,6 +240,7 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 		if err != nil {
 			return fmt.Errorf("--authentication-config: %w", err)
 		}
+		go logIssuerHealth(ctx, log, jwt)
 		o.Auth = &gateway.OIDCAuth{JWT: jwt, Kubernetes: ka, Review: modes["kubernetes"], Logger: log}
 		o.ProtectedResource = &gateway.ProtectedResource{AuthorizationServers: jwt.Issuers()}
 	default:
