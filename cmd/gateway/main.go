@@ -153,7 +153,7 @@ const (
 	maxHeaderBytes = 64 << 10
 )
 
-// logIssuerHealth says when every OIDC issuer's keys are known, and
+// logIssuerHealth says when every OIDC issuer has been reached, and
 // warns every minute until then: the gateway serves (ServiceAccount
 // tokens, and the tokens of the issuers it reached) whether or not an IdP
 // answers, so the log is where an unreachable one shows.
@@ -165,7 +165,7 @@ func logIssuerHealth(ctx context.Context, log *slog.Logger, jwt *gateway.JWTAuth
 	for {
 		err := jwt.Healthy()
 		if err == nil {
-			log.Info("Fetched the keys of every OIDC issuer", "issuers", jwt.Issuers())
+			log.Info("Reached every OIDC issuer (its discovery document)", "issuers", jwt.Issuers())
 			return
 		}
 		if time.Since(warned) >= time.Minute {

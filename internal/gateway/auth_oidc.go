@@ -197,7 +197,7 @@ func (t *issuerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 // Issuers returns the issuer URLs, in the order of the configuration.
 func (j *JWTAuthenticator) Issuers() []string { return append([]string(nil), j.issuers...) }
 
-// Healthy returns nil once every issuer's keys are known, else the first
+// Healthy returns nil once every issuer's discovery document is read, else the first
 // issuer's reason.
 func (j *JWTAuthenticator) Healthy() error {
 	for _, a := range j.authenticators {
