@@ -93,11 +93,11 @@ func main() {
 	flag.StringVar(&sso.publicURL, "public-url", "", "The gateway's URL as its clients reach it (https://tools.example.com, no path): with --auth, it serves OAuth protected resource metadata (RFC 9728) "+
 		"at /.well-known/oauth-protected-resource/<path> and names it in every 401, so that MCP clients find where to sign in. Required with oidc.")
 	flag.StringVar(&sso.scopes, "oauth-scopes", "openid", "With --public-url, the scopes (comma-separated) a client should ask for: the metadata's scopes_supported, and scope in WWW-Authenticate.")
-	flag.StringVar(&audiences, "token-audience", "", "With --auth=kubernetes, the audiences (comma-separated) a caller's token must be issued for; empty means the API server's own.")
-	flag.DurationVar(&authTTL, "auth-cache-ttl", gateway.DefaultAuthCacheTTL, "With --auth=kubernetes, how long token reviews and access decisions that allow are reused: how long a revoked grant can still work.")
-	flag.DurationVar(&authDenyTTL, "auth-deny-cache-ttl", gateway.DefaultAuthDenyCacheTTL, "With --auth=kubernetes, how long access decisions that deny are reused: how long a new grant can take to show.")
-	flag.Float64Var(&authQPS, "auth-qps", gateway.DefaultReviewQPS, "With --auth=kubernetes, the most SubjectAccessReviews per second sent to the API server, whatever callers do, and apart from them the most TokenReviews; more wait.")
-	flag.IntVar(&authBurst, "auth-burst", gateway.DefaultReviewBurst, "With --auth=kubernetes, the reviews that may be sent at once above --auth-qps.")
+	flag.StringVar(&audiences, "token-audience", "", "With kubernetes in --auth, the audiences (comma-separated) a ServiceAccount token must be issued for; empty means the API server's own.")
+	flag.DurationVar(&authTTL, "auth-cache-ttl", gateway.DefaultAuthCacheTTL, "With --auth, how long token reviews, accepted IdP tokens (never past their exp) and access decisions that allow are reused: how long a revoked grant can still work.")
+	flag.DurationVar(&authDenyTTL, "auth-deny-cache-ttl", gateway.DefaultAuthDenyCacheTTL, "With --auth, how long access decisions that deny are reused: how long a new grant can take to show.")
+	flag.Float64Var(&authQPS, "auth-qps", gateway.DefaultReviewQPS, "With --auth, the most SubjectAccessReviews per second sent to the API server, whatever callers do, and apart from them the most TokenReviews; more wait.")
+	flag.IntVar(&authBurst, "auth-burst", gateway.DefaultReviewBurst, "With --auth, the reviews that may be sent at once above --auth-qps.")
 	flag.IntVar(&o.MaxReviewsPerRequest, "max-reviews-per-request", gateway.DefaultMaxReviewsPerRequest,
 		"With --auth, the most authorization questions one request may ask that the cache cannot answer; a tools/list page stops short there (with a nextCursor), a GET /v1/tools answers 503 to be retried.")
 	flag.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local",
