@@ -51,6 +51,7 @@ func main() {
 		o                            gateway.Options
 		metricsSecure                bool
 		srv                          serverTimeouts
+		sso                          signIn
 	)
 	flag.StringVar(&addr, "addr", ":8080", "The address that serves MCP (/mcp, its views and /mcp/search), GET /v1/tools, GET /v1/search and the catalog (/catalog).")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address that serves /healthz and /readyz (ready once a good tool table is held).")
@@ -84,12 +85,19 @@ func main() {
 	flag.DurationVar(&o.SessionLifetime, "session-lifetime", gateway.DefaultSessionLifetime, "With --sessions, how long a session lives however busy; the client initializes again.")
 	flag.IntVar(&o.MaxSessions, "max-sessions", gateway.DefaultMaxSessions, "With --sessions, the most sessions held at once; more initialize requests get 429.")
 	flag.IntVar(&o.MaxSessionsPerClient, "max-sessions-per-client", gateway.DefaultMaxSessionsPerClient, "With --sessions, the most sessions held at once for one client address, and for one authenticated caller.")
-	flag.StringVar(&authMode, "auth", "none", `How callers are authorized: "none" (every caller may call every tool; trusted networks only) or "kubernetes" (TokenReview, then a SubjectAccessReview per tool).`)
-	flag.StringVar(&audiences, "token-audience", "", "With --auth=kubernetes, the audiences (comma-separated) a caller's token must be issued for; empty means the API server's own.")
-	flag.DurationVar(&authTTL, "auth-cache-ttl", gateway.DefaultAuthCacheTTL, "With --auth=kubernetes, how long token reviews and access decisions that allow are reused: how long a revoked grant can still work.")
-	flag.DurationVar(&authDenyTTL, "auth-deny-cache-ttl", gateway.DefaultAuthDenyCacheTTL, "With --auth=kubernetes, how long access decisions that deny are reused: how long a new grant can take to show.")
-	flag.Float64Var(&authQPS, "auth-qps", gateway.DefaultReviewQPS, "With --auth=kubernetes, the most SubjectAccessReviews per second sent to the API server, whatever callers do, and apart from them the most TokenReviews; more wait.")
-	flag.IntVar(&authBurst, "auth-burst", gateway.DefaultReviewBurst, "With --auth=kubernetes, the reviews that may be sent at once above --auth-qps.")
+	flag.StringVar(&authMode, "auth", "none", `How callers are authenticated: "none" (every caller may call every tool; trusted networks only), "kubernetes" (TokenReview), `+
+		`"oidc" (the JWTs of the issuers of --authentication-config) or "kubernetes,oidc" (a JWT of those issuers is theirs to accept or refuse; any other token goes to TokenReview). `+
+		"Every authenticated caller is authorized by a SubjectAccessReview per tool.")
+	flag.StringVar(&sso.config, "authentication-config", "", "With --auth=oidc or kubernetes,oidc, an apiserver.config.k8s.io AuthenticationConfiguration file, as kube-apiserver's --authentication-config takes: "+
+		"the issuers, their audiences and CAs, the claim mappings (username and groups, with prefixes) and the claim validation rules.")
+	flag.StringVar(&sso.publicURL, "public-url", "", "The gateway's URL as its clients reach it (https://tools.example.com, no path): with --auth, it serves OAuth protected resource metadata (RFC 9728) "+
+		"at /.well-known/oauth-protected-resource/<path> and names it in every 401, so that MCP clients find where to sign in. Required with oidc.")
+	flag.StringVar(&sso.scopes, "oauth-scopes", "openid", "With --public-url, the scopes (comma-separated) a client should ask for: the metadata's scopes_supported, and scope in WWW-Authenticate.")
+	flag.StringVar(&audiences, "token-audience", "", "With kubernetes in --auth, the audiences (comma-separated) a ServiceAccount token must be issued for; empty means the API server's own.")
+	flag.DurationVar(&authTTL, "auth-cache-ttl", gateway.DefaultAuthCacheTTL, "With --auth, how long token reviews, accepted IdP tokens (never past their exp) and access decisions that allow are reused: how long a revoked grant can still work.")
+	flag.DurationVar(&authDenyTTL, "auth-deny-cache-ttl", gateway.DefaultAuthDenyCacheTTL, "With --auth, how long access decisions that deny are reused: how long a new grant can take to show.")
+	flag.Float64Var(&authQPS, "auth-qps", gateway.DefaultReviewQPS, "With --auth, the most SubjectAccessReviews per second sent to the API server, whatever callers do, and apart from them the most TokenReviews; more wait.")
+	flag.IntVar(&authBurst, "auth-burst", gateway.DefaultReviewBurst, "With --auth, the reviews that may be sent at once above --auth-qps.")
 	flag.IntVar(&o.MaxReviewsPerRequest, "max-reviews-per-request", gateway.DefaultMaxReviewsPerRequest,
 		"With --auth, the most authorization questions one request may ask that the cache cannot answer; a tools/list page stops short there (with a nextCursor), a GET /v1/tools answers 503 to be retried.")
 	flag.StringVar(&o.ClusterDomain, "cluster-domain", "cluster.local",
@@ -131,7 +139,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gateway: --auth-qps and --auth-burst must be positive")
 		os.Exit(2)
 	}
-	if err := run(log, addr, probeAddr, metricsAddr, metricsSecure, tableNamespace, tableName, authMode, ka, float32(authQPS), authBurst, srv, o); err != nil {
+	if err := run(log, addr, probeAddr, metricsAddr, metricsSecure, tableNamespace, tableName, authMode, ka, float32(authQPS), authBurst, srv, sso, o); err != nil {
 		log.Error("The gateway stopped", "error", err)
 		os.Exit(1)
 	}
@@ -149,13 +157,44 @@ const (
 	maxHeaderBytes = 64 << 10
 )
 
+// logIssuerHealth says when every OIDC issuer has been reached, and
+// warns every minute until then: the gateway serves (ServiceAccount
+// tokens, and the tokens of the issuers it reached) whether or not an IdP
+// answers, so the log is where an unreachable one shows.
+func logIssuerHealth(ctx context.Context, log *slog.Logger, jwt *gateway.JWTAuthenticator) {
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	start := time.Now()
+	warned := start
+	for {
+		err := jwt.Healthy()
+		if err == nil {
+			log.Info("Reached every OIDC issuer (its discovery document)", "issuers", jwt.Issuers())
+			return
+		}
+		if time.Since(warned) >= time.Minute {
+			log.Warn("An OIDC issuer is not reachable yet: its tokens are refused", "error", err, "for", time.Since(start).Round(time.Second))
+			warned = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// signIn holds the flags of OIDC sign-in and of the protected resource
+// metadata.
+type signIn struct{ config, publicURL, scopes string }
+
 // serverTimeouts are the timeouts of the client-facing server. It has no
 // WriteTimeout: that would end every notification stream; each write gets
 // a deadline of its own instead (gateway.Options.WriteTimeout).
 type serverTimeouts struct{ readHeader, read, idle time.Duration }
 
 func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bool, tableNamespace, tableName, authMode string,
-	ka *gateway.KubernetesAuth, authQPS float32, authBurst int, srv serverTimeouts, o gateway.Options) error {
+	ka *gateway.KubernetesAuth, authQPS float32, authBurst int, srv serverTimeouts, sso signIn, o gateway.Options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
@@ -169,10 +208,14 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 	o.Logger = log
 	o.Version = version
 
-	switch authMode {
-	case "none":
+	modes := map[string]bool{}
+	for _, m := range strings.Split(authMode, ",") {
+		modes[strings.TrimSpace(m)] = true
+	}
+	switch {
+	case authMode == "none":
 		log.Warn("Serving without authentication (--auth=none): every caller may list and call every tool")
-	case "kubernetes":
+	case len(modes) == 1 && modes["kubernetes"], len(modes) == 1 && modes["oidc"], len(modes) == 2 && modes["kubernetes"] && modes["oidc"]:
 		// The reviews get clients of their own, whose rate limits bound
 		// them whatever callers do: a storm of them cannot reach the API
 		// server, the table's watch does not wait behind them, and forged
@@ -187,8 +230,39 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 			return err
 		}
 		o.Auth = ka
+		if !modes["oidc"] {
+			break
+		}
+		if sso.config == "" || sso.publicURL == "" {
+			return errors.New("--auth with oidc needs --authentication-config and --public-url")
+		}
+		ac, err := gateway.LoadAuthenticationConfiguration(sso.config)
+		if err != nil {
+			return fmt.Errorf("--authentication-config: %w", err)
+		}
+		jwt, err := gateway.NewJWTAuthenticator(ctx, ac)
+		if err != nil {
+			return fmt.Errorf("--authentication-config: %w", err)
+		}
+		go logIssuerHealth(ctx, log, jwt)
+		o.Auth = &gateway.OIDCAuth{JWT: jwt, Kubernetes: ka, Review: modes["kubernetes"], Logger: log}
+		o.ProtectedResource = &gateway.ProtectedResource{AuthorizationServers: jwt.Issuers()}
 	default:
-		return fmt.Errorf(`--auth must be "none" or "kubernetes", not %q`, authMode)
+		return fmt.Errorf(`--auth must be "none", "kubernetes", "oidc" or "kubernetes,oidc", not %q`, authMode)
+	}
+	if sso.publicURL != "" && o.Auth != nil {
+		if err := gateway.CheckURL(sso.publicURL); err != nil {
+			return fmt.Errorf("--public-url: %w", err)
+		}
+		if o.ProtectedResource == nil {
+			o.ProtectedResource = &gateway.ProtectedResource{}
+		}
+		o.ProtectedResource.URL = sso.publicURL
+		for _, sc := range strings.Split(sso.scopes, ",") {
+			if sc = strings.TrimSpace(sc); sc != "" {
+				o.ProtectedResource.Scopes = append(o.ProtectedResource.Scopes, sc)
+			}
+		}
 	}
 
 	g := gateway.New(&o)

@@ -17,12 +17,20 @@
 //   {"event":"called","result":{…}}           tools/call with the arguments as given
 //   {"event":"changed","tools":[…]}           only with --await-list-changed: the
 //                                             list after notifications/tools/list_changed
+// With INTEROP_OAUTH_CLIENT_ID and INTEROP_OAUTH_CLIENT_SECRET in the
+// environment, the client signs in as the MCP authorization spec has it: it
+// is given no token and no authorization server, takes both from the
+// server's 401 (WWW-Authenticate resource_metadata) and its protected
+// resource metadata (RFC 9728), and gets a token with the SDK's
+// ClientCredentialsProvider; it prints {"event":"authorized","tokenType":…}
+// once it has one. NODE_EXTRA_CA_CERTS makes node trust a test's IdP.
 // The arguments are sent exactly as given: the point is to send the sloppy
 // arguments a model would, and see toolkit repair them.
 // Every wait is bounded; any failure exits non-zero with the reason on stderr.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 
 const [url, tool, rawArgs, ...flags] = process.argv.slice(2);
 if (!url || !tool || rawArgs === undefined) {
@@ -69,7 +77,19 @@ async function listAll() {
 }
 
 try {
-  const transport = new StreamableHTTPClientTransport(new URL(url));
+  let authProvider;
+  if (process.env.INTEROP_OAUTH_CLIENT_ID) {
+    authProvider = new ClientCredentialsProvider({
+      clientId: process.env.INTEROP_OAUTH_CLIENT_ID,
+      clientSecret: process.env.INTEROP_OAUTH_CLIENT_SECRET,
+    });
+    const save = authProvider.saveTokens.bind(authProvider);
+    authProvider.saveTokens = (tokens) => {
+      save(tokens);
+      emit({ event: 'authorized', tokenType: tokens.token_type });
+    };
+  }
+  const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider });
   await client.connect(transport);
   emit({
     event: 'connected',

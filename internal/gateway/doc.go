@@ -168,4 +168,15 @@
 // client each, whose rate limits (--auth-qps, --auth-burst) bound what the
 // API server sees, whatever callers do, and keep forged tokens from
 // delaying authenticated callers.
+//
+// [OIDCAuth] authenticates people's agents by their identity provider's
+// JWTs, with the API server's own JWT authenticator configured by an
+// AuthenticationConfiguration ([LoadAuthenticationConfiguration]), and
+// authorizes them with [KubernetesAuth]'s SubjectAccessReviews, so
+// RoleBindings to IdP users and groups grant tools; a token's iss decides
+// whether it is the IdP's or goes to a TokenReview. With
+// Options.ProtectedResource the gateway is an OAuth protected resource: it
+// serves RFC 9728 metadata at [ResourceMetadataPath] (and under it, per
+// endpoint), and every 401 names it in WWW-Authenticate, so that an MCP
+// client without a token finds where to get one.
 package gateway

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
@@ -100,7 +99,11 @@ func New(opts *Options) *Gateway {
 		questionSlots: make(chan struct{}, maxQuestionsInFlight),
 	}
 	g.client = newWorkloadClient(&o)
-	if ka, ok := o.Auth.(*KubernetesAuth); ok && ka.metrics == nil {
+	ka, _ := o.Auth.(*KubernetesAuth)
+	if oa, ok := o.Auth.(*OIDCAuth); ok {
+		ka = oa.Kubernetes
+	}
+	if ka != nil && ka.metrics == nil {
 		ka.metrics = g.metrics
 	}
 
@@ -145,7 +148,7 @@ func New(opts *Options) *Gateway {
 	var searchHandler http.Handler = http.HandlerFunc(g.serveSearch)
 	catalogHandler := g.catalogHandler()
 	if o.Auth != nil {
-		authn := auth.RequireBearerToken(g.verifyToken, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})
+		authn := g.requireBearer
 		mcpHandler = authn(mcpHandler)
 		tableHandler = authn(tableHandler)
 		searchMCPHandler = authn(searchMCPHandler)
@@ -163,6 +166,10 @@ func New(opts *Options) *Gateway {
 	g.mux.Handle(SearchPath, searchHandler)
 	g.mux.Handle(CatalogPath, catalogHandler)
 	g.mux.Handle(CatalogPath+"/", catalogHandler)
+	if o.Auth != nil && o.ProtectedResource != nil {
+		g.mux.HandleFunc("GET "+ResourceMetadataPath, g.serveResourceMetadata)
+		g.mux.HandleFunc("GET "+ResourceMetadataPath+"/{path...}", g.serveResourceMetadata)
+	}
 	return g
 }
 

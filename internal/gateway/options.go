@@ -185,8 +185,13 @@ type Options struct {
 
 	// Auth authenticates callers and authorizes each tool. Nil means no
 	// authentication: every caller sees and may call every tool, which is
-	// for trusted networks only. See [KubernetesAuth].
+	// for trusted networks only. See [KubernetesAuth] and [OIDCAuth].
 	Auth Auth
+	// ProtectedResource, with Auth, serves the gateway's OAuth protected
+	// resource metadata (RFC 9728) and names it in every 401, so that MCP
+	// clients find where to get a token. Nil serves none: a 401 says
+	// WWW-Authenticate: Bearer only.
+	ProtectedResource *ProtectedResource
 
 	// Search configures the index behind /v1/search, /mcp/search and the
 	// catalog. Nil is lexical ranking only. With Search.Embedder (such as

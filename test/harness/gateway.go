@@ -40,6 +40,9 @@ func (g *Gateway) Start(ctx context.Context) error {
 		return errors.New("the gateway is running already")
 	}
 	for _, a := range []*string{&g.Addr, &g.ProbeAddr, &g.MetricsAddr} {
+		if *a != "" {
+			continue // chosen by the test, to be named in the gateway's flags
+		}
 		var err error
 		if *a, err = FreeAddr(); err != nil {
 			return err

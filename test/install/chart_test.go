@@ -20,6 +20,9 @@ import (
 // customValues changes every value of the chart from its default.
 const customValues = "test/install/testdata/values-custom.yaml"
 
+// oidcValues sign people in with an IdP (gateway.auth=kubernetes,oidc).
+const oidcValues = "test/install/testdata/values-oidc.yaml"
+
 // managerContainer returns the manager container of a rendered Deployment.
 func managerContainer(d *appsv1.Deployment) (args []string, found bool) {
 	for _, c := range d.Spec.Template.Spec.Containers {

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/toolplane/toolplane/internal/gateway"
 	"github.com/toolplane/toolplane/test/harness"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -95,6 +96,7 @@ var _ = Describe("The chart's gateway", func() {
 		for name, m := range map[string]manifests{
 			"default values": helmTemplate("toolplane", "toolplane-system"),
 			"custom values":  helmTemplate("custom", "ops", "-f", customValues),
+			"oidc values":    helmTemplate("oidc", "ops", "-f", oidcValues),
 			"config/default": kustomizeBuild("config/default"),
 		} {
 			c, ok := gatewayContainer(fromUnstructured[appsv1.Deployment](m.ofKind("Deployment").gateway()[0]))
@@ -107,13 +109,35 @@ var _ = Describe("The chart's gateway", func() {
 		Expect(c.Args).To(ContainElements("--auth=kubernetes", "--token-audience=toolplane-gateway", "--sessions",
 			"--table-namespace=agents", "--metrics-bind-address=0", "--list-ttl=5s", "--cluster-domain=corp.example",
 			"--auth-deny-cache-ttl=30s", "--auth-qps=50.5", "--auth-burst=80", "--max-reviews-per-request=300"))
+
+		By("with oidc, the AuthenticationConfiguration is a ConfigMap mounted where the flag says")
+		oidc := helmTemplate("oidc", "ops", "-f", oidcValues)
+		d := fromUnstructured[appsv1.Deployment](oidc.ofKind("Deployment").gateway()[0])
+		c, _ = gatewayContainer(d)
+		Expect(c.Args).To(ContainElements("--auth=kubernetes,oidc", "--public-url=https://tools.example.com", "--oauth-scopes=openid",
+			"--authentication-config=/etc/toolplane/authentication/authentication-config.yaml"))
+		Expect(c.VolumeMounts).To(ContainElement(HaveField("MountPath", "/etc/toolplane/authentication")))
+		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("ConfigMap.Name", "oidc-toolplane-gateway-authentication")))
+		cm := fromUnstructured[corev1.ConfigMap](oidc.named("ConfigMap", "oidc-toolplane-gateway-authentication"))
+		_, err = gateway.ParseAuthenticationConfiguration([]byte(cm.Data["authentication-config.yaml"]))
+		Expect(err).NotTo(HaveOccurred(), "the gateway refuses the chart's ConfigMap:\n%s", cm.Data["authentication-config.yaml"])
 	})
 
-	It("lets the gateway read ConfigMaps in the table namespace and nothing else, and review tokens and access only with auth=kubernetes", func(ctx context.Context) {
+	It("refuses oidc without a public URL or an authentication configuration", func() {
+		out, err := helm("template", "t", chartDir, "--set", "gateway.auth=oidc", "--set", "gateway.oidc.existingConfigMap=mine")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("gateway.publicURL"))
+		out, err = helm("template", "t", chartDir, "--set", "gateway.auth=oidc", "--set", "gateway.publicURL=https://tools.example.com")
+		Expect(err).To(HaveOccurred())
+		Expect(out).To(ContainSubstring("gateway.oidc.authenticationConfig"))
+	})
+
+	It("lets the gateway read ConfigMaps in the table namespace and nothing else, and review access only with auth, and tokens only with kubernetes in it", func(ctx context.Context) {
 		const releaseNS, tableNS, otherNS = "gw-sar", "gw-sar-table", "gw-sar-other"
 		type access struct{ verb, group, resource, namespace string }
-		for _, auth := range []string{"none", "kubernetes"} {
-			m := helmTemplate("gw-"+auth, releaseNS, "--set", "table.namespace="+tableNS, "--set", "gateway.auth="+auth)
+		for _, auth := range []string{"none", "kubernetes", "oidc", "kubernetes,oidc"} {
+			m := helmTemplate("gw-"+strings.ReplaceAll(auth, ",", "-"), releaseNS, "--set", "table.namespace="+tableNS, "--set", "gateway.auth="+strings.ReplaceAll(auth, ",", "\\,"),
+				"--set", "gateway.publicURL=https://tools.example.com", "--set", "gateway.oidc.existingConfigMap=idp")
 			var rbacObjects manifests
 			for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
 				rbacObjects = append(rbacObjects, m.ofKind(kind).gateway()...)
@@ -150,14 +174,19 @@ var _ = Describe("The chart's gateway", func() {
 				{"list", "", "pods", ""},
 				{"list", "toolplane.io", "toolsets", ""},
 			}
-			reviews := []access{
-				{"create", "authentication.k8s.io", "tokenreviews", ""},
-				{"create", "authorization.k8s.io", "subjectaccessreviews", ""},
-			}
-			if auth == "kubernetes" {
-				allowed = append(allowed, reviews...)
+			// TokenReviews for ServiceAccount tokens only: an IdP's the
+			// gateway checks itself.
+			tokens := access{"create", "authentication.k8s.io", "tokenreviews", ""}
+			if strings.Contains(auth, "kubernetes") {
+				allowed = append(allowed, tokens)
 			} else {
-				denied = append(denied, reviews...)
+				denied = append(denied, tokens)
+			}
+			sar := access{"create", "authorization.k8s.io", "subjectaccessreviews", ""}
+			if auth != "none" {
+				allowed = append(allowed, sar)
+			} else {
+				denied = append(denied, sar)
 			}
 			Eventually(func(g Gomega, ctx context.Context) {
 				for _, a := range allowed {
