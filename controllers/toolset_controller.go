@@ -322,7 +322,11 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}()
 
 	selector, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
-	if err == nil {
+	if err != nil {
+		// Label keys and values are left to this check: the API server
+		// refuses only the operators and values it can check cheaply.
+		err = fmt.Errorf("spec.selector: %w", err)
+	} else {
 		err = validateSpec(&ts.Spec)
 	}
 	if err != nil {
