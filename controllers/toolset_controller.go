@@ -444,6 +444,10 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	if contracts, err = r.checkContracts(ctx, ts, before.Status.Tools, offered, len(rd.docs) > 0, mem, now); err != nil {
 		return ctrl.Result{}, err
 	}
+	if _, missing := errors.AsType[*missingReference](credErr); missing {
+		// Nothing watches Secrets: look again soon (toolset_references.go).
+		requeue = min(requeue, referenceRetry(r.Ceilings))
+	}
 	return ctrl.Result{RequeueAfter: jitter(requeue)}, nil
 }
 

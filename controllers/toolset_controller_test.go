@@ -642,7 +642,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		// Without the Secret the user is told what is missing.
 		Eventually(func(g Gomega) {
 			ready := readyCondition(getToolSet(ctx, g, ts))
-			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonSecretNotFound))
 			g.Expect(ready.Message).To(ContainSubstring("Secret scrape-token not found"))
 		}).Should(Succeed())
 

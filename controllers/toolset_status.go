@@ -225,7 +225,7 @@ func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a asse
 	// Ready summarises.
 	switch {
 	case rd.credErr != nil:
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, rd.credErr.Error())
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, credentialReason(rd.credErr), rd.credErr.Error())
 	case rd.selected == 0:
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNoPods,
 			fmt.Sprintf("the selector matches no Running and Ready Pod with an IP in namespace %s", ts.Namespace))
@@ -309,6 +309,13 @@ func setProgress(ts *v1alpha1.ToolSet) {
 			stalled = ready
 		case v1alpha1.ReasonNoPods, v1alpha1.ReasonScrapeFailed:
 			reconciling = ready
+		default:
+			// Waiting for a Secret or ConfigMap is progress that needs no
+			// change of the spec: whoever creates it (a sibling in the same
+			// apply, an external secrets operator) unblocks the ToolSet.
+			if waitsForReference(ready.Reason) {
+				reconciling = ready
+			}
 		}
 	}
 	if stalled == nil && reconciling == nil {
