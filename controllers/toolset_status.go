@@ -210,7 +210,7 @@ func staleDeadline(ts *v1alpha1.ToolSet, mem *toolSetMemory) time.Time {
 	if interval <= 0 {
 		interval = Ceilings{}.effectiveOf(ts).interval
 	}
-	return mem.outageSince.Add(staleIntervals * interval)
+	return mem.deadline(interval)
 }
 
 func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a assembly, held bool, mem *toolSetMemory, claims nameClaims) {
