@@ -305,7 +305,8 @@ func setProgress(ts *v1alpha1.ToolSet) {
 	var stalled, reconciling *metav1.Condition
 	if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {
 		switch ready.Reason {
-		case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidTools:
+		case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidTools, v1alpha1.ReasonServiceRefused:
+			// ServiceRefused: the Service must change (it is watched).
 			stalled = ready
 		case v1alpha1.ReasonNoPods, v1alpha1.ReasonScrapeFailed:
 			reconciling = ready

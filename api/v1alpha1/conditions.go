@@ -32,8 +32,9 @@ const (
 	// or names wait for a hand-over after a restart.
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled is True when no retry can make progress until the
-	// user changes something: the spec cannot be acted on, or no tool is
-	// valid.
+	// user changes something: the spec cannot be acted on, no tool is
+	// valid, or spec.service names a Service that is refused
+	// (ServiceRefused).
 	ConditionStalled = "Stalled"
 )
 
