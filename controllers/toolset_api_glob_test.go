@@ -34,8 +34,9 @@ func globRules(tb testing.TB) map[string]*regexp.Regexp {
 			tb.Fatalf("spec.%s items carry no single CEL rule", field)
 		}
 		rule := items.Schema.XValidations[0].Rule
-		re, ok := strings.CutPrefix(rule, "self.matches(r'")
-		if re, ok = strings.CutSuffix(re, "')"); !ok || strings.Contains(re, "'") {
+		re, prefixed := strings.CutPrefix(rule, "self.matches(r'")
+		re, suffixed := strings.CutSuffix(re, "')")
+		if !prefixed || !suffixed || strings.Contains(re, "'") {
 			tb.Fatalf("spec.%s rule is not self.matches(r'...'): %s", field, rule)
 		}
 		rules[field] = regexp.MustCompile(re)
