@@ -91,7 +91,10 @@ type ToolSetSpec struct {
 	// authorization sends a bearer token with every scrape. The token is read
 	// from a Secret in the ToolSet's namespace and never written to status,
 	// events or logs. It requires scheme https: a token is never sent over
-	// plain http, and a ToolSet that asks for one is refused.
+	// plain http, and a ToolSet that asks for one is refused. While the
+	// Secret or its key is missing, no Pod is scraped, Ready says
+	// SecretNotFound or SecretKeyNotFound, and the Secret is looked for
+	// again every 5s (or the operator's --min-interval).
 	// +optional
 	Authorization *Authorization `json:"authorization,omitempty"`
 
@@ -187,7 +190,9 @@ func (s *ToolSetSpec) PathOrDefault() string {
 type TLSConfig struct {
 	// ca is the PEM bundle of certificate authorities to trust, from a Secret
 	// or ConfigMap in the ToolSet's namespace. Without it the system roots are
-	// used.
+	// used. While the object or its key is missing, no Pod is scraped and
+	// Ready says SecretNotFound, SecretKeyNotFound, ConfigMapNotFound or
+	// ConfigMapKeyNotFound.
 	// +optional
 	CA *CASource `json:"ca,omitempty"`
 
