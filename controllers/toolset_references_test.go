@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"encoding/pem"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -11,6 +12,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 )
@@ -159,5 +164,42 @@ var _ = Describe("A ToolSet that names a missing Secret", func() {
 			g.Expect(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled)).To(And(
 				HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.ReasonInvalidSpec)))
 		}).Should(Succeed())
+	})
+
+	It("looks for the Secret again every 5s whatever its interval, at no status write while nothing changes", func(ctx context.Context) {
+		ts := slowToolSet("retry")
+		ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "later", Key: "token"}}
+		createToolSet(ctx, ts)
+		// The suite's manager reconciles it too; wait until it has said so,
+		// so that what is counted below is this reconciler's alone.
+		Eventually(func(g Gomega) {
+			g.Expect(readyCondition(getToolSet(ctx, g, ts)).Reason).To(Equal(v1alpha1.ReasonSecretNotFound))
+		}).Should(Succeed())
+
+		var secretGets, patches atomic.Int32
+		direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		counting := interceptor.NewClient(direct, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*corev1.Secret); ok {
+					secretGets.Add(1)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+			SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+				patches.Add(1)
+				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+			},
+		})
+		// The manager's ceilings, so that Clamped says what it says.
+		r := &ToolSetReconciler{Client: counting, APIReader: counting, Recorder: &events.FakeRecorder{}, Publisher: publisher, Ceilings: testCeilings}
+		for range 3 {
+			res, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ts)})
+			Expect(err).NotTo(HaveOccurred())
+			Expect(res.RequeueAfter).To(BeNumerically(">", 0))
+			Expect(res.RequeueAfter).To(BeNumerically("<=", DefaultMinInterval), "not the 10-minute interval")
+		}
+		Expect(secretGets.Load()).To(BeEquivalentTo(3), "one read of the Secret a round, by name")
+		Expect(patches.Load()).To(BeZero(), "the status the manager wrote already says it all")
 	})
 })
