@@ -65,6 +65,27 @@ var _ = Describe("The ToolSet API", func() {
 		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
 	})
 
+	It("admits every glob path.Match accepts, escapes and classes included, and selectors of every operator", func(ctx context.Context) {
+		ts := minimalToolSet(ns, "globs")
+		ts.Spec.Include = []string{"query_*", "[a-z]?_v[0-9]", "[^_]*", `\[literal\]`, "a]b", `[\]\-]x`, "*"}
+		ts.Spec.Exclude = []string{"[!x]", "get_[^^]", "?"}
+		ts.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{
+			{Key: "tier", Operator: metav1.LabelSelectorOpIn, Values: []string{"web"}},
+			{Key: "zone", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"a", "b"}},
+			{Key: "canary", Operator: metav1.LabelSelectorOpDoesNotExist},
+			{Key: "app", Operator: metav1.LabelSelectorOpExists},
+		}
+		ts.Spec.Scheme = "https"
+		ts.Spec.TLS = &v1alpha1.TLSConfig{CA: &v1alpha1.CASource{ConfigMap: &v1alpha1.KeyReference{Name: "ca.bundle", Key: "ca-bundle_1.crt"}}}
+		Expect(k8sClient.Create(ctx, ts)).To(Succeed())
+		// The reconciler takes them as the API server did.
+		got := &v1alpha1.ToolSet{}
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), got)).To(Succeed())
+		Expect(validatePatterns(&got.Spec)).To(Succeed())
+		_, err := metav1.LabelSelectorAsSelector(&got.Spec.Selector)
+		Expect(err).NotTo(HaveOccurred())
+	})
+
 	It("defaults the path of an MCP ToolSet to /mcp, and keeps a path it is given", func(ctx context.Context) {
 		ts := minimalToolSet(ns, "mcp-tools")
 		ts.Spec.Protocol = v1alpha1.ProtocolMCP
@@ -192,6 +213,44 @@ var _ = Describe("The ToolSet API", func() {
 		Entry("a bearer token over http", func(ts *v1alpha1.ToolSet) {
 			ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "token", Key: "token"}}
 		}, "authorization requires scheme https"),
+		// The reconciler refuses what path.Match refuses; so does the API
+		// server, naming the field and the item.
+		Entry("an include pattern with an unclosed class", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Include = []string{"query_*", "query_["}
+		}, "spec.include[1]: Invalid value: \"query_[\": include pattern is not a path.Match glob"),
+		Entry("an include pattern with an empty class", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Include = []string{"[]"}
+		}, "spec.include[0]"),
+		Entry("an include pattern with an empty negated class", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Include = []string{"get_[^]"}
+		}, "spec.include[0]"),
+		Entry("an exclude pattern with a range without an end", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Exclude = []string{"[a-]*"}
+		}, "spec.exclude[0]: Invalid value: \"[a-]*\": exclude pattern is not a path.Match glob"),
+		Entry("an exclude pattern with a trailing backslash", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Exclude = []string{`debug_\`}
+		}, "spec.exclude[0]"),
+		Entry("a Secret key with a slash", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Scheme = "https"
+			ts.Spec.Authorization = &v1alpha1.Authorization{BearerToken: v1alpha1.KeyReference{Name: "token", Key: "../token"}}
+		}, "spec.authorization.bearerToken.key"),
+		Entry("a CA ConfigMap key with a space", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Scheme = "https"
+			ts.Spec.TLS = &v1alpha1.TLSConfig{CA: &v1alpha1.CASource{ConfigMap: &v1alpha1.KeyReference{Name: "ca", Key: "ca crt"}}}
+		}, "spec.tls.ca.configMap.key"),
+		Entry("a CA Secret name that is not a DNS subdomain", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Scheme = "https"
+			ts.Spec.TLS = &v1alpha1.TLSConfig{CA: &v1alpha1.CASource{Secret: &v1alpha1.KeyReference{Name: "-ca", Key: "ca.crt"}}}
+		}, "spec.tls.ca.secret.name"),
+		Entry("a selector operator that is not one of the four", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: "Gt", Values: []string{"1"}}}
+		}, "spec.selector: Invalid value: selector operators must be In, NotIn, Exists or DoesNotExist"),
+		Entry("a selector In without values", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpIn}}
+		}, "spec.selector: Invalid value: selector operators In and NotIn need values"),
+		Entry("a selector Exists with values", func(ts *v1alpha1.ToolSet) {
+			ts.Spec.Selector.MatchExpressions = []metav1.LabelSelectorRequirement{{Key: "tier", Operator: metav1.LabelSelectorOpExists, Values: []string{"web"}}}
+		}, "spec.selector: Invalid value: selector operators In and NotIn need values"),
 		Entry("more than 64 exclude patterns", func(ts *v1alpha1.ToolSet) {
 			for i := range 65 {
 				ts.Spec.Exclude = append(ts.Spec.Exclude, fmt.Sprintf("x%d", i))

@@ -133,20 +133,13 @@ type toolSetMemory struct {
 	uid types.UID
 	// pods holds each Pod's last document, by UID, for conditional GETs.
 	pods map[types.UID]podDoc
-	// held are the tools of the last round in which some Pod was scraped,
-	// held through an outage and marked Stale.
-	held         []spec.TableTool
-	heldRevision string
-	// outageSince is when the ToolSet last had no scrapable Pod, zero while
-	// it has one.
-	outageSince time.Time
+	// holdState is what is held through an outage (see nextHold).
+	holdState
 	// interval is the ToolSet's interval under the ceilings, as of the
 	// last round.
 	interval time.Duration
 	// clamped says what of the spec the ceilings changed.
 	clamped []string
-	// dropped is set when the grace period ended and the held tools went.
-	dropped bool
 	// recalled is set once the held tools were looked up in the table.
 	recalled bool
 	// baseline is the last published version of each tool this ToolSet
@@ -322,7 +315,11 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}()
 
 	selector, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
-	if err == nil {
+	if err != nil {
+		// Label keys and values are left to this check: the API server
+		// refuses only the operators and values it can check cheaply.
+		err = fmt.Errorf("spec.selector: %w", err)
+	} else {
 		err = validateSpec(&ts.Spec)
 	}
 	if err != nil {
@@ -394,7 +391,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		a       assembly
 		offered []spec.TableTool
 		held    bool
-		requeue = interval
+		requeue time.Duration
 	)
 	if len(rd.docs) > 0 {
 		// The schema limit is the ToolSet's, lowered to the ceiling.
@@ -404,26 +401,15 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		// with the last document it served, or, if it never served one,
 		// as serving none of the tools.
 		a = mem.assemble(&view, append(slices.Clone(rd.docs), rd.lastKnown...), rd.blind, eff.bounds, r.ClusterDomain)
-		offered = a.tools
-		mem.held, mem.heldRevision = a.tools, a.revision
-		mem.outageSince, mem.dropped = time.Time{}, false
-	} else {
-		// An outage: no Pod could be scraped. Hold the last good tools for
-		// a bounded grace period, then drop them.
-		if err := r.recall(ctx, ts, mem); err != nil {
-			return ctrl.Result{}, err
-		}
-		if mem.outageSince.IsZero() {
-			mem.outageSince = now
-		}
-		deadline := staleDeadline(ts, mem)
-		if len(mem.held) > 0 && now.Before(deadline) {
-			offered, held = mem.held, true
-			requeue = min(interval, deadline.Sub(now))
-		} else if len(mem.held) > 0 {
-			mem.held, mem.heldRevision, mem.dropped = nil, "", true
-		}
+	} else if err := r.recall(ctx, ts, mem); err != nil {
+		// An outage: the tools to hold may be in the table, after a restart.
+		return ctrl.Result{}, err
 	}
+	// Hold the last good tools through an outage for a bounded grace
+	// period, then drop them.
+	var hold holdOutcome
+	mem.holdState, hold = nextHold(mem.holdState, holdObservation{scraped: len(rd.docs) > 0, tools: a.tools, revision: a.revision}, now, interval)
+	offered, held, requeue = hold.offer, hold.held, hold.requeue
 
 	if serviceRefused != "" && len(offered) > 0 {
 		offered = withoutEndpoints(offered)
@@ -439,6 +425,10 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}
 	if contracts, err = r.checkContracts(ctx, ts, before.Status.Tools, offered, len(rd.docs) > 0, mem, now); err != nil {
 		return ctrl.Result{}, err
+	}
+	if _, missing := errors.AsType[*missingReference](credErr); missing {
+		// Nothing watches Secrets: look again soon (toolset_references.go).
+		requeue = min(requeue, referenceRetry(r.Ceilings))
 	}
 	return ctrl.Result{RequeueAfter: jitter(requeue)}, nil
 }

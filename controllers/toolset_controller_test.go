@@ -206,15 +206,18 @@ var _ = Describe("The ToolSet reconciler", func() {
 	})
 
 	It("refuses a spec no scrape can fix, and says why", func(ctx context.Context) {
+		// The API server refuses what it can check (a bad glob, say); what
+		// is left, such as a label value Kubernetes would not accept, is
+		// refused here.
 		ts := toolSet(ns, "glob")
-		ts.Spec.Include = []string{"query_["}
+		ts.Spec.Selector.MatchLabels["tier"] = "not a label value"
 		createToolSet(ctx, ts)
 		Eventually(func(g Gomega) {
 			got := getToolSet(ctx, g, ts)
 			ready := readyCondition(got)
 			g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
-			g.Expect(ready.Message).To(ContainSubstring(`spec.include pattern "query_["`))
+			g.Expect(ready.Message).To(ContainSubstring(`spec.selector: values[0][tier]: Invalid value: "not a label value"`))
 			g.Expect(got.Status.ObservedGeneration).To(Equal(got.Generation))
 		}).Should(Succeed())
 
@@ -222,7 +225,7 @@ var _ = Describe("The ToolSet reconciler", func() {
 		w := newWorkload(tool("query_glob"))
 		createReadyPod(ctx, ns, "glob-0", map[string]string{"app": "glob"}, w.port())
 		got := getToolSet(ctx, Default, ts)
-		got.Spec.Include = []string{"query_*"}
+		delete(got.Spec.Selector.MatchLabels, "tier")
 		Expect(k8sClient.Update(ctx, got)).To(Succeed())
 		Eventually(func(g Gomega) {
 			got := getToolSet(ctx, g, ts)
@@ -239,7 +242,7 @@ var _ = Describe("The ToolSet reconciler", func() {
 		eventuallyInTable(ctx, ts, HaveLen(1))
 
 		got := getToolSet(ctx, Default, ts)
-		got.Spec.Include = []string{"kept_["}
+		got.Spec.Selector.MatchLabels["tier"] = "not a label value"
 		Expect(k8sClient.Update(ctx, got)).To(Succeed())
 		Eventually(func(g Gomega) {
 			got := getToolSet(ctx, g, ts)
@@ -553,7 +556,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 
 	It("neither patches nor announces a transition twice when the cache has not caught up with its status write", func(ctx context.Context) {
 		ts := toolSet(ns, "lag")
-		ts.Spec.Include = []string{"lag_["}
+		ts.Spec.Selector.MatchLabels["tier"] = "not a label value"
 		createToolSet(ctx, ts)
 		// A cache that lags: every read returns the object as created,
 		// whatever was written since.
@@ -578,7 +581,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		r := &ToolSetReconciler{Client: lagging, APIReader: k8sClient, Recorder: recorder, Publisher: publisher}
 		for range 3 {
 			_, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ts)})
-			Expect(err).To(MatchError(ContainSubstring("spec.include")))
+			Expect(err).To(MatchError(ContainSubstring("spec.selector")))
 		}
 		Expect(patches).To(Equal(1), "one status write, however often the stale object is read")
 		Expect(recorder.Events).To(HaveLen(1), "one InvalidSpec event")
@@ -639,7 +642,7 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		// Without the Secret the user is told what is missing.
 		Eventually(func(g Gomega) {
 			ready := readyCondition(getToolSet(ctx, g, ts))
-			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonInvalidSpec))
+			g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonSecretNotFound))
 			g.Expect(ready.Message).To(ContainSubstring("Secret scrape-token not found"))
 		}).Should(Succeed())
 

@@ -24,12 +24,15 @@ func (r *ToolSetReconciler) emitTransitions(before, after *v1alpha1.ToolSet) {
 	switch {
 	case aReady.Reason == v1alpha1.ReasonInvalidSpec && bReady.Reason != v1alpha1.ReasonInvalidSpec:
 		emit(corev1.EventTypeWarning, eventInvalidSpec, "Scrape", aReady.Message)
+	case waitsForReference(aReady.Reason) && bReady.Reason != aReady.Reason:
+		emit(corev1.EventTypeWarning, aReady.Reason, "Scrape", aReady.Message)
 	case aReady.Reason == v1alpha1.ReasonScrapeFailed && bReady.Reason != v1alpha1.ReasonScrapeFailed:
 		emit(corev1.EventTypeWarning, eventScrapeFailed, "Scrape", aReady.Message)
 	case aDeg.Reason == v1alpha1.ReasonPartialScrape && bDeg.Reason != v1alpha1.ReasonPartialScrape:
 		emit(corev1.EventTypeWarning, eventScrapeFailed, "Scrape", aDeg.Message)
 	}
-	wasFailing := bReady.Reason == v1alpha1.ReasonScrapeFailed || bReady.Reason == v1alpha1.ReasonInvalidSpec || bDeg.Reason == v1alpha1.ReasonPartialScrape
+	wasFailing := bReady.Reason == v1alpha1.ReasonScrapeFailed || bReady.Reason == v1alpha1.ReasonInvalidSpec ||
+		waitsForReference(bReady.Reason) || bDeg.Reason == v1alpha1.ReasonPartialScrape
 	if wasFailing && after.Status.Pods.Scraped > 0 && after.Status.Pods.Failed == 0 {
 		emit(corev1.EventTypeNormal, eventScrapeRecovered, "Scrape", fmt.Sprintf("every one of the %s was scraped", plural(int(after.Status.Pods.Selected), "selected Pod")))
 	}

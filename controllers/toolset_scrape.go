@@ -538,12 +538,13 @@ type credentials struct {
 }
 
 // errInvalidCredentials marks a credential the user must fix: a missing
-// Secret or key, an empty token, a CA bundle with no certificate.
+// Secret, ConfigMap or key (a *missingReference, with a Ready reason of its
+// own), an empty token, a CA bundle with no certificate.
 var errInvalidCredentials = errors.New("invalid credentials")
 
 // loadCredentials reads the bearer token and the CA bundle of a ToolSet
-// through the uncached API reader, so that the operator never caches or
-// watches Secrets.
+// through the uncached API reader, so that the operator never caches a
+// Secret's data (it watches their names only: see toolset_secrets.go).
 func loadCredentials(ctx context.Context, reader client.Reader, ts *v1alpha1.ToolSet) (*credentials, error) {
 	creds := &credentials{}
 	if a := ts.Spec.Authorization; a != nil {
@@ -614,7 +615,7 @@ func readKey(ctx context.Context, reader client.Reader, obj client.Object, ns st
 	}
 	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj); err != nil {
 		if apierrors.IsNotFound(err) {
-			return nil, fmt.Errorf("%w: %s %s not found", errInvalidCredentials, kind, ref.Name)
+			return nil, &missingReference{kind: kind, name: ref.Name, key: ref.Key}
 		}
 		return nil, fmt.Errorf("getting %s %s: %w", kind, ref.Name, err)
 	}
@@ -631,5 +632,5 @@ func readKey(ctx context.Context, reader client.Reader, obj client.Object, ns st
 			return v, nil
 		}
 	}
-	return nil, fmt.Errorf("%w: %s %s has no key %q", errInvalidCredentials, kind, ref.Name, ref.Key)
+	return nil, &missingReference{kind: kind, name: ref.Name, key: ref.Key, keyOnly: true}
 }

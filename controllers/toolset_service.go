@@ -126,13 +126,15 @@ func withoutEndpoints(tools []spec.TableTool) []spec.TableTool {
 	return out
 }
 
-// setServiceRefused makes Ready say why the tools have no endpoints.
+// setServiceRefused makes Ready say why the tools have no endpoints, and
+// Reconciling and Stalled follow it.
 func setServiceRefused(ts *v1alpha1.ToolSet, why string) {
 	meta.SetStatusCondition(&ts.Status.Conditions, metav1.Condition{
 		Type: v1alpha1.ConditionReady, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonServiceRefused,
 		Message:            truncate("spec.service: "+why+"; the tools are published without endpoints", 1024),
 		ObservedGeneration: ts.Generation,
 	})
+	setProgress(ts)
 }
 
 // TrimServiceForCache is a cache transform that keeps of a Service only

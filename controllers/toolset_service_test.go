@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -41,10 +42,16 @@ func createService(ctx context.Context, svc *corev1.Service) {
 func serviceRefused(ctx context.Context, ts *v1alpha1.ToolSet, why string, tools int) {
 	GinkgoHelper()
 	Eventually(func(g Gomega) {
-		ready := readyCondition(getToolSet(ctx, g, ts))
+		got := getToolSet(ctx, g, ts)
+		ready := readyCondition(got)
 		g.Expect(ready.Status).To(Equal(metav1.ConditionFalse))
 		g.Expect(ready.Reason).To(Equal(v1alpha1.ReasonServiceRefused))
 		g.Expect(ready.Message).To(ContainSubstring(why))
+		// kstatus reads the pair, which agrees with Ready: only a change to
+		// the Service unblocks the ToolSet.
+		g.Expect(meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionStalled)).To(And(
+			HaveField("Status", metav1.ConditionTrue), HaveField("Reason", v1alpha1.ReasonServiceRefused)))
+		g.Expect(meta.IsStatusConditionFalse(got.Status.Conditions, v1alpha1.ConditionReconciling)).To(BeTrue())
 		entries := tableEntries(ctx, g, client.ObjectKeyFromObject(ts))
 		g.Expect(entries).To(HaveLen(tools))
 		for _, e := range entries {

@@ -210,7 +210,7 @@ func staleDeadline(ts *v1alpha1.ToolSet, mem *toolSetMemory) time.Time {
 	if interval <= 0 {
 		interval = Ceilings{}.effectiveOf(ts).interval
 	}
-	return mem.outageSince.Add(staleIntervals * interval)
+	return mem.deadline(interval)
 }
 
 func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a assembly, held bool, mem *toolSetMemory, claims nameClaims) {
@@ -225,7 +225,7 @@ func (r *ToolSetReconciler) setConditions(ts *v1alpha1.ToolSet, rd round, a asse
 	// Ready summarises.
 	switch {
 	case rd.credErr != nil:
-		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonInvalidSpec, rd.credErr.Error())
+		set(v1alpha1.ConditionReady, metav1.ConditionFalse, credentialReason(rd.credErr), rd.credErr.Error())
 	case rd.selected == 0:
 		set(v1alpha1.ConditionReady, metav1.ConditionFalse, v1alpha1.ReasonNoPods,
 			fmt.Sprintf("the selector matches no Running and Ready Pod with an IP in namespace %s", ts.Namespace))
@@ -305,10 +305,18 @@ func setProgress(ts *v1alpha1.ToolSet) {
 	var stalled, reconciling *metav1.Condition
 	if ready := meta.FindStatusCondition(st.Conditions, v1alpha1.ConditionReady); ready != nil {
 		switch ready.Reason {
-		case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidTools:
+		case v1alpha1.ReasonInvalidSpec, v1alpha1.ReasonInvalidTools, v1alpha1.ReasonServiceRefused:
+			// ServiceRefused: the Service must change (it is watched).
 			stalled = ready
 		case v1alpha1.ReasonNoPods, v1alpha1.ReasonScrapeFailed:
 			reconciling = ready
+		default:
+			// Waiting for a Secret or ConfigMap is progress that needs no
+			// change of the spec: whoever creates it (a sibling in the same
+			// apply, an external secrets operator) unblocks the ToolSet.
+			if waitsForReference(ready.Reason) {
+				reconciling = ready
+			}
 		}
 	}
 	if stalled == nil && reconciling == nil {

@@ -239,9 +239,11 @@ func filtered(include, exclude []string, name string) (string, bool) {
 // the network in the clear.
 var errTokenOverHTTP = errors.New("spec.authorization requires spec.scheme https: a bearer token is never sent over plain http")
 
-// validateSpec checks what the API server checks at admission again, for
-// objects stored before those rules (validation ratcheting keeps them), and
-// the include and exclude globs: a user's mistake that no scrape can fix.
+// validateSpec checks what the API server checks at admission again, the
+// include and exclude globs among them, for objects stored before those
+// rules (validation ratcheting keeps them): a user's mistake that no scrape
+// can fix. TestGlobRuleAgreesWithPathMatch holds the CRD's glob rule to
+// validatePatterns.
 func validateSpec(s *v1alpha1.ToolSetSpec) error {
 	if s.Authorization != nil && s.Scheme != "https" {
 		return errTokenOverHTTP

@@ -27,12 +27,14 @@ const (
 	// ConditionReconciling is True while the operator keeps working towards
 	// what the spec asks for and progress needs no change by the user: no
 	// Pod is ready yet, no Pod could be scraped (retried every interval),
+	// a Secret or ConfigMap the spec names (or its key) does not exist yet,
 	// tools are held through an outage, replicas disagree during a rollout,
 	// or names wait for a hand-over after a restart.
 	ConditionReconciling = "Reconciling"
 	// ConditionStalled is True when no retry can make progress until the
-	// user changes something: the spec cannot be acted on, or no tool is
-	// valid.
+	// user changes something: the spec cannot be acted on, no tool is
+	// valid, or spec.service names a Service that is refused
+	// (ServiceRefused).
 	ConditionStalled = "Stalled"
 )
 
@@ -67,9 +69,25 @@ const (
 	// ReasonNoService: spec.service is not set, so the published tools have
 	// no endpoint for agents.
 	ReasonNoService = "NoService"
-	// ReasonInvalidSpec: the spec cannot be acted on, such as a missing Secret
-	// or an unusable selector.
+	// ReasonInvalidSpec: the spec cannot be acted on, such as an unusable
+	// selector, an empty bearer token or a CA bundle without a certificate.
 	ReasonInvalidSpec = "InvalidSpec"
+	// ReasonSecretNotFound: a Secret that spec.authorization or spec.tls.ca
+	// names does not exist in the ToolSet's namespace. No Pod is scraped
+	// until it does, and the operator looks for it again every 5s (or
+	// --min-interval), whatever spec.interval says. The message names the
+	// field and the Secret, never a value.
+	ReasonSecretNotFound = "SecretNotFound"
+	// ReasonSecretKeyNotFound: the Secret exists but lacks the key named;
+	// looked for again as for SecretNotFound.
+	ReasonSecretKeyNotFound = "SecretKeyNotFound"
+	// ReasonConfigMapNotFound: the ConfigMap spec.tls.ca names does not
+	// exist in the ToolSet's namespace; looked for again as for
+	// SecretNotFound.
+	ReasonConfigMapNotFound = "ConfigMapNotFound"
+	// ReasonConfigMapKeyNotFound: the ConfigMap exists but lacks the key
+	// named.
+	ReasonConfigMapKeyNotFound = "ConfigMapKeyNotFound"
 	// ReasonServiceRefused: spec.service names a Service whose DNS name may
 	// lead outside the ToolSet's namespace, one of type ExternalName or one
 	// without a selector, so the tools are published without endpoints:

@@ -13,8 +13,15 @@ type ToolSetSpec struct {
 	// selector selects the Pods that serve tools. Only Pods in the ToolSet's
 	// own namespace are ever selected, and only those that are Running and
 	// Ready are scraped. An empty selector ({}) selects every Pod in the
-	// namespace; a selector that is left out is rejected.
+	// namespace; a selector that is left out is rejected. The API server
+	// refuses an expression whose operator is not In, NotIn, Exists or
+	// DoesNotExist, an In or NotIn without values and an Exists or
+	// DoesNotExist with some; label keys and values that Kubernetes would
+	// not accept make the ToolSet's Ready condition False with reason
+	// InvalidSpec.
 	// +required
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, e.operator in ['In', 'NotIn', 'Exists', 'DoesNotExist'])",message="selector operators must be In, NotIn, Exists or DoesNotExist"
+	// +kubebuilder:validation:XValidation:rule="!has(self.matchExpressions) || self.matchExpressions.all(e, (e.operator in ['In', 'NotIn']) == (has(e.values) && size(e.values) > 0))",message="selector operators In and NotIn need values, and Exists and DoesNotExist take none"
 	Selector metav1.LabelSelector `json:"selector"`
 
 	// protocol is how the operator lists the Pods' tools. Toolkit (the
@@ -84,7 +91,10 @@ type ToolSetSpec struct {
 	// authorization sends a bearer token with every scrape. The token is read
 	// from a Secret in the ToolSet's namespace and never written to status,
 	// events or logs. It requires scheme https: a token is never sent over
-	// plain http, and a ToolSet that asks for one is refused.
+	// plain http, and a ToolSet that asks for one is refused. While the
+	// Secret or its key is missing, no Pod is scraped, Ready says
+	// SecretNotFound or SecretKeyNotFound, and the Secret is looked for
+	// again every 5s (or the operator's --min-interval).
 	// +optional
 	Authorization *Authorization `json:"authorization,omitempty"`
 
@@ -107,20 +117,28 @@ type ToolSetSpec struct {
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9_.-]*$`
 	Prefix string `json:"prefix,omitempty"`
 
-	// include lists glob patterns (path.Match syntax, such as "query_*") of
-	// the tool names, before the prefix, to publish. Empty means all.
+	// include lists glob patterns of the tool names, before the prefix, to
+	// publish. Empty means all. A pattern is in path.Match syntax: '*'
+	// matches any run of characters, '?' any one, '[...]' or '[^...]' one of
+	// (or none of) a class of characters and ranges such as "[a-z]", and a
+	// backslash escapes the character after it; "query_*" publishes every
+	// tool whose name starts with query_. The API server refuses a pattern
+	// that path.Match would refuse, such as an unclosed '[', an empty class,
+	// a range without an end ("[a-]") or a trailing backslash.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=128
+	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^(?s:\*|\?|[^*?\\\[]|\\.|\[(?:\^(?:[^\\\-\]]|\\.)(?:-(?:[^\\\-\]]|\\.))?|(?:[^\\\-\]^]|\\.)(?:-(?:[^\\\-\]]|\\.))?)(?:(?:[^\\\-\]]|\\.)(?:-(?:[^\\\-\]]|\\.))?)*\])*$')`,message="include pattern is not a path.Match glob: look for an unclosed or empty [ ] class, a range without an end, or a trailing backslash"
 	Include []string `json:"include,omitempty"`
 
 	// exclude lists glob patterns of tool names, before the prefix, not to
-	// publish. It wins over include.
+	// publish, in the syntax of include. It wins over include.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=64
 	// +kubebuilder:validation:items:MaxLength=128
+	// +kubebuilder:validation:items:XValidation:rule=`self.matches(r'^(?s:\*|\?|[^*?\\\[]|\\.|\[(?:\^(?:[^\\\-\]]|\\.)(?:-(?:[^\\\-\]]|\\.))?|(?:[^\\\-\]^]|\\.)(?:-(?:[^\\\-\]]|\\.))?)(?:(?:[^\\\-\]]|\\.)(?:-(?:[^\\\-\]]|\\.))?)*\])*$')`,message="exclude pattern is not a path.Match glob: look for an unclosed or empty [ ] class, a range without an end, or a trailing backslash"
 	Exclude []string `json:"exclude,omitempty"`
 
 	// limits bound what one ToolSet may publish.
@@ -172,7 +190,9 @@ func (s *ToolSetSpec) PathOrDefault() string {
 type TLSConfig struct {
 	// ca is the PEM bundle of certificate authorities to trust, from a Secret
 	// or ConfigMap in the ToolSet's namespace. Without it the system roots are
-	// used.
+	// used. While the object or its key is missing, no Pod is scraped and
+	// Ready says SecretNotFound, SecretKeyNotFound, ConfigMapNotFound or
+	// ConfigMapKeyNotFound.
 	// +optional
 	CA *CASource `json:"ca,omitempty"`
 
@@ -208,10 +228,12 @@ type KeyReference struct {
 	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
-	// key is the key within the object's data.
+	// key is the key within the object's data: letters, digits, '-', '_'
+	// and '.', as Kubernetes requires of every Secret and ConfigMap key.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key"`
 }
 
