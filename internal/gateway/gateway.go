@@ -74,6 +74,12 @@ type Gateway struct {
 	accessFlight  singleflight.Group
 	questionSlots chan struct{}
 
+	// audit is nil without Options.AuditLog (audit.go); the limits of
+	// ratelimit.go.
+	audit                       *auditLog
+	redactors                   redactors
+	callerLimits, toolSetLimits *callLimits
+
 	closeOnce sync.Once
 }
 
@@ -98,6 +104,13 @@ func New(opts *Options) *Gateway {
 		access:        newAccessCache(maxAccessCacheTools),
 
 		questionSlots: make(chan struct{}, maxQuestionsInFlight),
+		callerLimits:  newCallLimits(maxCallBuckets),
+		toolSetLimits: newCallLimits(maxCallBuckets),
+	}
+	if o.AuditLog != nil {
+		g.audit = newAuditLog(o.AuditLog, o.AuditBuffer, g.metrics, func(err error) {
+			g.logger.Error("Writing the audit log failed; lines are dropped until it recovers", "error", err)
+		})
 	}
 	g.client = newWorkloadClient(&o)
 	if ka, ok := o.Auth.(*KubernetesAuth); ok && ka.metrics == nil {
@@ -172,7 +185,9 @@ func New(opts *Options) *Gateway {
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.serveBounded(w, r, g.mux) }
 
 // Close ends every MCP session and stream, which [http.Server.Shutdown]
-// would otherwise wait for, and closes idle connections to workloads.
+// would otherwise wait for, closes idle connections to workloads, and
+// writes out the audit lines queued (waiting 5s at most). A call that
+// ends after Close is still audited; Close again to write it out.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
 		for ss := range g.server.Sessions() {
@@ -180,6 +195,11 @@ func (g *Gateway) Close() error {
 		}
 		g.client.CloseIdleConnections()
 	})
+	if g.audit != nil {
+		// Every time, not once: cmd/gateway closes at the start of its
+		// server's shutdown and again once the calls in flight are done.
+		g.audit.flush(5 * time.Second)
+	}
 	return nil
 }
 
