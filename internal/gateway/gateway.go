@@ -80,6 +80,11 @@ type Gateway struct {
 	redactors                   redactors
 	callerLimits, toolSetLimits *callLimits
 
+	// listeners, and the notifier's kick and stop (listchanged.go).
+	listeners    listeners
+	tableChanged chan struct{}
+	done         chan struct{}
+
 	closeOnce sync.Once
 }
 
@@ -105,6 +110,8 @@ func New(opts *Options) *Gateway {
 
 		questionSlots: make(chan struct{}, maxQuestionsInFlight),
 		callerLimits:  newCallLimits(maxCallBuckets),
+		tableChanged:  make(chan struct{}, 1),
+		done:          make(chan struct{}),
 		toolSetLimits: newCallLimits(maxCallBuckets),
 	}
 	if o.AuditLog != nil {
@@ -129,10 +136,14 @@ func New(opts *Options) *Gateway {
 	// tools/list and tools/call are answered from the table here; the
 	// SDK's own tool set holds one placeholder only, whose replacement on
 	// each new revision makes the SDK send list_changed to every session
-	// and every subscriptions/listen stream.
+	// and every subscriptions/listen stream, and filterListChanged drops
+	// it for those it does not concern (listchanged.go).
 	g.server.AddReceivingMiddleware(g.middleware)
 	g.server.AddReceivingMiddleware(g.searchMiddleware) // outside g.middleware: search endpoints first
+	g.server.AddReceivingMiddleware(g.listenMiddleware)
+	g.server.AddSendingMiddleware(g.filterListChanged)
 	g.server.AddTool(placeholderTool(""), placeholderHandler)
+	go g.notifyTables()
 
 	getServer := func(*http.Request) *mcp.Server { return g.server }
 	g.stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -190,6 +201,7 @@ func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.serveBou
 // ends after Close is still audited; Close again to write it out.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
+		close(g.done)
 		for ss := range g.server.Sessions() {
 			_ = ss.Close()
 		}
@@ -217,8 +229,9 @@ func (g *Gateway) Revision() string {
 // SetTable makes t the table served. The gateway keeps t: do not modify it
 // afterwards. A table that cannot be served (two tools of one name, a tool
 // without an input schema) is refused with an error and the last good one
-// kept. A new revision sends notifications/tools/list_changed to every
-// client that listens.
+// kept. A new revision sends notifications/tools/list_changed, soon after,
+// to every client that listens and whose view (and, under auth, grants)
+// the change concerns.
 func (g *Gateway) SetTable(t *spec.Table) error {
 	if t == nil {
 		return fmt.Errorf("%w: no table", spec.ErrTableMalformed)
@@ -240,7 +253,10 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 		g.logger.Warn("Left a tool out of the gateway's lists: it cannot be routed", "reason", why)
 	}
 	g.logger.Info("Serving the tool table", "revision", s.table.Revision, "tools", len(s.table.Tools), "routable", len(s.listed))
-	g.server.AddTool(placeholderTool(s.table.Revision), placeholderHandler)
+	select {
+	case g.tableChanged <- struct{}{}:
+	default: // the notifier has a kick pending, and will see this table
+	}
 	return nil
 }
 
@@ -274,7 +290,9 @@ func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	r.Header.Del(statefulHeader)
 	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
+		r.Header.Set(statefulHeader, "1")
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			g.sessionLimits.serveNew(w, r, g.sessions)
 			return

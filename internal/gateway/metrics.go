@@ -27,6 +27,7 @@ type metrics struct {
 	limited      *prometheus.CounterVec
 	auditWritten prometheus.Counter
 	auditDropped prometheus.Counter
+	listChanged  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -113,9 +114,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "toolplane_gateway_audit_dropped_total",
 			Help: "Audit lines dropped because the audit log's sink stalled (its buffer was full) or failed: alert on any increase.",
 		}),
+		listChanged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_list_changed_total",
+			Help: "notifications/tools/list_changed by result: sent, or skipped for a listener whose view and grants the table's change did not concern.",
+		}, []string{"result"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.callerCalls, m.limited, m.auditWritten, m.auditDropped)
+		reg.MustRegister(m.callerCalls, m.limited, m.auditWritten, m.auditDropped, m.listChanged)
 		reg.MustRegister(m.refused, m.conns, m.streams, m.sessions)
 		reg.MustRegister(m.inFlight, m.calls, m.duration, m.listSize, m.tools, m.routable, m.revision, m.loaded, m.rejected, m.authn, m.authzCache, m.authzBudget)
 	}
