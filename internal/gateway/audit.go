@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"sync"
@@ -50,6 +51,15 @@ const DefaultAuditBuffer = 8192
 
 // maxAuditName bounds a tool name a caller sent, in an audit line.
 const maxAuditName = 256
+
+// maxAuditArguments bounds the arguments in one audit line (after
+// redaction): larger ones are replaced by a note of their size, so that a
+// line stays small whatever a caller sends.
+const maxAuditArguments = 16 << 10
+
+// maxAuditBufferBytes bounds the bytes of the lines waiting for the sink,
+// whatever Options.AuditBuffer: a line that would pass it is dropped.
+const maxAuditBufferBytes = 16 << 20
 
 // auditRecord is one line of the audit log.
 type auditRecord struct {
@@ -120,6 +130,7 @@ type auditLog struct {
 	lines   chan []byte
 	w       io.Writer
 	pending atomic.Int64 // queued and not yet written
+	bytes   atomic.Int64 // the bytes of those
 	m       *metrics
 	onError func(error)
 }
@@ -134,6 +145,7 @@ func (a *auditLog) run() {
 	var failing bool
 	for line := range a.lines {
 		_, err := a.w.Write(line)
+		a.bytes.Add(-int64(len(line)))
 		a.pending.Add(-1)
 		if err != nil {
 			a.m.auditDropped.Inc()
@@ -156,11 +168,17 @@ func (a *auditLog) write(r *auditRecord) {
 		return
 	}
 	b = append(b, '\n')
+	if a.bytes.Add(int64(len(b))) > maxAuditBufferBytes {
+		a.bytes.Add(-int64(len(b)))
+		a.m.auditDropped.Inc()
+		return
+	}
 	a.pending.Add(1)
 	select {
 	case a.lines <- b:
 	default:
 		a.pending.Add(-1)
+		a.bytes.Add(-int64(len(b)))
 		a.m.auditDropped.Inc()
 	}
 }
@@ -245,6 +263,9 @@ func (g *Gateway) endCall(a *callAudit, c *Caller, tool *toolRef) {
 		a.rec.ToolSet = tool.toolSet
 		if g.opts.AuditArguments {
 			a.rec.Arguments = g.redactors.redact(tool, a.args)
+			if len(a.rec.Arguments) > maxAuditArguments {
+				a.rec.Arguments = json.RawMessage(fmt.Sprintf(`"[%d bytes, over the audit log's limit of %d]"`, len(a.rec.Arguments), maxAuditArguments))
+			}
 		}
 	}
 	g.audit.write(&a.rec)

@@ -392,3 +392,19 @@ func TestCallerLimitWithoutAuthIsPerAddress(t *testing.T) {
 		}
 	}
 }
+
+func TestAuditArgumentsOfAHugeCallAreCutToANote(t *testing.T) {
+	f := newFakeAPI()
+	f.grant("alice", "", "")
+	var buf syncBuffer
+	g, url := auditGateway(t, f, &buf, gateway.Options{AuditArguments: true}, 0)
+	big := strings.Repeat("x", 200<<10)
+	if res, err := callAs(t, url, "/mcp", f.token("alice"), nil, "echo", map[string]any{"text": big}); err != nil || res.IsError {
+		t.Fatalf("echo: %v %v", err, res)
+	}
+	g.Close()
+	lines := auditLines(t, buf.String())
+	if len(lines) != 1 || len(buf.String()) > 4<<10 || !strings.Contains(string(lines[0].Arguments), "over the audit log's limit") {
+		t.Fatalf("a call of 200 KiB of arguments: %d lines, %d bytes, arguments %.200s", len(lines), len(buf.String()), lines[0].Arguments)
+	}
+}
