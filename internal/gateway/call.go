@@ -67,7 +67,7 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 	g.metrics.duration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	if res == nil {
 		g.logger.Warn("A tool call failed at the gateway", "tool", tool.Name, "toolSet", tool.ToolSet.String(),
-			"outcome", outcome, "error", detail, "duration", elapsed)
+			"outcome", outcome, "error", detail, "duration", elapsed, "requestId", requestIDFrom(ctx))
 		return errorResult(fmt.Sprintf("The tool %s (ToolSet %s) could not be called: %s", tool.Name, tool.ToolSet, detail))
 	}
 	if g.logger.Enabled(ctx, slog.LevelDebug) {
