@@ -103,23 +103,33 @@ func auditCallerOf(c *Caller) *auditCaller {
 		return nil
 	}
 	a := &auditCaller{User: c.User, UID: c.UID, Groups: c.Groups, AuthMode: c.AuthMode}
-	if ns, name, err := serviceaccount.SplitUsername(c.User); err == nil {
+	if ns, name, ok := serviceAccountOf(c); ok {
 		a.ServiceAccount = ns + "/" + name
 	}
 	return a
 }
 
+// serviceAccountOf is the ServiceAccount c is, if the API server said so:
+// a user name of that form from any other authenticator (an IdP's claim)
+// is not taken for one, so that it can neither pass for a ServiceAccount
+// in the audit log nor make up label values of the metrics.
+func serviceAccountOf(c *Caller) (namespace, name string, ok bool) {
+	if c == nil || c.AuthMode != authModeKubernetes {
+		return "", "", false
+	}
+	namespace, name, err := serviceaccount.SplitUsername(c.User)
+	return namespace, name, err == nil
+}
+
+// authModeKubernetes is the Caller.AuthMode of a token the API server
+// reviewed.
+const authModeKubernetes = "kubernetes"
+
 // callerNamespace is the label of the per-caller metrics: the namespace
 // of a ServiceAccount caller, and "" for anyone else, so that the metrics'
 // cardinality is that of namespaces, never of users.
 func callerNamespace(c *Caller) string {
-	if c == nil {
-		return ""
-	}
-	ns, _, err := serviceaccount.SplitUsername(c.User)
-	if err != nil {
-		return ""
-	}
+	ns, _, _ := serviceAccountOf(c)
 	return ns
 }
 
