@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -406,5 +407,42 @@ func TestAuditArgumentsOfAHugeCallAreCutToANote(t *testing.T) {
 	lines := auditLines(t, buf.String())
 	if len(lines) != 1 || len(buf.String()) > 4<<10 || !strings.Contains(string(lines[0].Arguments), "over the audit log's limit") {
 		t.Fatalf("a call of 200 KiB of arguments: %d lines, %d bytes, arguments %.200s", len(lines), len(buf.String()), lines[0].Arguments)
+	}
+}
+
+func TestAuditLineOfAnMCPServersCall(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "go-mcp"}, nil)
+	mcp.AddTool(srv, &mcp.Tool{Name: "hello"}, func(_ context.Context, _ *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "hello there"}}}, nil, nil
+	})
+	mcp.AddTool(srv, &mcp.Tool{Name: "fail"}, func(_ context.Context, _ *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no"}}}, nil, nil
+	})
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv },
+		&mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true}))
+	t.Cleanup(hs.Close)
+	r := new(routes)
+	r.set("gomcp.apps.svc.cluster.local:8080", hs.Listener.Addr().String())
+	var buf syncBuffer
+	g, url := newGateway(t, r, gateway.Options{AuditLog: &buf})
+	if err := g.SetTable(table(mcpTableTools("apps", "gomcp", "/mcp", "hello", "fail"))); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, url+"/mcp", "2026-07-28", nil, nil)
+	for _, name := range []string{"hello", "fail"} {
+		if _, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	g.Close()
+	got := map[string]auditLine{}
+	for _, l := range auditLines(t, buf.String()) {
+		got[l.Tool] = l
+	}
+	if l := got["hello"]; l.Decision != "allowed" || l.Outcome != "ok" || l.ToolSet != "apps/gomcp" || l.ResultBytes == 0 || l.Caller != nil {
+		t.Errorf("hello's line: %+v", l)
+	}
+	if l := got["fail"]; l.Outcome != "tool_error" {
+		t.Errorf("fail's line: %+v, want outcome tool_error", l)
 	}
 }
