@@ -391,6 +391,9 @@ func tableTool(ts *v1alpha1.ToolSet, ep toolSetEndpoints, published string, t sp
 	if ts.Spec.IsMCP() {
 		tt.Protocol = spec.ProtocolMCP
 	}
+	if n := ts.Spec.Limits.CallsPerMinute; n != nil {
+		tt.CallsPerMinute = int(*n)
+	}
 	return tt
 }
 

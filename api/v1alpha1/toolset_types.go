@@ -290,6 +290,19 @@ type Limits struct {
 	// +kubebuilder:validation:Minimum=256
 	// +kubebuilder:validation:Maximum=1048576
 	MaxSchemaBytes int32 `json:"maxSchemaBytes,omitempty"`
+
+	// callsPerMinute is how many calls a minute the ToolSet's workload can
+	// take, from every caller and for every tool of the ToolSet together.
+	// The gateway holds the calls it routes within it: a call over it is
+	// an isError result that says when to retry. It is a token bucket in
+	// each gateway replica, holding a minute's worth of calls, so with N
+	// replicas the workload may get up to N times as many; calls that do
+	// not pass through the gateway are not counted. Left out, there is no
+	// limit but the gateway's own (--max-calls-per-caller-per-minute).
+	// +optional
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000000
+	CallsPerMinute *int32 `json:"callsPerMinute,omitempty"`
 }
 
 // ToolSetStatus is what the operator last observed of a ToolSet.

@@ -109,6 +109,12 @@ func main() {
 	flag.StringVar(&embedURL, "search-embeddings-url", "", "The base URL of an OpenAI-compatible /v1/embeddings endpoint (vLLM, TEI, Ollama in the cluster) for search's semantic stage, fused with the lexical ranking; empty means lexical only. Tools are embedded off the request path.")
 	flag.StringVar(&embedModel, "search-embeddings-model", "", "With --search-embeddings-url, the model named in each request.")
 	flag.DurationVar(&embedTimeout, "search-embed-timeout", search.DefaultEmbedTimeout, "With --search-embeddings-url, how long a query may wait for its embedding before the search answers lexically.")
+	var auditLog string
+	flag.StringVar(&auditLog, "audit-log", "", `Write the audit log, one JSON line per tools/call (who, what, the decision, the outcome; never arguments or results), to "stdout" or to a file (opened for appending); empty means no audit log.`)
+	flag.BoolVar(&o.AuditArguments, "audit-arguments", false, "With --audit-log, add each call's arguments to its line, every value the tool's input schema marks sensitive (writeOnly, x-sensitive) redacted.")
+	flag.IntVar(&o.AuditBuffer, "audit-buffer", gateway.DefaultAuditBuffer, "With --audit-log, the lines waiting for the sink at most; a line that finds it full is dropped and counted in toolplane_gateway_audit_dropped_total, so a stalled sink never holds up a call.")
+	flag.IntVar(&o.MaxCallsPerCallerPerMinute, "max-calls-per-caller-per-minute", 0,
+		"The most calls one caller (its user name under --auth, its address without) may make of one tool per minute, in each replica; 0 means no limit. A ToolSet's spec.limits.callsPerMinute bounds every caller together.")
 	flag.StringVar(&logLevel, "log-level", "info", "The least level logged: debug, info, warn or error.")
 	flag.Parse()
 	if embedURL != "" {
@@ -129,6 +135,21 @@ func main() {
 	// warns that it has none and drops what they say.
 	ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 	slog.SetDefault(log)
+	switch auditLog {
+	case "":
+	case "stdout":
+		o.AuditLog = os.Stdout
+	default:
+		// O_APPEND: each line is one write at the end of the file, so that
+		// a log shipper's rotation (copytruncate) or a second writer never
+		// interleaves within a line.
+		f, err := os.OpenFile(auditLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gateway: --audit-log:", err)
+			os.Exit(2)
+		}
+		o.AuditLog = f // open for the process's life; run's g.Close writes out the lines queued
+	}
 	ka := &gateway.KubernetesAuth{TTL: authTTL, DenyTTL: authDenyTTL}
 	for _, a := range strings.Split(audiences, ",") {
 		if a = strings.TrimSpace(a); a != "" {

@@ -60,11 +60,14 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 		res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header, out)
 	}
 	elapsed := time.Since(start)
+	if ci := callInfoFrom(ctx); ci != nil {
+		ci.outcome = outcome
+	}
 	g.metrics.calls.WithLabelValues(tool.Name, outcome).Inc()
 	g.metrics.duration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	if res == nil {
 		g.logger.Warn("A tool call failed at the gateway", "tool", tool.Name, "toolSet", tool.ToolSet.String(),
-			"outcome", outcome, "error", detail, "duration", elapsed)
+			"outcome", outcome, "error", detail, "duration", elapsed, "requestId", requestIDFrom(ctx))
 		return errorResult(fmt.Sprintf("The tool %s (ToolSet %s) could not be called: %s", tool.Name, tool.ToolSet, detail))
 	}
 	if g.logger.Enabled(ctx, slog.LevelDebug) {
@@ -140,6 +143,9 @@ func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessag
 	if err != nil {
 		return g.failure(ctx, err)
 	}
+	if ci := callInfoFrom(ctx); ci != nil {
+		ci.resultBytes = int64(len(b))
+	}
 	if int64(len(b)) > g.opts.MaxResultBytes {
 		return nil, outcomeBadReply, fmt.Sprintf("the workload's result is over the gateway's limit of %d bytes", g.opts.MaxResultBytes)
 	}
@@ -173,6 +179,9 @@ func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.
 	// and stay charged until the caller's answer is written.
 	mt := &meteredTransport{base: g.client.Transport, b: g.results}
 	defer func() {
+		if ci := callInfoFrom(ctx); ci != nil {
+			ci.resultBytes = mt.bytesRead()
+		}
 		held, _ := mt.take()
 		if l := g.ledgerOf(header); l != nil {
 			l.add(held)

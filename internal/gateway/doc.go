@@ -126,7 +126,16 @@
 // (subscriptions/listen) get notifications/tools/list_changed. 2025-era
 // clients get it on their session's stream only with Options.Sessions, which
 // gives them sessions; a session lives in one replica, so several replicas
-// then need sticky sessions.
+// then need sticky sessions. A listener is sent it only when the change
+// touched a tool of its view as tools/list shows it and, with Auth, one it
+// may call (listchanged.go).
+//
+// # Audit and call limits
+//
+// callTool (mcp.go) is the one funnel of every tools/call: it decides the
+// call (the tool is in the view, the caller may call it, the limits of
+// ratelimit.go let it through), routes it with g.call, and writes its one
+// line of Options.AuditLog (audit.go), never blocking on the sink.
 //
 // # Bounds
 //

@@ -73,6 +73,17 @@ type Gateway struct {
 	accessFlight  singleflight.Group
 	questionSlots chan struct{}
 
+	// audit is nil without Options.AuditLog (audit.go); the limits of
+	// ratelimit.go.
+	audit                       *auditLog
+	redactors                   redactors
+	callerLimits, toolSetLimits *callLimits
+
+	// listeners, and the notifier's kick and stop (listchanged.go).
+	listeners    listeners
+	tableChanged chan struct{}
+	done         chan struct{}
+
 	closeOnce sync.Once
 }
 
@@ -97,6 +108,15 @@ func New(opts *Options) *Gateway {
 		access:        newAccessCache(maxAccessCacheTools),
 
 		questionSlots: make(chan struct{}, maxQuestionsInFlight),
+		callerLimits:  newCallLimits(maxCallBuckets),
+		tableChanged:  make(chan struct{}, 1),
+		done:          make(chan struct{}),
+		toolSetLimits: newCallLimits(maxCallBuckets),
+	}
+	if o.AuditLog != nil {
+		g.audit = newAuditLog(o.AuditLog, o.AuditBuffer, g.metrics, func(err error) {
+			g.logger.Error("Writing the audit log failed; lines are dropped until it recovers", "error", err)
+		})
 	}
 	g.client = newWorkloadClient(&o)
 	ka, _ := o.Auth.(*KubernetesAuth)
@@ -119,10 +139,14 @@ func New(opts *Options) *Gateway {
 	// tools/list and tools/call are answered from the table here; the
 	// SDK's own tool set holds one placeholder only, whose replacement on
 	// each new revision makes the SDK send list_changed to every session
-	// and every subscriptions/listen stream.
+	// and every subscriptions/listen stream, and filterListChanged drops
+	// it for those it does not concern (listchanged.go).
 	g.server.AddReceivingMiddleware(g.middleware)
 	g.server.AddReceivingMiddleware(g.searchMiddleware) // outside g.middleware: search endpoints first
+	g.server.AddReceivingMiddleware(g.listenMiddleware)
+	g.server.AddSendingMiddleware(g.filterListChanged)
 	g.server.AddTool(placeholderTool(""), placeholderHandler)
+	go g.notifyTables()
 
 	getServer := func(*http.Request) *mcp.Server { return g.server }
 	g.stateless = mcp.NewStreamableHTTPHandler(getServer, &mcp.StreamableHTTPOptions{
@@ -179,14 +203,22 @@ func New(opts *Options) *Gateway {
 func (g *Gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) { g.serveBounded(w, r, g.mux) }
 
 // Close ends every MCP session and stream, which [http.Server.Shutdown]
-// would otherwise wait for, and closes idle connections to workloads.
+// would otherwise wait for, closes idle connections to workloads, and
+// writes out the audit lines queued (waiting 5s at most). A call that
+// ends after Close is still audited; Close again to write it out.
 func (g *Gateway) Close() error {
 	g.closeOnce.Do(func() {
+		close(g.done)
 		for ss := range g.server.Sessions() {
 			_ = ss.Close()
 		}
 		g.client.CloseIdleConnections()
 	})
+	if g.audit != nil {
+		// Every time, not once: cmd/gateway closes at the start of its
+		// server's shutdown and again once the calls in flight are done.
+		g.audit.flush(5 * time.Second)
+	}
 	return nil
 }
 
@@ -204,8 +236,9 @@ func (g *Gateway) Revision() string {
 // SetTable makes t the table served. The gateway keeps t: do not modify it
 // afterwards. A table that cannot be served (two tools of one name, a tool
 // without an input schema) is refused with an error and the last good one
-// kept. A new revision sends notifications/tools/list_changed to every
-// client that listens.
+// kept. A new revision sends notifications/tools/list_changed, soon after,
+// to every client that listens and whose view (and, under auth, grants)
+// the change concerns.
 func (g *Gateway) SetTable(t *spec.Table) error {
 	if t == nil {
 		return fmt.Errorf("%w: no table", spec.ErrTableMalformed)
@@ -227,7 +260,10 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 		g.logger.Warn("Left a tool out of the gateway's lists: it cannot be routed", "reason", why)
 	}
 	g.logger.Info("Serving the tool table", "revision", s.table.Revision, "tools", len(s.table.Tools), "routable", len(s.listed))
-	g.server.AddTool(placeholderTool(s.table.Revision), placeholderHandler)
+	select {
+	case g.tableChanged <- struct{}{}:
+	default: // the notifier has a kick pending, and will see this table
+	}
 	return nil
 }
 
@@ -261,7 +297,9 @@ func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	r.Header.Del(statefulHeader)
 	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
+		r.Header.Set(statefulHeader, "1")
 		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
 			g.sessionLimits.serveNew(w, r, g.sessions)
 			return

@@ -107,6 +107,7 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 		r.ContentLength = int64(len(body))
 	}
 	r.Header.Del(requestHeader)
+	r.Header.Set(clientHeader, client)
 	if method == "tools/list" {
 		// A page is up to PageSize tools, encoded twice by the SDK, and
 		// held until a client that may not read has been written to.
@@ -191,6 +192,11 @@ func (g *Gateway) acquireCallerStream(w http.ResponseWriter, r *http.Request) (r
 // the MCP method handlers, which see the request's header; it replaces
 // whatever a client sent.
 const requestHeader = "Toolplane-Gateway-Request"
+
+// clientHeader carries a request's client address (clientKey) from
+// serveBounded to the MCP method handlers, for the per-caller call limit
+// without auth and the audit log; it replaces whatever a client sent.
+const clientHeader = "Toolplane-Gateway-Client"
 
 // ledger holds what a request's calls have charged to the results' budget.
 type ledger struct {
@@ -458,6 +464,14 @@ type meteredTransport struct {
 	mu    sync.Mutex
 	held  int64
 	spent bool
+	read  int64 // bytes of replies read, for the audit log
+}
+
+// bytesRead is how many bytes of replies the call has read.
+func (t *meteredTransport) bytesRead() int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.read
 }
 
 func (t *meteredTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -524,5 +538,8 @@ func (m *meteredBody) Read(p []byte) (int, error) {
 	}
 	n, err := m.ReadCloser.Read(p[:min(int64(len(p)), m.avail)])
 	m.avail -= int64(n)
+	m.t.mu.Lock()
+	m.t.read += int64(n)
+	m.t.mu.Unlock()
 	return n, err
 }

@@ -105,31 +105,76 @@ func (g *Gateway) setCacheable(c *mcp.Cacheable) {
 	}
 }
 
+// callTool is the one funnel of every tool call: it decides the call
+// (the tool exists in the view, the caller may call it, the limits let it
+// through), routes it, and writes its one audit line.
 func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	s := g.snapshot()
 	header, token := extraOf(req)
+	caller := callerFrom(token)
+	ctx, a := g.beginCall(ctx, req.Params.Name, header, caller, req.Params.Arguments)
+	res, ref, err := g.decideCall(ctx, req, header, caller, a)
+	g.endCall(a, caller, ref)
+	return res, err
+}
+
+// decideCall is callTool's decision and call; it fills in a's decision and
+// outcome, and returns the tool's entry for the audit line (nil for an
+// unknown tool).
+func (g *Gateway) decideCall(ctx context.Context, req *mcp.CallToolRequest, header http.Header, caller *Caller, a *callAudit) (*mcp.CallToolResult, *toolRef, error) {
+	s := g.snapshot()
 	v := viewFrom(header)
 	name := req.Params.Name
 	i, ok := s.byName[name]
 	if !ok || !v.contains(s, i) {
 		g.metrics.calls.WithLabelValues("", outcomeUnknown).Inc()
-		return nil, unknownTool(name)
+		a.rec.Decision, a.rec.Reason, a.rec.Outcome = decisionDenied, reasonUnknownTool, outcomeUnknown
+		return nil, nil, unknownTool(name)
 	}
 	tool := &s.table.Tools[i]
-	caller := callerFrom(token)
+	ref := &toolRef{name: tool.Name, toolSet: tool.ToolSet.String(), digest: tool.SchemaDigest, schema: tool.InputSchema}
 	if g.opts.Auth != nil {
 		allowed, err := g.permits(ctx, caller, s, i)
 		if err != nil {
 			g.metrics.calls.WithLabelValues(tool.Name, outcomeAuthError).Inc()
-			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing the call: " + err.Error()}
+			a.rec.Decision, a.rec.Reason, a.rec.Outcome = decisionError, clip(err.Error(), 512), outcomeAuthError
+			return nil, ref, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing the call: " + err.Error()}
 		}
 		if !allowed {
 			// A tool the caller may not call is as absent as in its lists.
 			g.metrics.calls.WithLabelValues(tool.Name, outcomeDenied).Inc()
-			return nil, unknownTool(name)
+			a.rec.Decision, a.rec.Reason, a.rec.Outcome = decisionDenied, reasonNotPermitted, outcomeDenied
+			return nil, ref, unknownTool(name)
 		}
 	}
-	return g.call(ctx, caller, s, i, req.Params.Arguments, header), nil
+	if l := g.limitCall(limitKeyOf(caller, header), s, i); l != nil {
+		g.metrics.calls.WithLabelValues(tool.Name, outcomeLimited).Inc()
+		g.metrics.limited.WithLabelValues(l.limit).Inc()
+		a.rec.Decision, a.rec.Reason, a.rec.Outcome = decisionRateLimited, l.limit, outcomeLimited
+		a.rec.RetryAfterSeconds = l.retryAfter()
+		res := errorResult(l.message(tool.Name, tool.ToolSet.String()))
+		res.Meta = mcp.Meta{retryAfterMeta: l.retryAfter()}
+		return res, ref, nil
+	}
+	a.rec.Decision = decisionAllowed
+	res := g.call(ctx, caller, s, i, req.Params.Arguments, header)
+	a.rec.Outcome = a.info.outcome
+	return res, ref, nil
+}
+
+// retryAfterMeta is the _meta key of a rate-limited result that says, in
+// whole seconds, when to retry: the isError text says it to a model.
+const retryAfterMeta = "toolplane.io/retryAfterSeconds"
+
+// limitKeyOf is the caller of the per-caller limit: the user name under
+// auth, else the client's address.
+func limitKeyOf(c *Caller, header http.Header) string {
+	if c != nil {
+		return "user:" + c.User
+	}
+	if a := header.Get(clientHeader); a != "" {
+		return "addr:" + a
+	}
+	return ""
 }
 
 func unknownTool(name string) error {

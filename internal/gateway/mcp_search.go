@@ -70,7 +70,9 @@ func (g *Gateway) serveSearchMCP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Set(searchHeader, "1")
 	g.metrics.inFlight.Inc()
 	defer g.metrics.inFlight.Dec()
+	r.Header.Del(statefulHeader)
 	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
+		r.Header.Set(statefulHeader, "1")
 		g.sessions.ServeHTTP(w, r)
 		return
 	}

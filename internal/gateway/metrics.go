@@ -22,13 +22,19 @@ type metrics struct {
 	conns       prometheus.Gauge
 	streams     prometheus.Gauge
 	sessions    prometheus.Gauge
+
+	callerCalls  *prometheus.CounterVec
+	limited      *prometheus.CounterVec
+	auditWritten prometheus.Counter
+	auditDropped prometheus.Counter
+	listChanged  *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolplane_gateway_calls_total",
-			Help: "tools/call requests by published tool name and outcome (ok, tool_error, timeout, unreachable, busy, bad_reply, unknown, denied, auth_error). Unknown names are counted under tool=\"\".",
+			Help: "tools/call requests by published tool name and outcome (ok, tool_error, timeout, unreachable, busy, bad_reply, unknown, denied, auth_error, limited). Unknown names are counted under tool=\"\".",
 		}, []string{"tool", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "toolplane_gateway_call_duration_seconds",
@@ -92,8 +98,29 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "toolplane_gateway_sessions",
 			Help: "2025-era MCP sessions held now (--sessions; --max-sessions bounds them).",
 		}),
+		callerCalls: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_caller_calls_total",
+			Help: "tools/call requests by the caller's namespace (a ServiceAccount's; \"\" for any other caller, and without auth) and decision (allowed, denied, rate_limited, error). Never per user.",
+		}, []string{"caller_namespace", "decision"}),
+		limited: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_calls_limited_total",
+			Help: "tools/call requests refused by a call limit, by limit: caller (--max-calls-per-caller-per-minute) or toolset (a ToolSet's spec.limits.callsPerMinute).",
+		}, []string{"limit"}),
+		auditWritten: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolplane_gateway_audit_lines_total",
+			Help: "Lines written to the audit log (--audit-log).",
+		}),
+		auditDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "toolplane_gateway_audit_dropped_total",
+			Help: "Audit lines dropped because the audit log's sink stalled (its buffer was full) or failed: alert on any increase.",
+		}),
+		listChanged: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_list_changed_total",
+			Help: "notifications/tools/list_changed by result: sent, or skipped for a listener whose view and grants the table's change did not concern.",
+		}, []string{"result"}),
 	}
 	if reg != nil {
+		reg.MustRegister(m.callerCalls, m.limited, m.auditWritten, m.auditDropped, m.listChanged)
 		reg.MustRegister(m.refused, m.conns, m.streams, m.sessions)
 		reg.MustRegister(m.inFlight, m.calls, m.duration, m.listSize, m.tools, m.routable, m.revision, m.loaded, m.rejected, m.authn, m.authzCache, m.authzBudget)
 	}

@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
 	"time"
@@ -229,6 +230,34 @@ type Options struct {
 	// caller's trace. The default is W3C Trace Context and Baggage.
 	Propagator propagation.TextMapPropagator
 
+	// AuditLog, if set, receives the audit log: one JSON line per
+	// tools/call (call_tool's included) with who called (user, groups,
+	// ServiceAccount, auth mode), what (method, view, tool, owner
+	// ToolSet), the decision (allowed; denied, and why; rate_limited, by
+	// which limit), the outcome, the duration and the bytes, and never the
+	// arguments or the result. Lines are written by one goroutine from a
+	// buffer of AuditBuffer lines, so a slow sink never holds up a call; a
+	// line that finds the buffer full is dropped and counted in
+	// toolplane_gateway_audit_dropped_total. Nil means no audit log.
+	AuditLog io.Writer
+	// AuditArguments adds each call's arguments to its audit line, with
+	// the value of every field that the tool's input schema marks
+	// sensitive (writeOnly or x-sensitive, as toolkit serves a field
+	// tagged tool:"sensitive") replaced by "[redacted]"; see
+	// toolkit.Redactor.
+	AuditArguments bool
+	// AuditBuffer is how many audit lines wait for the sink at most. Zero
+	// means [DefaultAuditBuffer].
+	AuditBuffer int
+
+	// MaxCallsPerCallerPerMinute bounds the calls one caller may make of
+	// one tool per minute, in each replica: an admin ceiling, whatever
+	// the ToolSet's own spec.limits.callsPerMinute (which bounds every
+	// caller together). The caller is its user name under Auth, its
+	// address without. A call over it is an isError result that says when
+	// to retry. Zero means no per-caller limit.
+	MaxCallsPerCallerPerMinute int
+
 	// Registerer, if set, receives the gateway's Prometheus metrics. Nil
 	// means they are kept but not exported.
 	Registerer prometheus.Registerer
@@ -278,6 +307,7 @@ func (o Options) withDefaults() Options {
 	o.MaxSessions = orDefault(o.MaxSessions, DefaultMaxSessions)
 	o.MaxSessionsPerClient = orDefault(o.MaxSessionsPerClient, DefaultMaxSessionsPerClient)
 	o.SessionLifetime = orDefault(o.SessionLifetime, DefaultSessionLifetime)
+	o.AuditBuffer = orDefault(o.AuditBuffer, DefaultAuditBuffer)
 	if o.Propagator == nil {
 		o.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}

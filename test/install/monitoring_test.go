@@ -77,7 +77,7 @@ var _ = Describe("The alerts and the dashboard", func() {
 			}
 		}
 		Expect(alerts).To(ConsistOf("ToolplaneScrapesFailing", "ToolplaneToolSetStale", "ToolplaneToolSetConflicted",
-			"ToolplaneTableWriteFailing", "ToolplaneTableNearCeiling", "ToolplaneGatewayErrorRate"))
+			"ToolplaneTableWriteFailing", "ToolplaneTableNearCeiling", "ToolplaneGatewayErrorRate", "ToolplaneGatewayAuditDropping"))
 
 		var dashboard struct {
 			Panels []struct {

@@ -47,6 +47,12 @@ type TableTool struct {
 	Protocol string `json:"protocol,omitempty"`
 	// Endpoints is nil when the ToolSet names no Service to reach it by.
 	Endpoints *Endpoints `json:"endpoints,omitempty"`
+	// CallsPerMinute is the owner ToolSet's spec.limits.callsPerMinute:
+	// what its workload can take, from every caller and for every tool of
+	// the ToolSet together; a gateway holds the calls it routes within
+	// it. 0 (absent) means no limit; readers that do not know it ignore
+	// it.
+	CallsPerMinute int `json:"callsPerMinute,omitempty"`
 }
 
 // ProtocolMCP is the Protocol of a table entry whose workload is any MCP
