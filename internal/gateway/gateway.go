@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
@@ -60,6 +62,12 @@ type Gateway struct {
 	client *http.Client
 	slots  chan struct{}
 
+	// backends keeps the ToolSets' credentials and clients (nil without
+	// Options.Credentials), circuits their health (backend.go, circuit.go).
+	backends *backends
+	circuits *circuits
+	tracer   trace.Tracer
+
 	// The bounds of limits.go and sessions.go.
 	bodies, results *budget
 	streams         *counter
@@ -100,6 +108,15 @@ func New(opts *Options) *Gateway {
 		questionSlots: make(chan struct{}, maxQuestionsInFlight),
 	}
 	g.client = newWorkloadClient(&o)
+	if o.Credentials != nil {
+		g.backends = newBackends(o.Credentials, o.CredentialsTTL, g.client)
+	}
+	g.circuits = newCircuits(&o, o.Registerer)
+	tp := o.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	g.tracer = tp.Tracer(tracerName)
 	if ka, ok := o.Auth.(*KubernetesAuth); ok && ka.metrics == nil {
 		ka.metrics = g.metrics
 	}
@@ -179,6 +196,9 @@ func (g *Gateway) Close() error {
 			_ = ss.Close()
 		}
 		g.client.CloseIdleConnections()
+		if g.backends != nil {
+			g.backends.closeIdle()
+		}
 	})
 	return nil
 }
@@ -213,6 +233,11 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 	}
 	old := g.snap.Swap(s)
 	g.metrics.setTable(s)
+	// What the gateway keeps per ToolSet is bounded by the table's.
+	g.circuits.retain(s.byToolSet)
+	if g.backends != nil {
+		g.backends.retain(s.byToolSet)
+	}
 	if old != nil && old.table.Revision == s.table.Revision {
 		return nil
 	}
