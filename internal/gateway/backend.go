@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -76,6 +77,8 @@ type backend struct {
 	client *http.Client
 	// probe is set on the one call that probes a half-open circuit.
 	probe bool
+	// transport is the call's own (forCall), nil on the cached backend.
+	transport *callTransport
 }
 
 // route decides how a call of tool reaches route, its endpoint, under a
@@ -108,7 +111,7 @@ func (g *Gateway) routeBackend(ctx context.Context, tool *spec.TableTool, route 
 		b = &c
 	}
 	b.probe = probe
-	return b.guarded(route, g.client), "", ""
+	return b.forCall(route, g.client), "", ""
 }
 
 // hostOf is route's host, for spans.
@@ -316,35 +319,42 @@ func (bs *backends) closeIdle() {
 
 // errTokenElsewhere is a request that would carry a ToolSet's token to an
 // endpoint other than the call's own https one. backendHeader and the
-// route checks keep it from happening; tokenGuard makes sure.
+// route checks keep it from happening; callTransport makes sure.
 var errTokenElsewhere = errors.New("gateway: refusing to send a ToolSet's token anywhere but its own https endpoint")
 
-// tokenGuard is the transport of a call that carries a token: every
-// request it sends must go over https to the call's own host.
-type tokenGuard struct {
-	base http.RoundTripper
-	host string
+// callTransport carries the requests of one call. With a token, every
+// request must go over https to the call's own host. It keeps the first
+// error status the workload answered with, so that a server that refuses
+// the call (401, 503) is told from one that cannot be reached: the MCP
+// SDK reports both as a failed request.
+type callTransport struct {
+	base  http.RoundTripper
+	host  string
+	token bool
+
+	status atomic.Int32
 }
 
-func (t *tokenGuard) RoundTrip(req *http.Request) (*http.Response, error) {
-	if req.Header.Get("Authorization") != "" && (req.URL.Scheme != "https" || !strings.EqualFold(req.URL.Host, t.host)) {
+func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if t.token && req.Header.Get("Authorization") != "" && (req.URL.Scheme != "https" || !strings.EqualFold(req.URL.Host, t.host)) {
 		if req.Body != nil {
 			_ = req.Body.Close()
 		}
 		return nil, errTokenElsewhere
 	}
-	return t.base.RoundTrip(req)
+	resp, err := t.base.RoundTrip(req)
+	if err == nil && resp.StatusCode >= 400 {
+		t.status.CompareAndSwap(0, int32(resp.StatusCode))
+	}
+	return resp, err
 }
 
-// guarded returns b for the call to route, with its client's transport
-// wrapped by tokenGuard when it carries a token.
-func (b *backend) guarded(route string, def *http.Client) *backend {
-	if b.token == "" {
-		return b
-	}
-	u, err := url.Parse(route)
-	if err != nil {
-		return b
+// forCall returns b for one call to route: a copy whose client's transport
+// is a callTransport of its own.
+func (b *backend) forCall(route string, def *http.Client) *backend {
+	host := ""
+	if u, err := url.Parse(route); err == nil {
+		host = u.Host
 	}
 	base := b.client
 	if base == nil {
@@ -355,8 +365,22 @@ func (b *backend) guarded(route string, def *http.Client) *backend {
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	c.Transport = &tokenGuard{base: rt, host: u.Host}
-	g := *b
-	g.client = &c
-	return &g
+	ct := &callTransport{base: rt, host: host, token: b.token != ""}
+	c.Transport = ct
+	out := *b
+	out.client, out.transport = &c, ct
+	return &out
+}
+
+// refused turns a call the workload refused with an HTTP error status into
+// a bad reply that says so; the SDK's error for it reads as if the server
+// were unreachable, and a refusal must not count against its circuit.
+func (b *backend) refused(outcome, detail string) (string, string) {
+	if b.transport == nil || outcome != outcomeUnreachable {
+		return outcome, detail
+	}
+	if st := int(b.transport.status.Load()); st != 0 {
+		return outcomeBadReply, fmt.Sprintf("the workload answered HTTP %d %s", st, http.StatusText(st))
+	}
+	return outcome, detail
 }

@@ -365,6 +365,9 @@ func TestAToolSetTokenIsNeverLogged(t *testing.T) {
 		}
 		results = append(results, text(res))
 	}
+	if !strings.Contains(results[1], "answered HTTP 401") {
+		t.Errorf("an MCP server's refusal reads: %s", results[1])
+	}
 	if !strings.Contains(strings.Join(echo.headers(), ","), echoToken) {
 		t.Fatal("the echoing server never got its ToolSet's token: the check proves nothing")
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"sync/atomic"
@@ -179,4 +180,33 @@ func metricOf(t *testing.T, reg *prometheus.Registry, name, toolSet string) (flo
 		}
 	}
 	return 0, false
+}
+
+// TestAServerThatRefusesCallsKeepsItsCircuitClosed: an MCP server that
+// answers every request with 401 is reachable: its calls fail with the
+// status it gave, never as unreachable, and never open its circuit.
+func TestAServerThatRefusesCallsKeepsItsCircuitClosed(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		http.Error(w, "no", http.StatusUnauthorized)
+	}))
+	t.Cleanup(srv.Close)
+	r := new(routes)
+	r.set("refusing.apps.svc.cluster.local:8080", srv.Listener.Addr().String())
+	g, url := newGateway(t, r, gateway.Options{BackendFailures: 2, BackendCooldown: time.Hour})
+	if err := g.SetTable(table(mcpTableTools("apps", "refusing", "/mcp", "refused"))); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, url+"/mcp", eras[0], nil, nil)
+	for i := range 4 {
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "refused"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.IsError || !strings.Contains(text(res), "answered HTTP 401") {
+			t.Fatalf("call %d: %s", i+1, text(res))
+		}
+	}
+	if open := g.OpenCircuits(); len(open) != 0 {
+		t.Fatalf("a server that answers opened its circuit: %+v", open)
+	}
 }
