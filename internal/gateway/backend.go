@@ -204,15 +204,21 @@ func (bs *backends) lookup(ctx context.Context, toolSet spec.ObjectReference) (*
 		return e.b, e.err
 	}
 	// The read is shared by every call that waits for it, so it is not
-	// bound to the first one's cancellation, only to its own timeout.
-	v, _, _ := bs.flight.Do(toolSet.String(), func() (any, error) {
+	// bound to the first one's cancellation, only to its own timeout; each
+	// call waits for it only within its own.
+	ch := bs.flight.DoChan(toolSet.String(), func() (any, error) {
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), credentialsTimeout)
 		defer cancel()
 		creds, err := bs.src.BackendCredentials(rctx, toolSet)
 		return bs.store(toolSet, creds, err), nil
 	})
-	e = v.(*backendEntry)
-	return e.b, e.err
+	select {
+	case r := <-ch:
+		e = r.Val.(*backendEntry)
+		return e.b, e.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("reading its ToolSet's credentials: %w", ctx.Err())
+	}
 }
 
 // store keeps what a read gave, building the ToolSet's client anew only

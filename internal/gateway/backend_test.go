@@ -17,6 +17,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -398,4 +399,48 @@ func (l *lockedWriter) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(p)
+}
+
+// TestCredentialsAreReadOncePerTTLAndNeverHoldACallPastItsTimeout: many
+// calls of one ToolSet read its credentials once; a source that hangs
+// fails a call at its own timeout, with an error result, and nothing else.
+func TestCredentialsAreReadOncePerTTLAndNeverHoldACallPastItsTimeout(t *testing.T) {
+	wl := newWorkload(t, "crm", "crm-tools", "", echoTool("crm"))
+	slow := newWorkload(t, "slow", "slow-tools", "slow_", echoTool("slow"))
+	var reads atomic.Int64
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	src := gateway.CredentialsFunc(func(ctx context.Context, ref spec.ObjectReference) (*gateway.BackendCredentials, error) {
+		if ref.Namespace == "slow" {
+			select {
+			case <-release:
+			case <-ctx.Done():
+			}
+			return nil, ctx.Err()
+		}
+		reads.Add(1)
+		return &gateway.BackendCredentials{}, nil
+	})
+	g, url := newGateway(t, new(routes).add(wl, slow), gateway.Options{Credentials: src, CredentialsTTL: time.Hour, CallTimeout: 500 * time.Millisecond})
+	if err := g.SetTable(table(wl.tableTools(), slow.tableTools())); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, url+"/mcp", eras[0], nil, nil)
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}})
+			if err != nil || res.IsError {
+				t.Errorf("%v %+v", err, res)
+			}
+		})
+	}
+	wg.Wait()
+	if n := reads.Load(); n != 1 {
+		t.Errorf("20 calls read the ToolSet's credentials %d times, want 1", n)
+	}
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "slow_echo", Arguments: map[string]any{"text": "x"}})
+	if err != nil || !res.IsError || !strings.Contains(text(res), "credentials") || !strings.Contains(text(res), "slow/slow-tools") {
+		t.Fatalf("a call whose credentials hang: %v %+v", err, res)
+	}
 }
