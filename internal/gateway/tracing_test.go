@@ -118,6 +118,40 @@ func TestOneTraceFromTheClientThroughTheGatewayToTheWorkload(t *testing.T) {
 	}
 }
 
+// TestAuthorizationIsASpanOfTheCall: under Auth, the questions a call asks
+// are an authorize span inside the call's server span, in the client's
+// trace.
+func TestAuthorizationIsASpanOfTheCall(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	wl := newWorkload(t, "obs", "obs-tools", "", echoTool("obs"))
+	f := newFakeAPI()
+	tok := f.token("agent")
+	f.grant("agent", "obs", "echo")
+	g, url := newGateway(t, new(routes).add(wl), gateway.Options{TracerProvider: tp, Auth: &gateway.KubernetesAuth{Client: f}})
+	if err := g.SetTable(table(wl.tableTools())); err != nil {
+		t.Fatal(err)
+	}
+	ctx, root := tp.Tracer("agent").Start(context.Background(), "agent turn")
+	carrier := propagation.MapCarrier{}
+	propagation.TraceContext{}.Inject(ctx, carrier)
+	hc := &http.Client{Transport: headerTransport{"Authorization": "Bearer " + tok, "Traceparent": carrier["traceparent"]}}
+	cs := connect(t, url+"/mcp", eras[0], nil, hc)
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "hi"}})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %+v", err, res)
+	}
+	root.End()
+	byName := spansOf(rec, root.SpanContext().TraceID())
+	if byName["authorize"] == nil || byName["tools/call echo"] == nil {
+		t.Fatalf("no authorize or tools/call span in the agent's trace; it has %v", keys(byName))
+	}
+	if got, want := byName["authorize"].Parent().SpanID(), byName["tools/call echo"].SpanContext().SpanID(); got != want {
+		t.Errorf("the parent of authorize is %s, want the call's %s", got, want)
+	}
+}
+
 // spansOf returns the ended spans of trace id by name.
 func spansOf(rec *tracetest.SpanRecorder, id trace.TraceID) map[string]sdktrace.ReadOnlySpan {
 	out := map[string]sdktrace.ReadOnlySpan{}
