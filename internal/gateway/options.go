@@ -231,7 +231,9 @@ type Options struct {
 
 	// Propagator carries the caller's trace context from its request's
 	// header to the workload's, so that the workload's spans join the
-	// caller's trace. The default is W3C Trace Context and Baggage.
+	// caller's trace, as children of the gateway's own call span when
+	// TracerProvider records spans. The default is W3C Trace Context and
+	// Baggage.
 	Propagator propagation.TextMapPropagator
 	// TracerProvider makes the gateway's own spans (a server span per
 	// tools/list and tools/call, with authorize, route and backend call
