@@ -64,6 +64,10 @@ const (
 	// backendIdleConns bounds the idle connections of a ToolSet's own
 	// client (one with TLS settings of its own).
 	backendIdleConns = 8
+	// maxTLSBackends bounds the ToolSets whose own clients (and CA pools,
+	// each at most maxCABytes of PEM) are kept at once: past it, the one
+	// that expires first is dropped, and read again on its next call.
+	maxTLSBackends = 128
 )
 
 // backend is how one call reaches its ToolSet's workload: with the
@@ -156,6 +160,7 @@ func (b *backend) redact(s string) string {
 type backends struct {
 	src    Credentials
 	ttl    time.Duration
+	maxTLS int
 	base   *http.Client
 	now    func() time.Time
 	flight singleflight.Group
@@ -172,7 +177,7 @@ type backendEntry struct {
 }
 
 func newBackends(src Credentials, ttl time.Duration, base *http.Client) *backends {
-	return &backends{src: src, ttl: ttl, base: base, now: time.Now, m: map[spec.ObjectReference]*backendEntry{}}
+	return &backends{src: src, ttl: ttl, maxTLS: maxTLSBackends, base: base, now: time.Now, m: map[spec.ObjectReference]*backendEntry{}}
 }
 
 // get returns how to call route, the endpoint of a tool of toolSet, or an
@@ -245,6 +250,7 @@ func (bs *backends) store(toolSet spec.ObjectReference, creds *BackendCredential
 		if old != nil && old.b != nil && old.b.client != nil && old.tlsKey == e.tlsKey && e.tlsKey != "" {
 			e.b.client = old.b.client
 		} else {
+			bs.makeTLSRoomLocked(toolSet)
 			e.b.client = bs.newClient(creds.TLS)
 		}
 	}
@@ -272,6 +278,31 @@ func (bs *backends) newClient(cfg *tls.Config) *http.Client {
 		c.Transport = tr
 	}
 	return &c
+}
+
+// makeTLSRoomLocked drops the entries with clients of their own that
+// expire first, but that of toolSet, until one more fits in maxTLS.
+func (bs *backends) makeTLSRoomLocked(toolSet spec.ObjectReference) {
+	for {
+		var (
+			victim spec.ObjectReference
+			first  time.Time
+			n      int
+		)
+		for ref, e := range bs.m {
+			if ref == toolSet || e.b == nil || e.b.client == nil {
+				continue
+			}
+			if n == 0 || e.expires.Before(first) {
+				victim, first = ref, e.expires
+			}
+			n++
+		}
+		if n < bs.maxTLS {
+			return
+		}
+		bs.dropLocked(victim)
+	}
 }
 
 // evictLocked drops the entry that expires first, to make room.

@@ -3,8 +3,10 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -54,5 +56,33 @@ func TestBackendClientsAreKeptPerToolSetUntilTheirTLSChangesOrTheyLeaveTheTable(
 	bs.retain(map[spec.ObjectReference][]int{{Namespace: "ns", Name: "b"}: nil})
 	if len(bs.m) != 1 || bs.m[spec.ObjectReference{Namespace: "ns", Name: "b"}] == nil {
 		t.Errorf("after the table kept only ns/b, %d ToolSets are kept", len(bs.m))
+	}
+}
+
+// TestBackendClientsOfTheirOwnAreBoundedInCount: past maxTLS ToolSets with
+// TLS settings, the one that expires first loses its client, and is read
+// again on its next call.
+func TestBackendClientsOfTheirOwnAreBoundedInCount(t *testing.T) {
+	src := CredentialsFunc(func(_ context.Context, ref spec.ObjectReference) (*BackendCredentials, error) {
+		return &BackendCredentials{TLS: &tls.Config{ServerName: ref.Name}, TLSKey: ref.Name}, nil
+	})
+	bs := newBackends(src, time.Hour, newWorkloadClient(&Options{MaxConcurrentCalls: 4}))
+	bs.maxTLS = 3
+	now := time.Unix(1000, 0)
+	bs.now = func() time.Time { return now }
+	for i := range 10 {
+		now = now.Add(time.Second)
+		if _, err := bs.get(t.Context(), spec.ObjectReference{Namespace: "ns", Name: fmt.Sprint("ts", i)}, "https://x/mcp"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	clients := 0
+	for _, e := range bs.m {
+		if e.b != nil && e.b.client != nil {
+			clients++
+		}
+	}
+	if clients != 3 || bs.m[spec.ObjectReference{Namespace: "ns", Name: "ts9"}] == nil {
+		t.Errorf("%d clients of their own kept, want the 3 newest", clients)
 	}
 }

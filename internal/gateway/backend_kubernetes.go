@@ -23,6 +23,10 @@ import (
 // real token, far below what a header may hold.
 const maxBackendTokenBytes = 16 << 10
 
+// maxCABytes bounds a CA bundle read for a ToolSet: a private CA is a
+// certificate or a few, and the gateway keeps a pool per ToolSet.
+const maxCABytes = 64 << 10
+
 // KubernetesCredentials reads a ToolSet's spec.authorization and spec.tls
 // as the operator's scraper does: the ToolSet by name, then the Secret (or
 // the CA's ConfigMap) it names, by name, in the ToolSet's own namespace,
@@ -79,6 +83,9 @@ func (k *KubernetesCredentials) BackendCredentials(ctx context.Context, toolSet 
 			}
 			if err != nil {
 				return nil, fmt.Errorf("reading spec.tls.ca: %w", err)
+			}
+			if len(raw) > maxCABytes {
+				return nil, fmt.Errorf("reading spec.tls.ca: key %q of %s holds more than %d bytes", ref.Key, ref.Name, maxCABytes)
 			}
 			pool := x509.NewCertPool()
 			if !pool.AppendCertsFromPEM(raw) {
