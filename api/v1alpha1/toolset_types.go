@@ -88,7 +88,9 @@ type ToolSetSpec struct {
 	// +optional
 	TLS *TLSConfig `json:"tls,omitempty"`
 
-	// authorization sends a bearer token with every scrape. The token is read
+	// authorization sends a bearer token with every scrape, and with every
+	// call the toolplane gateway routes to the ToolSet (only over https:
+	// with service.scheme http its calls are refused). The token is read
 	// from a Secret in the ToolSet's namespace and never written to status,
 	// events or logs. It requires scheme https: a token is never sent over
 	// plain http, and a ToolSet that asks for one is refused. While the
@@ -197,7 +199,9 @@ type TLSConfig struct {
 	CA *CASource `json:"ca,omitempty"`
 
 	// serverName is the name to verify the certificate against. It defaults
-	// to the Pod's IP address.
+	// to the Pod's IP address when the operator scrapes, and to the
+	// Service's name (<name>.<namespace>.svc.<cluster domain>) when the
+	// gateway calls the tools.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	ServerName string `json:"serverName,omitempty"`

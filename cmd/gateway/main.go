@@ -115,6 +115,9 @@ func main() {
 	flag.IntVar(&o.AuditBuffer, "audit-buffer", gateway.DefaultAuditBuffer, "With --audit-log, the lines waiting for the sink at most; a line that finds it full is dropped and counted in toolplane_gateway_audit_dropped_total, so a stalled sink never holds up a call.")
 	flag.IntVar(&o.MaxCallsPerCallerPerMinute, "max-calls-per-caller-per-minute", 0,
 		"The most calls one caller (its user name under --auth, its address without) may make of one tool per minute, in each replica; 0 means no limit. A ToolSet's spec.limits.callsPerMinute bounds every caller together.")
+	flag.DurationVar(&o.CredentialsTTL, "backend-credentials-ttl", gateway.DefaultCredentialsTTL, "With --backend-credentials=kubernetes, how long a ToolSet's token and CA are reused before they are read again: how long a rotation takes to be used.")
+	flag.IntVar(&o.BackendFailures, "backend-failures", gateway.DefaultBackendFailures, "The transport failures in a row (unreachable, timed out; never a tool's own error) that open a ToolSet's circuit, whose calls then fail at once; negative never opens one.")
+	flag.DurationVar(&o.BackendCooldown, "backend-cooldown", gateway.DefaultBackendCooldown, "How long an open circuit fails its ToolSet's calls at once before one call probes the workload again.")
 	flag.StringVar(&logLevel, "log-level", "info", "The least level logged: debug, info, warn or error.")
 	flag.Parse()
 	if embedURL != "" {
@@ -173,6 +176,8 @@ const (
 	// --max-body-bytes (1 MiB) and come from inside the cluster.
 	defaultReadTimeout = 30 * time.Second
 	defaultIdleTimeout = 60 * time.Second
+	// maxReadyDetail bounds the open circuits /readyz lists.
+	maxReadyDetail = 50
 	// maxHeaderBytes bounds a request's header, well above what any MCP
 	// client sends (Go's default is 1 MiB).
 	maxHeaderBytes = 64 << 10
@@ -286,6 +291,15 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 		}
 	}
 
+	if o.Credentials, err = newCredentials(cfg, *backendCredentials); err != nil {
+		return err
+	}
+	shutdownTracing, err := setupTracing(ctx, log)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = shutdownTracing(context.Background()) }()
+
 	g := gateway.New(&o)
 	defer g.Close()
 
@@ -299,7 +313,17 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 			http.Error(w, "no tool table yet", http.StatusServiceUnavailable)
 			return
 		}
+		// Open circuits are detail, not unreadiness: one bad workload
+		// must not take every other tool away.
 		_, _ = w.Write([]byte("ok"))
+		open := g.OpenCircuits()
+		for i, c := range open {
+			if i == maxReadyDetail {
+				_, _ = fmt.Fprintf(w, "\nand %d more open circuits", len(open)-i)
+				break
+			}
+			_, _ = fmt.Fprintf(w, "\ncircuit %s: ToolSet %s (%d failures in a row)", c.State, c.ToolSet, c.Failures)
+		}
 	})
 	// The probe and metrics servers answer small GETs: the same read and
 	// idle timeouts, and a write timeout of their own.

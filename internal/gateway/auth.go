@@ -267,6 +267,8 @@ func (g *Gateway) decide(ctx context.Context, c *Caller, s *snapshot, idx []int)
 	if c == nil || len(idx) == 0 {
 		return out, len(idx), nil
 	}
+	ctx, end := g.authorizeSpan(ctx, len(idx))
+	defer func() { end(decided, err) }()
 	b := budgetFrom(ctx, g.opts.MaxReviewsPerRequest)
 	q := &questions{g: g, c: c, key: c.Key(), budget: b}
 	q.cache, _ = g.opts.Auth.(DecisionCache)

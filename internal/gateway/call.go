@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -47,17 +48,28 @@ const maxErrorBodyBytes = 4 << 10
 func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args json.RawMessage, header http.Header) *mcp.CallToolResult {
 	tool := &s.table.Tools[i]
 	start := time.Now()
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, g.opts.CallTimeout)
 	defer cancel()
-	var (
-		res             *mcp.CallToolResult
-		outcome, detail string
-	)
-	out := g.backendHeader(ctx, c, tool, header)
-	if tool.IsMCP() {
-		res, outcome, detail = g.mcpRoundTrip(ctx, s.routes[i], tool.SourceName, args, header, out)
-	} else {
-		res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header, out)
+	var res *mcp.CallToolResult
+	// be is how this call reaches its ToolSet (backend.go), nil when its
+	// circuit is open or its credentials cannot be had.
+	be, outcome, detail := g.route(ctx, tool, s.routes[i])
+	if be != nil {
+		ctx = withBackend(ctx, be)
+		var span trace.Span
+		ctx, span = g.startSpan(ctx, "call "+tool.Name, trace.SpanKindClient,
+			attrToolName.String(tool.Name), attrToolSet.String(tool.ToolSet.String()), attrServer.String(hostOf(s.routes[i])))
+		out := g.backendHeader(ctx, c, tool, header)
+		if tool.IsMCP() {
+			res, outcome, detail = g.mcpRoundTrip(ctx, s.routes[i], tool.SourceName, args, header, out)
+		} else {
+			res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header, out)
+		}
+		outcome, detail = be.refused(outcome, detail)
+		detail = be.redact(detail)
+		g.circuits.record(tool.ToolSet, be.probe, callResult(parent, outcome))
+		endSpan(span, outcome, detail)
 	}
 	elapsed := time.Since(start)
 	if ci := callInfoFrom(ctx); ci != nil {
@@ -66,7 +78,13 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 	g.metrics.calls.WithLabelValues(tool.Name, outcome).Inc()
 	g.metrics.duration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	if res == nil {
-		g.logger.Warn("A tool call failed at the gateway", "tool", tool.Name, "toolSet", tool.ToolSet.String(),
+		// A call failed fast by an open circuit is logged as the circuit
+		// opens, not once per call.
+		level := slog.LevelWarn
+		if outcome == outcomeCircuitOpen {
+			level = slog.LevelDebug
+		}
+		g.logger.Log(ctx, level, "A tool call failed at the gateway", "tool", tool.Name, "toolSet", tool.ToolSet.String(),
 			"outcome", outcome, "error", detail, "duration", elapsed, "requestId", requestIDFrom(ctx))
 		return errorResult(fmt.Sprintf("The tool %s (ToolSet %s) could not be called: %s", tool.Name, tool.ToolSet, detail))
 	}
@@ -97,7 +115,17 @@ func (g *Gateway) acquire(ctx context.Context) (release func(), outcome, detail 
 func (g *Gateway) backendHeader(ctx context.Context, _ *Caller, _ *spec.TableTool, header http.Header) http.Header {
 	out := http.Header{}
 	p := g.opts.Propagator
-	p.Inject(p.Extract(ctx, propagation.HeaderCarrier(header)), propagation.HeaderCarrier(out))
+	// The gateway's span of the call parents the workload's; without one
+	// (no trace anywhere) the caller's header passes on as it came.
+	if !trace.SpanContextFromContext(ctx).IsValid() {
+		ctx = p.Extract(ctx, propagation.HeaderCarrier(header))
+	}
+	p.Inject(ctx, propagation.HeaderCarrier(out))
+	// The ToolSet's own token (never the caller's), which route has
+	// checked goes over https to the ToolSet's endpoint only.
+	if b := backendFrom(ctx); b != nil && b.token != "" {
+		out.Set("Authorization", "Bearer "+b.token)
+	}
 	return out
 }
 
@@ -123,7 +151,7 @@ func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessag
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
 
-	resp, err := g.client.Do(req)
+	resp, err := clientFor(ctx, g.client).Do(req)
 	if err != nil {
 		return g.failure(ctx, err)
 	}
@@ -177,7 +205,8 @@ func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.
 	defer release()
 	// The replies are charged to the results' budget as the SDK reads them,
 	// and stay charged until the caller's answer is written.
-	mt := &meteredTransport{base: g.client.Transport, b: g.results}
+	client := clientFor(ctx, g.client)
+	mt := &meteredTransport{base: client.Transport, b: g.results}
 	defer func() {
 		if ci := callInfoFrom(ctx); ci != nil {
 			ci.resultBytes = mt.bytesRead()
@@ -189,7 +218,7 @@ func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.
 			g.results.release(held)
 		}
 	}()
-	hc := *g.client
+	hc := *client
 	hc.Transport = mt
 	caller := discovery.MCPCaller{HTTPClient: &hc, Header: out, MaxResponseBytes: g.opts.MaxResultBytes}
 	res, err := caller.Call(ctx, url, name, args)

@@ -115,6 +115,29 @@
 // context (W3C traceparent, baggage) is passed to the workload; its
 // Authorization header never is.
 //
+// # Backends
+//
+// With Options.Credentials (see [KubernetesCredentials]) each ToolSet's
+// workload is called with its own spec.authorization bearer token and
+// spec.tls trust (a client of its own per ToolSet with TLS settings), read
+// on its first call and kept for Options.CredentialsTTL (backend.go). The
+// token goes only over https, only to the call's own Service host, never
+// with anything of the caller's, and never into a log or an error.
+//
+// Each ToolSet has a circuit (circuit.go): Options.BackendFailures
+// transport failures in a row open it, and its calls fail at once, naming
+// it, for Options.BackendCooldown; then one call probes the workload. A
+// tool's own isError, a refusal (an HTTP error status) and a call whose
+// caller gave up never count. [Gateway.OpenCircuits] lists the open ones.
+//
+// # Traces
+//
+// The gateway makes spans of its own with Options.TracerProvider
+// (tracing.go): a server span per tools/list and tools/call, parented to
+// the trace context of the request's header or its _meta.traceparent, and
+// inside it authorize, route (circuit and credentials) and call, a client
+// span whose context the workload's header carries.
+//
 // An endpoint must be a Service of the owner ToolSet's own namespace
 // (<service>.<namespace>.svc) and, an invoke endpoint, name the tool's
 // source name; a tool whose

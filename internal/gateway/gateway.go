@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
@@ -58,6 +60,12 @@ type Gateway struct {
 
 	client *http.Client
 	slots  chan struct{}
+
+	// backends keeps the ToolSets' credentials and clients (nil without
+	// Options.Credentials), circuits their health (backend.go, circuit.go).
+	backends *backends
+	circuits *circuits
+	tracer   trace.Tracer
 
 	// The bounds of limits.go and sessions.go.
 	bodies, results *budget
@@ -119,6 +127,15 @@ func New(opts *Options) *Gateway {
 		})
 	}
 	g.client = newWorkloadClient(&o)
+	if o.Credentials != nil {
+		g.backends = newBackends(o.Credentials, o.CredentialsTTL, g.client)
+	}
+	g.circuits = newCircuits(&o, o.Registerer)
+	tp := o.TracerProvider
+	if tp == nil {
+		tp = otel.GetTracerProvider()
+	}
+	g.tracer = tp.Tracer(tracerName)
 	ka, _ := o.Auth.(*KubernetesAuth)
 	if oa, ok := o.Auth.(*OIDCAuth); ok {
 		ka = oa.Kubernetes
@@ -213,6 +230,9 @@ func (g *Gateway) Close() error {
 			_ = ss.Close()
 		}
 		g.client.CloseIdleConnections()
+		if g.backends != nil {
+			g.backends.closeIdle()
+		}
 	})
 	if g.audit != nil {
 		// Every time, not once: cmd/gateway closes at the start of its
@@ -253,6 +273,11 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 	}
 	old := g.snap.Swap(s)
 	g.metrics.setTable(s)
+	// What the gateway keeps per ToolSet is bounded by the table's.
+	g.circuits.retain(s.byToolSet)
+	if g.backends != nil {
+		g.backends.retain(s.byToolSet)
+	}
 	if old != nil && old.table.Revision == s.table.Revision {
 		return nil
 	}

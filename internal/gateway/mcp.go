@@ -22,9 +22,15 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
 		switch r := req.(type) {
 		case *mcp.ListToolsRequest:
-			return g.listTools(ctx, r)
+			ctx, end := g.serverSpan(ctx, r, "tools/list", "")
+			res, err := g.listTools(ctx, r)
+			end(res, err)
+			return res, err
 		case *mcp.CallToolRequest:
-			return g.callTool(ctx, r)
+			ctx, end := g.serverSpan(ctx, r, "tools/call", r.Params.Name)
+			res, err := g.callTool(ctx, r)
+			end(res, err)
+			return res, err
 		}
 		return next(ctx, method, req)
 	}

@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
 		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolplane_gateway_calls_total",
-			Help: "tools/call requests by published tool name and outcome (ok, tool_error, timeout, unreachable, busy, bad_reply, unknown, denied, auth_error, limited). Unknown names are counted under tool=\"\".",
+			Help: "tools/call requests by published tool name and outcome (ok, tool_error, timeout, unreachable, busy, bad_reply, unknown, denied, auth_error, limited, circuit_open, credentials). Unknown names are counted under tool=\"\".",
 		}, []string{"tool", "outcome"}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "toolplane_gateway_call_duration_seconds",

@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolplane/toolplane/toolkit/search"
 )
@@ -65,6 +66,15 @@ const (
 	DefaultMaxSessionsPerClient = 32
 	// DefaultSessionLifetime ends a session however busy it is.
 	DefaultSessionLifetime = 4 * time.Hour
+	// DefaultCredentialsTTL is how long a ToolSet's backend credentials
+	// are reused before they are read again.
+	DefaultCredentialsTTL = 30 * time.Second
+	// DefaultBackendFailures is the number of consecutive transport
+	// failures that open a ToolSet's circuit.
+	DefaultBackendFailures = 5
+	// DefaultBackendCooldown is how long an open circuit fails calls fast
+	// before one call probes the ToolSet again.
+	DefaultBackendCooldown = 10 * time.Second
 )
 
 // Options configure a [Gateway]. The zero value serves: no authentication,
@@ -227,8 +237,41 @@ type Options struct {
 
 	// Propagator carries the caller's trace context from its request's
 	// header to the workload's, so that the workload's spans join the
-	// caller's trace. The default is W3C Trace Context and Baggage.
+	// caller's trace, as children of the gateway's own call span when
+	// TracerProvider records spans. The default is W3C Trace Context and
+	// Baggage.
 	Propagator propagation.TextMapPropagator
+	// TracerProvider makes the gateway's own spans (a server span per
+	// tools/list and tools/call, with authorize, route and backend call
+	// spans inside), parented to the trace context the client sent in its
+	// header or in the request's _meta.traceparent. The default is the
+	// global provider (otel.GetTracerProvider) when New is called.
+	TracerProvider trace.TracerProvider
+
+	// Credentials gives the bearer token and the TLS trust a ToolSet's
+	// workload must be called with (its spec.authorization and spec.tls),
+	// read for each ToolSet on its first call and again after
+	// CredentialsTTL. A token is sent only over https, only to the
+	// ToolSet's own endpoint, and never with anything of the caller's. Nil
+	// means every workload is called with no token and the system roots.
+	// See [KubernetesCredentials].
+	Credentials Credentials
+	// CredentialsTTL is how long a ToolSet's credentials are reused: how
+	// long a rotated token or CA takes to be used. A failure to read them
+	// is reused for a fifth of it. Zero means [DefaultCredentialsTTL].
+	CredentialsTTL time.Duration
+
+	// BackendFailures is the number of consecutive transport failures (no
+	// connection, or no answer within CallTimeout) of one ToolSet's
+	// workload that open its circuit: its calls then fail at once with an
+	// isError result naming the ToolSet, for BackendCooldown, after which
+	// one call probes it and closes the circuit if it gets an answer. A
+	// tool's own isError is an answer, never a failure. Zero means
+	// [DefaultBackendFailures]; negative never opens a circuit.
+	BackendFailures int
+	// BackendCooldown is how long an open circuit fails calls fast. Zero
+	// means [DefaultBackendCooldown].
+	BackendCooldown time.Duration
 
 	// AuditLog, if set, receives the audit log: one JSON line per
 	// tools/call (call_tool's included) with who called (user, groups,
@@ -314,6 +357,11 @@ func (o Options) withDefaults() Options {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	o.CredentialsTTL = orDefault(o.CredentialsTTL, DefaultCredentialsTTL)
+	if o.BackendFailures == 0 {
+		o.BackendFailures = DefaultBackendFailures
+	}
+	o.BackendCooldown = orDefault(o.BackendCooldown, DefaultBackendCooldown)
 	return o
 }
 

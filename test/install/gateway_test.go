@@ -70,8 +70,13 @@ var _ = Describe("The chart's gateway", func() {
 		Expect(sel.Matches(podLabels)).To(BeTrue())
 		Expect(pdb.Spec.MaxUnavailable.IntValue()).To(Equal(1))
 
-		By("with auth=none it may not review tokens or access")
-		Expect(m.ofKind("ClusterRole").gateway()).To(BeEmpty())
+		By("with auth=none it may not review tokens or access: its ClusterRoles are those of backend credentials only")
+		var clusterRoles []string
+		for _, u := range m.ofKind("ClusterRole").gateway() {
+			clusterRoles = append(clusterRoles, u.GetName())
+		}
+		Expect(clusterRoles).To(ConsistOf("toolplane-gateway-toolsets", "toolplane-gateway-backend-credentials"))
+		Expect(m.ofKind("RoleBinding").gateway()).To(HaveLen(1), "the backend credentials are bound in no namespace by default")
 	})
 
 	It("renders nothing of the gateway with gateway.enabled=false", func() {
@@ -132,17 +137,22 @@ var _ = Describe("The chart's gateway", func() {
 		Expect(out).To(ContainSubstring("gateway.oidc.authenticationConfig"))
 	})
 
-	It("lets the gateway read ConfigMaps in the table namespace and nothing else, and review access only with auth, and tokens only with kubernetes in it", func(ctx context.Context) {
-		const releaseNS, tableNS, otherNS = "gw-sar", "gw-sar-table", "gw-sar-other"
+	It("lets the gateway read ConfigMaps in the table namespace, get ToolSets, get Secrets and ConfigMaps only in the namespaces granted, review access only with auth, and tokens only with kubernetes in it", func(ctx context.Context) {
+		const releaseNS, tableNS, otherNS, tenantNS = "gw-sar", "gw-sar-table", "gw-sar-other", "gw-sar-tenant"
 		type access struct{ verb, group, resource, namespace string }
 		for _, auth := range []string{"none", "kubernetes", "oidc", "kubernetes,oidc"} {
-			m := helmTemplate("gw-"+strings.ReplaceAll(auth, ",", "-"), releaseNS, "--set", "table.namespace="+tableNS, "--set", "gateway.auth="+strings.ReplaceAll(auth, ",", "\\,"),
-				"--set", "gateway.publicURL=https://tools.example.com", "--set", "gateway.oidc.existingConfigMap=idp")
+			// Under auth, one tenant namespace is granted backend credentials.
+			args := []string{"--set", "table.namespace=" + tableNS, "--set", "gateway.auth=" + strings.ReplaceAll(auth, ",", "\\,"),
+				"--set", "gateway.publicURL=https://tools.example.com", "--set", "gateway.oidc.existingConfigMap=idp"}
+			if auth != "none" {
+				args = append(args, "--set", "gateway.backends.credentialNamespaces={"+tenantNS+"}")
+			}
+			m := helmTemplate("gw-"+strings.ReplaceAll(auth, ",", "-"), releaseNS, args...)
 			var rbacObjects manifests
 			for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
 				rbacObjects = append(rbacObjects, m.ofKind(kind).gateway()...)
 			}
-			ensureNamespaces(ctx, releaseNS, tableNS, otherNS)
+			ensureNamespaces(ctx, releaseNS, tableNS, otherNS, tenantNS)
 			Expect(apply(ctx, rbacObjects, "", false)).To(Succeed())
 			sa := m.ofKind("ServiceAccount").gateway()[0]
 			user := fmt.Sprintf("system:serviceaccount:%s:%s", sa.GetNamespace(), sa.GetName())
@@ -165,8 +175,13 @@ var _ = Describe("The chart's gateway", func() {
 				{"get", "", "configmaps", tableNS},
 				{"list", "", "configmaps", tableNS},
 				{"watch", "", "configmaps", tableNS},
+				{"get", "toolplane.io", "toolsets", otherNS},
 			}
 			denied := []access{
+				{"watch", "toolplane.io", "toolsets", ""},
+				{"get", "", "secrets", otherNS},
+				{"list", "", "secrets", tenantNS},
+				{"watch", "", "secrets", tenantNS},
 				{"list", "", "configmaps", otherNS},
 				{"list", "", "configmaps", ""},
 				{"update", "", "configmaps", tableNS},
@@ -183,10 +198,16 @@ var _ = Describe("The chart's gateway", func() {
 				denied = append(denied, tokens)
 			}
 			sar := access{"create", "authorization.k8s.io", "subjectaccessreviews", ""}
+			credentials := []access{
+				{"get", "", "secrets", tenantNS},
+				{"get", "", "configmaps", tenantNS},
+			}
 			if auth != "none" {
 				allowed = append(allowed, sar)
+				allowed = append(allowed, credentials...)
 			} else {
 				denied = append(denied, sar)
+				denied = append(denied, credentials...)
 			}
 			Eventually(func(g Gomega, ctx context.Context) {
 				for _, a := range allowed {
