@@ -54,8 +54,14 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 		outcome, detail string
 	)
 	out := g.backendHeader(ctx, c, tool, header)
+	// What the backend says while the call runs goes to the client
+	// (relay.go): over MCP, for a toolkit workload too.
+	rl := g.newRelay(ctx)
+	ctx = withRelay(ctx, rl)
 	if tool.IsMCP() {
 		res, outcome, detail = g.mcpRoundTrip(ctx, s.routes[i], tool.SourceName, args, header, out)
+	} else if u := rl.toolkitRoute(s, tool); u != "" {
+		res, outcome, detail = g.mcpRoundTrip(ctx, u, tool.SourceName, args, header, out)
 	} else {
 		res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header, out)
 	}
@@ -94,7 +100,7 @@ func (g *Gateway) acquire(ctx context.Context) (release func(), outcome, detail 
 func (g *Gateway) backendHeader(ctx context.Context, _ *Caller, _ *spec.TableTool, header http.Header) http.Header {
 	out := http.Header{}
 	p := g.opts.Propagator
-	p.Inject(p.Extract(ctx, propagation.HeaderCarrier(header)), propagation.HeaderCarrier(out))
+	p.Inject(p.Extract(ctx, propagation.HeaderCarrier(traceHeader(ctx, header))), propagation.HeaderCarrier(out))
 	return out
 }
 
@@ -183,7 +189,15 @@ func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.
 	hc := *g.client
 	hc.Transport = mt
 	caller := discovery.MCPCaller{HTTPClient: &hc, Header: out, MaxResponseBytes: g.opts.MaxResultBytes}
-	res, err := caller.Call(ctx, url, name, args)
+	rl := relayFrom(ctx)
+	rl.attach(&caller)
+	res, err := caller.CallTool(ctx, url, callParams(ctx, name, args, out))
+	if why := rl.refusal(); why != "" {
+		return errorResult(why), outcomeToolError, ""
+	}
+	if err == nil {
+		res = rl.settle(res)
+	}
 	if err != nil && mt.wasSpent() {
 		g.metrics.refused.WithLabelValues(refusedResultMemory).Inc()
 		return nil, outcomeBusy, fmt.Sprintf("the gateway's budget of %d bytes for the results of calls in flight is spent; retry", g.opts.MaxResultMemory)

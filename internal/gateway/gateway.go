@@ -74,6 +74,9 @@ type Gateway struct {
 	accessFlight  singleflight.Group
 	questionSlots chan struct{}
 
+	// logLevels are the 2025 sessions' logging levels (relay.go).
+	logLevels logLevels
+
 	closeOnce sync.Once
 }
 
@@ -109,8 +112,12 @@ func New(opts *Options) *Gateway {
 	g.server = mcp.NewServer(
 		&mcp.Implementation{Name: o.Name, Version: o.Version},
 		&mcp.ServerOptions{
-			Logger:       sdkLogger,
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+			Logger: sdkLogger,
+			// Logging, since the relay passes backends' log messages on.
+			Capabilities: &mcp.ServerCapabilities{
+				Tools:   &mcp.ToolCapabilities{ListChanged: true},
+				Logging: &mcp.LoggingCapabilities{}, //nolint:staticcheck // deprecated in 2026-07-28, still served to 2025-era clients
+			},
 		},
 	)
 	// tools/list and tools/call are answered from the table here; the

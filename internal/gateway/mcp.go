@@ -24,7 +24,13 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ListToolsRequest:
 			return g.listTools(ctx, r)
 		case *mcp.CallToolRequest:
-			return g.callTool(ctx, r)
+			res, err := g.callTool(withCallRequest(ctx, r), r)
+			if err != nil {
+				return nil, err
+			}
+			return stampResult(r, res), nil
+		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]: //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
+			g.noteLogLevel(r)
 		}
 		return next(ctx, method, req)
 	}

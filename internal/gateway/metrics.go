@@ -22,6 +22,8 @@ type metrics struct {
 	conns       prometheus.Gauge
 	streams     prometheus.Gauge
 	sessions    prometheus.Gauge
+	// notifications counts what the relay passed on (relay.go).
+	notifications *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -92,8 +94,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "toolplane_gateway_sessions",
 			Help: "2025-era MCP sessions held now (--sessions; --max-sessions bounds them).",
 		}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_notifications_total",
+			Help: "What backends sent clients during calls, by kind (progress, log, elicitation, sampling) and outcome: relayed, or dropped_count (past --max-notifications-per-call), dropped_size (past --max-notification-bytes), dropped_client (the client stopped reading), dropped_backward (progress that did not grow).",
+		}, []string{"kind", "outcome"}),
 	}
 	if reg != nil {
+		reg.MustRegister(m.notifications)
 		reg.MustRegister(m.refused, m.conns, m.streams, m.sessions)
 		reg.MustRegister(m.inFlight, m.calls, m.duration, m.listSize, m.tools, m.routable, m.revision, m.loaded, m.rejected, m.authn, m.authzCache, m.authzBudget)
 	}

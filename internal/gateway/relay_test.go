@@ -1,0 +1,209 @@
+package gateway_test
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolplane/toolplane/internal/gateway"
+	"github.com/toolplane/toolplane/toolkit"
+)
+
+type stepsIn struct {
+	Steps int `json:"steps,omitempty" default:"3"`
+	// Size is the length of each progress message.
+	Size int `json:"size,omitempty"`
+}
+
+// stepsTool reports its progress after every step and logs each, as
+// build_report does.
+func stepsTool() *toolkit.Tool {
+	return toolkit.MustNew("steps", "Reports progress step by step", func(ctx context.Context, in stepsIn) (string, error) {
+		for i := 1; i <= in.Steps; i++ {
+			toolkit.Log(ctx, slog.LevelInfo, fmt.Sprintf("step %d", i))
+			msg := fmt.Sprintf("step %d of %d", i, in.Steps)
+			if in.Size > 0 {
+				msg += strings.Repeat(".", in.Size)
+			}
+			toolkit.Progress(ctx, float64(i), float64(in.Steps), msg)
+		}
+		return "done", nil
+	})
+}
+
+// heard is what a client heard during calls.
+type heard struct {
+	mu       sync.Mutex
+	progress []*mcp.ProgressNotificationParams
+	logs     []*mcp.LoggingMessageParams
+}
+
+func (h *heard) options(o *mcp.ClientOptions) *mcp.ClientOptions {
+	if o == nil {
+		o = &mcp.ClientOptions{}
+	}
+	o.ProgressNotificationHandler = func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+		h.mu.Lock()
+		h.progress = append(h.progress, r.Params)
+		h.mu.Unlock()
+	}
+	o.LoggingMessageHandler = func(_ context.Context, r *mcp.LoggingMessageRequest) {
+		h.mu.Lock()
+		h.logs = append(h.logs, r.Params)
+		h.mu.Unlock()
+	}
+	return o
+}
+
+// await waits, bounded, until the client heard at least progress and logs
+// notifications: the SDK delivers them on a goroutine of its own, and they
+// can come after the result.
+func (h *heard) await(t *testing.T, progress, logs int) ([]*mcp.ProgressNotificationParams, []*mcp.LoggingMessageParams) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		h.mu.Lock()
+		p, l := append([]*mcp.ProgressNotificationParams(nil), h.progress...), append([]*mcp.LoggingMessageParams(nil), h.logs...)
+		h.mu.Unlock()
+		if (len(p) >= progress && len(l) >= logs) || time.Now().After(deadline) {
+			return p, l
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// settled waits until the counts stop growing for a while, for a test that
+// checks that no more than some number arrive.
+func (h *heard) settled(t *testing.T) ([]*mcp.ProgressNotificationParams, []*mcp.LoggingMessageParams) {
+	t.Helper()
+	last, stable := -1, 0
+	for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline) && stable < 20; time.Sleep(10 * time.Millisecond) {
+		h.mu.Lock()
+		n := len(h.progress) + len(h.logs)
+		h.mu.Unlock()
+		if n == last {
+			stable++
+		} else {
+			last, stable = n, 0
+		}
+	}
+	return h.await(t, 0, 0)
+}
+
+// connectWith opens a client session with opts at endpoint in era.
+func connectWith(t testing.TB, endpoint, era string, opts *mcp.ClientOptions) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "test-agent", Version: "1.0.0"}, opts)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+	if err != nil {
+		t.Fatalf("connecting at %s: %v", era, err)
+	}
+	t.Cleanup(func() { cs.Close() })
+	return cs
+}
+
+// callWithProgress calls name with a progress token, asking for logs at
+// info: in _meta for 2026-07-28, with logging/setLevel for 2025.
+func callWithProgress(t *testing.T, cs *mcp.ClientSession, era, name string, args map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	params := &mcp.CallToolParams{Name: name, Arguments: args}
+	params.SetProgressToken("client-token-7")
+	if era >= "2026-07-28" {
+		params.Meta[mcp.MetaKeyLogLevel] = "info"
+	} else if err := cs.SetLoggingLevel(bounded(t), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil { //nolint:staticcheck // still served
+		t.Fatal(err)
+	}
+	res, err := cs.CallTool(bounded(t), params)
+	if err != nil {
+		t.Fatalf("calling %s: %v", name, err)
+	}
+	return res
+}
+
+// mcpBackend serves s over Streamable HTTP on loopback, stateless or with
+// sessions.
+func mcpBackend(t *testing.T, s *mcp.Server, stateless bool) string {
+	t.Helper()
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: stateless, DisableLocalhostProtection: true}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// goStepsServer is an MCP server of the Go SDK whose tool "go_steps" sends
+// n progress notifications and n log messages.
+func goStepsServer() *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "go-steps"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "go_steps"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+		Steps int `json:"steps"`
+		Size  int `json:"size,omitempty"`
+	}) (*mcp.CallToolResult, any, error) {
+		token := req.Params.GetProgressToken()
+		for i := 1; i <= in.Steps; i++ {
+			//nolint:staticcheck // still served
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "go_steps", Data: fmt.Sprintf("step %d", i)})
+			if token != nil {
+				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
+					Progress: float64(i), Total: float64(in.Steps), Message: fmt.Sprintf("step %d of %d", i, in.Steps) + strings.Repeat(".", in.Size)})
+			}
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	return s
+}
+
+// TestProgressAndLogsAreRelayed: a toolkit workload's and MCP servers'
+// progress and log messages reach a Go SDK client through the gateway as
+// they were sent, in order and under the client's own progress token, in
+// both eras, and from MCP servers of both kinds (stateless, and with
+// sessions).
+func TestProgressAndLogsAreRelayed(t *testing.T) {
+	wl := newWorkload(t, "crm", "crm-tools", "", stepsTool())
+	r := new(routes).add(wl)
+	r.set("gosteps.apps.svc.cluster.local:8080", mcpBackend(t, goStepsServer(), true))
+	r.set("gostate.apps.svc.cluster.local:8080", mcpBackend(t, goStepsServer(), false))
+	tbl := table(wl.tableTools(), mcpTableTools("apps", "gosteps", "/mcp", "go_steps"))
+	state := mcpTableTools("apps", "gostate", "/mcp", "go_steps")
+	state[0].Name = "go_steps_sessions"
+	tbl = table(tbl.Tools, state)
+	g, url := newGateway(t, r, gateway.Options{Sessions: true})
+	if err := g.SetTable(tbl); err != nil {
+		t.Fatal(err)
+	}
+	for _, era := range eras {
+		for _, tool := range []string{"steps", "go_steps", "go_steps_sessions"} {
+			t.Run(era+"/"+tool, func(t *testing.T) {
+				h := &heard{}
+				cs := connectWith(t, url+"/mcp", era, h.options(nil))
+				res := callWithProgress(t, cs, era, tool, map[string]any{"steps": 5})
+				if res.IsError || text(res) != "done" {
+					t.Fatalf("result %+v", res)
+				}
+				progress, logs := h.await(t, 5, 5)
+				if len(progress) != 5 || len(logs) != 5 {
+					t.Fatalf("heard %d progress and %d logs, want 5 of each", len(progress), len(logs))
+				}
+				for i, p := range progress {
+					if p.ProgressToken != "client-token-7" || p.Progress != float64(i+1) || p.Total != 5 || p.Message != fmt.Sprintf("step %d of 5", i+1) {
+						t.Errorf("progress %d: %+v", i, p)
+					}
+				}
+				for i, l := range logs {
+					if l.Level != "info" || l.Data != fmt.Sprintf("step %d", i+1) {
+						t.Errorf("log %d: %+v", i, l)
+					}
+				}
+			})
+		}
+	}
+}
