@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolplane/toolplane/internal/gateway"
 	"github.com/toolplane/toolplane/toolkit"
@@ -206,4 +208,144 @@ func TestProgressAndLogsAreRelayed(t *testing.T) {
 			})
 		}
 	}
+}
+
+// floodServer is an MCP server whose tool "flood" sends n progress
+// notifications, each with a message of size bytes, as fast as it can, and
+// notes when its call ended.
+func floodServer(ended chan<- error) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "flood"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "flood"}, func(ctx context.Context, req *mcp.CallToolRequest, in struct {
+		N    int `json:"n"`
+		Size int `json:"size"`
+	}) (*mcp.CallToolResult, any, error) {
+		token := req.Params.GetProgressToken()
+		msg := strings.Repeat("x", in.Size)
+		var err error
+		for i := 1; i <= in.N && err == nil; i++ {
+			err = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: float64(i), Message: msg})
+		}
+		if ended != nil {
+			ended <- err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "flooded"}}}, nil, nil
+	})
+	return s
+}
+
+// TestRelayIsBounded: what a backend sends during a call is bounded in
+// number and in size, and a client that stops reading does not hold the
+// call or the gateway: each bound drops what is past it, and the call ends.
+func TestRelayIsBounded(t *testing.T) {
+	ended := make(chan error, 4)
+	r := new(routes)
+	r.set("flood.apps.svc.cluster.local:8080", mcpBackend(t, floodServer(ended), true))
+	tbl := table(mcpTableTools("apps", "flood", "/mcp", "flood"))
+	reg := prometheus.NewRegistry()
+	g, url := newGateway(t, r, gateway.Options{MaxNotificationsPerCall: 50, MaxNotificationBytes: 1024, Registerer: reg,
+		MaxResultBytes: 64 << 20, MaxResultMemory: 64 << 20, WriteTimeout: 500 * time.Millisecond})
+	if err := g.SetTable(tbl); err != nil {
+		t.Fatal(err)
+	}
+	dropped := func(outcome string) float64 {
+		return counterValue(t, reg, "toolplane_gateway_notifications_total", map[string]string{"kind": "progress", "outcome": outcome})
+	}
+
+	t.Run("a backend that floods", func(t *testing.T) {
+		h := &heard{}
+		cs := connectWith(t, url+"/mcp", eras[0], h.options(nil))
+		res := callWithProgress(t, cs, eras[0], "flood", map[string]any{"n": 5000, "size": 10})
+		if res.IsError || text(res) != "flooded" {
+			t.Fatalf("result %+v", res)
+		}
+		<-ended
+		progress, _ := h.settled(t)
+		if len(progress) != 50 {
+			t.Errorf("the client heard %d progress notifications, want the bound of 50", len(progress))
+		}
+		if n := dropped("dropped_count"); n != 5000-50 {
+			t.Errorf("dropped_count = %v, want %d", n, 5000-50)
+		}
+	})
+
+	t.Run("a huge notification", func(t *testing.T) {
+		h := &heard{}
+		cs := connectWith(t, url+"/mcp", eras[0], h.options(nil))
+		res := callWithProgress(t, cs, eras[0], "flood", map[string]any{"n": 3, "size": 1025})
+		if res.IsError || text(res) != "flooded" {
+			t.Fatalf("result %+v", res)
+		}
+		<-ended
+		if progress, _ := h.settled(t); len(progress) != 0 {
+			t.Errorf("the client heard %d notifications over the size bound", len(progress))
+		}
+		if n := dropped("dropped_size"); n != 3 {
+			t.Errorf("dropped_size = %v, want 3", n)
+		}
+		res = callWithProgress(t, cs, eras[0], "flood", map[string]any{"n": 3, "size": 1024})
+		<-ended
+		if progress, _ := h.await(t, 3, 0); len(progress) != 3 || res.IsError {
+			t.Errorf("the client heard %d notifications at the size bound, want 3", len(progress))
+		}
+	})
+
+	t.Run("a client that stops reading", func(t *testing.T) {
+		// A raw client that sends the call and never reads its stream: the
+		// gateway's writes of 1 KiB notifications fill the connection's
+		// buffers, the next one fails at the write timeout, the connection
+		// is closed and the call with it: the backend's call ends (its
+		// sends fail once the gateway has cancelled it).
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"flood","arguments":{"n":40000,"size":1000},` +
+			`"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}}}}`
+		g2, url2 := newGateway(t, r, gateway.Options{MaxNotificationsPerCall: 1_000_000, MaxNotificationBytes: 4096, Registerer: prometheus.NewRegistry(),
+			MaxResultBytes: 256 << 20, MaxResultMemory: 256 << 20, WriteTimeout: 300 * time.Millisecond})
+		if err := g2.SetTable(tbl); err != nil {
+			t.Fatal(err)
+		}
+		conn, err := net.Dial("tcp", strings.TrimPrefix(url2, "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n"+
+			"Mcp-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: flood\r\nContent-Length: %d\r\n\r\n%s",
+			strings.TrimPrefix(url2, "http://"), len(body), body)
+		select {
+		case err := <-ended:
+			t.Logf("the backend's call ended: %v", err)
+		case <-time.After(60 * time.Second):
+			t.Fatal("the backend's call did not end while the client did not read")
+		}
+		// The gateway is free for the next call.
+		cs := connectWith(t, url2+"/mcp", eras[0], nil)
+		if res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "flood", Arguments: map[string]any{"n": 1, "size": 1}}); err != nil || res.IsError {
+			t.Fatalf("the next call: %v %s", err, text(res))
+		}
+		<-ended
+	})
+}
+
+// counterValue is the value of the counter of name with labels in reg.
+func counterValue(t *testing.T, reg *prometheus.Registry, name string, labels map[string]string) float64 {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != name {
+			continue
+		}
+	metric:
+		for _, m := range mf.GetMetric() {
+			for _, lp := range m.GetLabel() {
+				if v, ok := labels[lp.GetName()]; ok && v != lp.GetValue() {
+					continue metric
+				}
+			}
+			return m.GetCounter().GetValue()
+		}
+	}
+	return 0
 }
