@@ -58,11 +58,12 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 	// (relay.go): over MCP, for a toolkit workload too.
 	rl := g.newRelay(ctx)
 	ctx = withRelay(ctx, rl)
-	if tool.IsMCP() {
-		res, outcome, detail = g.mcpRoundTrip(ctx, s.routes[i], tool.SourceName, args, header, out)
-	} else if u := rl.toolkitRoute(s, tool); u != "" {
-		res, outcome, detail = g.mcpRoundTrip(ctx, u, tool.SourceName, args, header, out)
-	} else {
+	switch route := rl.mcpRoute(s, i); {
+	case route != "" && rl.parks():
+		res, outcome, detail = g.parkable(ctx, c, route, tool.SourceName, args, header, out)
+	case route != "":
+		res, outcome, detail = g.mcpRoundTrip(ctx, route, tool.SourceName, args, header, out)
+	default:
 		res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header, out)
 	}
 	elapsed := time.Since(start)

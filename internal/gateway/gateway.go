@@ -74,8 +74,10 @@ type Gateway struct {
 	accessFlight  singleflight.Group
 	questionSlots chan struct{}
 
-	// logLevels are the 2025 sessions' logging levels (relay.go).
+	// logLevels are the 2025 sessions' logging levels (relay.go), and
+	// parked the calls that wait for their clients' input (relay_park.go).
 	logLevels logLevels
+	parked    parked
 
 	closeOnce sync.Once
 }
@@ -185,6 +187,7 @@ func (g *Gateway) Close() error {
 		for ss := range g.server.Sessions() {
 			_ = ss.Close()
 		}
+		g.cancelParked()
 		g.client.CloseIdleConnections()
 	})
 	return nil

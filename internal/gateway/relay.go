@@ -12,7 +12,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/toolkit/discovery"
-	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // The relay carries what a backend says while one tools/call runs to the
@@ -88,6 +87,9 @@ type relay struct {
 	// refused says why a backend's request could not reach the client: the
 	// call then ends with an isError result that says so.
 	refused string
+	// park is the call's parked form, for a 2026-07-28 client that can
+	// answer a 2025 backend's questions (relay_park.go).
+	park *parkedCall
 }
 
 // newRelay returns the relay of the call whose context ctx is, or nil when
@@ -134,9 +136,14 @@ func relayFrom(ctx context.Context) *relay {
 	return r
 }
 
-// toolkitRoute is the MCP endpoint to call a toolkit workload's tool at
-// when r relays anything, or "" to call its invoke endpoint.
-func (r *relay) toolkitRoute(s *snapshot, tool *spec.TableTool) string {
+// mcpRoute is the MCP endpoint to call tool i of s at: an MCP server's,
+// and a toolkit workload's when r relays anything; "" to call a toolkit
+// workload's invoke endpoint.
+func (r *relay) mcpRoute(s *snapshot, i int) string {
+	tool := &s.table.Tools[i]
+	if tool.IsMCP() {
+		return s.routes[i]
+	}
 	if r == nil {
 		return ""
 	}
@@ -149,6 +156,11 @@ func (r *relay) toolkitRoute(s *snapshot, tool *spec.TableTool) string {
 
 // attach sets what c receives from the backend to what r relays.
 func (r *relay) attach(c *discovery.MCPCaller) {
+	// A 2026-07-28 backend's input_required is answered by the SDK's
+	// client only where the relay can ask a 2025 client; otherwise it
+	// comes back as it is: to pass on to a 2026-07-28 client, or for
+	// settle to refuse clearly.
+	c.KeepInputRequests = r == nil || r.modern || (!r.elicit && !r.sample)
 	if r == nil {
 		return
 	}
@@ -164,9 +176,6 @@ func (r *relay) attach(c *discovery.MCPCaller) {
 	if r.sample {
 		c.Sample = r.sampleFromBackend
 	}
-	// A 2026-07-28 client answers a 2026-07-28 backend's input_required
-	// itself, and retries through the gateway.
-	c.KeepInputRequests = r.modern
 }
 
 // take counts one notification against the call's bounds, and reports
@@ -191,7 +200,15 @@ func (r *relay) take(kind string, size int) bool {
 	return true
 }
 
-// sent notes the outcome of a write to the client.
+// target is the client's request that r writes to now, with its context
+// and progress token.
+func (r *relay) target() (*mcp.CallToolRequest, context.Context, any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.req, r.ctx, r.token
+}
+
+// wrote notes the outcome of a write to the client.
 func (r *relay) wrote(err error) {
 	if err != nil {
 		r.mu.Lock()
@@ -216,8 +233,9 @@ func (r *relay) progressFromBackend(_ context.Context, p *mcp.ProgressNotificati
 	if !r.take("progress", len(p.Message)) {
 		return
 	}
-	r.wrote(r.req.Session.NotifyProgress(r.ctx, &mcp.ProgressNotificationParams{
-		ProgressToken: r.token, Progress: p.Progress, Total: p.Total, Message: p.Message,
+	req, ctx, token := r.target()
+	r.wrote(req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+		ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message,
 	}))
 }
 
@@ -231,8 +249,9 @@ func (r *relay) logFromBackend(_ context.Context, p *mcp.LoggingMessageParams) {
 	}
 	// The session's Log applies the client's level: _meta's in 2026-07-28,
 	// the session's in 2025.
+	req, ctx, _ := r.target()
 	//nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
-	r.wrote(r.req.Session.Log(r.ctx, &mcp.LoggingMessageParams{Level: p.Level, Logger: p.Logger, Data: json.RawMessage(data)}))
+	r.wrote(req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: p.Level, Logger: p.Logger, Data: json.RawMessage(data)}))
 }
 
 // errNotRelayed answers a backend's request that the gateway could not
@@ -252,7 +271,15 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 	if r.modern {
 		// Only a 2025 backend asks during the call (a 2026-07-28 one's
 		// input_required passes to the client as it is); a 2026-07-28
-		// client takes no request during a call.
+		// client takes no request during a call, and gets the question as
+		// input_required from the parked call.
+		if pc := r.parkOf(); pc != nil && r.take("elicitation", len(p.Message)) {
+			a, err := pc.ask(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return a.(*mcp.ElicitResult), nil
+		}
 		return nil, r.refuse("the tool asked for user input during the call (a 2025-era elicitation), which the gateway cannot yet pass to a 2026-07-28 client: connect with protocol 2025-11-25 to a gateway with sessions")
 	}
 	if !r.take("elicitation", len(p.Message)) {
@@ -260,9 +287,10 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 	}
 	// r.ctx routes the request to the client's stream; ctx ends with the
 	// backend's.
-	ctx, stop := joined(r.ctx, ctx)
+	req, rctx, _ := r.target()
+	ctx, stop := joined(rctx, ctx)
 	defer stop()
-	res, err := r.req.Session.Elicit(ctx, p)
+	res, err := req.Session.Elicit(ctx, p)
 	if err != nil {
 		return nil, r.refuse("the tool asked for user input, and the client did not answer: " + clip(err.Error(), 256))
 	}
@@ -271,15 +299,23 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 
 func (r *relay) sampleFromBackend(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	if r.modern {
+		if pc := r.parkOf(); pc != nil && r.take("sampling", 0) {
+			a, err := pc.ask(ctx, p)
+			if err != nil {
+				return nil, err
+			}
+			return a.(*mcp.CreateMessageResult), nil
+		}
 		return nil, r.refuse("the tool asked for sampling during the call (2025-era sampling/createMessage), which the gateway cannot yet pass to a 2026-07-28 client: connect with protocol 2025-11-25 to a gateway with sessions")
 	}
 	if !r.take("sampling", 0) {
 		return nil, r.refuse("the tool asked for sampling past the gateway's bounds")
 	}
-	//nolint:staticcheck // sampling is deprecated in 2026-07-28, and still served
-	ctx, stop := joined(r.ctx, ctx)
+	req, rctx, _ := r.target()
+	ctx, stop := joined(rctx, ctx)
 	defer stop()
-	res, err := r.req.Session.CreateMessage(ctx, p)
+	//nolint:staticcheck // sampling is deprecated in 2026-07-28, and still served
+	res, err := req.Session.CreateMessage(ctx, p)
 	if err != nil {
 		return nil, r.refuse("the tool asked for sampling, and the client did not answer: " + clip(err.Error(), 256))
 	}
@@ -310,11 +346,11 @@ func (r *relay) settle(res *mcp.CallToolResult) *mcp.CallToolResult {
 		switch ir.(type) {
 		case *mcp.ElicitParams:
 			if !elicit {
-				return errorResult("the tool asks for user input (elicitation), and the client did not declare the elicitation capability")
+				return errorResult("The tool asks the user for input (elicitation), and your client did not declare the elicitation capability (or, in the 2025 era, has no session at the gateway), so the gateway cannot pass the question on.")
 			}
 		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
 			if !sample {
-				return errorResult("the tool asks for sampling, and the client did not declare the sampling capability")
+				return errorResult("The tool asks for sampling, and your client did not declare the sampling capability (or, in the 2025 era, has no session at the gateway), so the gateway cannot pass the request on.")
 			}
 		default:
 			return errorResult(fmt.Sprintf("the tool asks for input of a kind the gateway does not pass on (%T)", ir))

@@ -185,3 +185,19 @@ func TestModernProtocolDetails(t *testing.T) {
 		}
 	})
 }
+
+// postCall posts a 2026-07-28 tools/call of name with body.
+func postCall(t *testing.T, url, name, body string) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(bounded(t), http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", name)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
