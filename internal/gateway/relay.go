@@ -273,7 +273,7 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 		// input_required passes to the client as it is); a 2026-07-28
 		// client takes no request during a call, and gets the question as
 		// input_required from the parked call.
-		if pc := r.parkOf(); pc != nil && r.take("elicitation", len(p.Message)) {
+		if pc := r.parkOf(); pc != nil && r.take("elicitation", askSize(p)) {
 			a, err := pc.ask(ctx, p)
 			if err != nil {
 				return nil, err
@@ -282,7 +282,7 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 		}
 		return nil, r.refuse("the tool asked for user input during the call (a 2025-era elicitation), which the gateway cannot yet pass to a 2026-07-28 client: connect with protocol 2025-11-25 to a gateway with sessions")
 	}
-	if !r.take("elicitation", len(p.Message)) {
+	if !r.take("elicitation", askSize(p)) {
 		return nil, r.refuse("the tool asked for user input past the gateway's bounds")
 	}
 	// r.ctx routes the request to the client's stream; ctx ends with the
@@ -299,7 +299,7 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 
 func (r *relay) sampleFromBackend(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
 	if r.modern {
-		if pc := r.parkOf(); pc != nil && r.take("sampling", 0) {
+		if pc := r.parkOf(); pc != nil && r.take("sampling", askSize(p)) {
 			a, err := pc.ask(ctx, p)
 			if err != nil {
 				return nil, err
@@ -308,7 +308,7 @@ func (r *relay) sampleFromBackend(ctx context.Context, p *mcp.CreateMessageParam
 		}
 		return nil, r.refuse("the tool asked for sampling during the call (2025-era sampling/createMessage), which the gateway cannot yet pass to a 2026-07-28 client: connect with protocol 2025-11-25 to a gateway with sessions")
 	}
-	if !r.take("sampling", 0) {
+	if !r.take("sampling", askSize(p)) {
 		return nil, r.refuse("the tool asked for sampling past the gateway's bounds")
 	}
 	req, rctx, _ := r.target()
@@ -487,4 +487,13 @@ func joined(values, ctx context.Context) (context.Context, context.CancelFunc) {
 	out, cancel := context.WithCancel(values)
 	stop := context.AfterFunc(ctx, cancel)
 	return out, func() { stop(); cancel() }
+}
+
+// askSize is the size of a backend's question, for the relay's bound.
+func askSize(p any) int {
+	b, err := json.Marshal(p)
+	if err != nil {
+		return int(^uint(0) >> 1)
+	}
+	return len(b)
 }

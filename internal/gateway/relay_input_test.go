@@ -161,3 +161,40 @@ func TestParkedCallsAreBounded(t *testing.T) {
 		t.Errorf("the answered call: %v", res)
 	}
 }
+
+// TestSamplingIsBridgedAcrossEras: a 2025 backend's sampling/createMessage
+// reaches a client of either era that can sample (a 2026-07-28 one as
+// input_required, answered and retried), and the answer the backend.
+func TestSamplingIsBridgedAcrossEras(t *testing.T) {
+	r := new(routes)
+	r.set("reference.conformance.svc.cluster.local:8080", mcpBackend(t, referenceServer(), false))
+	g, url := newGateway(t, r, gateway.Options{Sessions: true})
+	if err := g.SetTable(table(mcpTableTools("conformance", "reference", "/mcp", "test_sampling"))); err != nil {
+		t.Fatal(err)
+	}
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			var prompt atomic.Value
+			cs := connectWith(t, url+"/mcp", era, &mcp.ClientOptions{
+				CreateMessageHandler: func(_ context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+					if len(req.Params.Messages) == 1 {
+						if tc, ok := req.Params.Messages[0].Content.(*mcp.TextContent); ok {
+							prompt.Store(tc.Text)
+						}
+					}
+					return &mcp.CreateMessageResult{Role: "assistant", Model: "m", Content: &mcp.TextContent{Text: "forty-two"}}, nil
+				},
+			})
+			res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "test_sampling", Arguments: map[string]any{"prompt": "the answer?"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.IsError || text(res) != "LLM response: forty-two" {
+				t.Errorf("result %q (isError %v)", text(res), res.IsError)
+			}
+			if prompt.Load() != "the answer?" {
+				t.Errorf("the client was asked %v", prompt.Load())
+			}
+		})
+	}
+}

@@ -182,6 +182,25 @@ func TestProgressAndLogsAreRelayed(t *testing.T) {
 	if err := g.SetTable(tbl); err != nil {
 		t.Fatal(err)
 	}
+	// A 2025 client of a stateless gateway gets progress too (on the
+	// call's stream), and no logs: it has nowhere to keep a level.
+	gs, stateless := newGateway(t, r, gateway.Options{})
+	if err := gs.SetTable(tbl); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("2025-11-25/stateless", func(t *testing.T) {
+		h := &heard{}
+		cs := connectWith(t, stateless+"/mcp", "2025-11-25", h.options(nil))
+		params := &mcp.CallToolParams{Name: "steps", Arguments: map[string]any{"steps": 3}}
+		params.SetProgressToken(7)
+		if res, err := cs.CallTool(bounded(t), params); err != nil || res.IsError {
+			t.Fatalf("%v %+v", err, res)
+		}
+		progress, _ := h.await(t, 3, 0)
+		if len(progress) != 3 || progress[2].ProgressToken != float64(7) {
+			t.Errorf("progress %+v", progress)
+		}
+	})
 	for _, era := range eras {
 		for _, tool := range []string{"steps", "go_steps", "go_steps_sessions"} {
 			t.Run(era+"/"+tool, func(t *testing.T) {
