@@ -1,3 +1,4 @@
+//nolint:staticcheck // MCP's logging and sampling are deprecated in 2026-07-28 and still served: relaying them is the point here.
 package main
 
 import (
@@ -101,7 +102,7 @@ func TestBuildReportProgressThroughTheGateway(t *testing.T) {
 			params.SetProgressToken("report-1")
 			if era >= "2026-07-28" {
 				params.Meta[mcp.MetaKeyLogLevel] = "info"
-			} else if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil { //nolint:staticcheck // still served
+			} else if err := cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 				t.Fatal(err)
 			}
 			res, err := cs.CallTool(ctx, params)

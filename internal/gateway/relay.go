@@ -1,3 +1,4 @@
+//nolint:staticcheck // MCP's logging and sampling are deprecated in 2026-07-28 and still served: relaying them is the point here.
 package gateway
 
 import (
@@ -74,10 +75,10 @@ type relay struct {
 	// request's stream.
 	ctx context.Context
 
-	token          any              // the client's progress token; nil: none
-	logLevel       mcp.LoggingLevel //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
-	elicit, sample bool             // the client can answer these
-	modern         bool             // the client speaks 2026-07-28
+	token          any // the client's progress token; nil: none
+	logLevel       mcp.LoggingLevel
+	elicit, sample bool // the client can answer these
+	modern         bool // the client speaks 2026-07-28
 
 	mu       sync.Mutex
 	sent     int
@@ -105,7 +106,7 @@ func (g *Gateway) newRelay(ctx context.Context) *relay {
 	session := req.Session.ID() != ""
 	if r.modern {
 		if l, ok := req.Params.Meta[mcp.MetaKeyLogLevel].(string); ok && validLevel(l) {
-			r.logLevel = mcp.LoggingLevel(l) //nolint:staticcheck // as above
+			r.logLevel = mcp.LoggingLevel(l)
 		}
 	} else if session {
 		r.logLevel = g.logLevelOf(req.Session)
@@ -250,7 +251,6 @@ func (r *relay) logFromBackend(_ context.Context, p *mcp.LoggingMessageParams) {
 	// The session's Log applies the client's level: _meta's in 2026-07-28,
 	// the session's in 2025.
 	req, ctx, _ := r.target()
-	//nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
 	r.wrote(req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: p.Level, Logger: p.Logger, Data: json.RawMessage(data)}))
 }
 
@@ -314,7 +314,6 @@ func (r *relay) sampleFromBackend(ctx context.Context, p *mcp.CreateMessageParam
 	req, rctx, _ := r.target()
 	ctx, stop := joined(rctx, ctx)
 	defer stop()
-	//nolint:staticcheck // sampling is deprecated in 2026-07-28, and still served
 	res, err := req.Session.CreateMessage(ctx, p)
 	if err != nil {
 		return nil, r.refuse("the tool asked for sampling, and the client did not answer: " + clip(err.Error(), 256))
@@ -475,10 +474,9 @@ func (g *Gateway) noteLogLevel(req *mcp.ServerRequest[*mcp.SetLoggingLevelParams
 	}
 }
 
-//nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
 func (g *Gateway) logLevelOf(ss *mcp.ServerSession) mcp.LoggingLevel {
 	l, _ := g.logLevels.m.Load(ss)
-	level, _ := l.(mcp.LoggingLevel) //nolint:staticcheck // as above
+	level, _ := l.(mcp.LoggingLevel)
 	return level
 }
 

@@ -1,3 +1,4 @@
+//nolint:staticcheck // MCP's logging and sampling are deprecated in 2026-07-28 and still served: relaying them is the point here.
 package gateway_test
 
 import (
@@ -122,7 +123,7 @@ func callWithProgress(t *testing.T, cs *mcp.ClientSession, era, name string, arg
 	params.SetProgressToken("client-token-7")
 	if era >= "2026-07-28" {
 		params.Meta[mcp.MetaKeyLogLevel] = "info"
-	} else if err := cs.SetLoggingLevel(bounded(t), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil { //nolint:staticcheck // still served
+	} else if err := cs.SetLoggingLevel(bounded(t), &mcp.SetLoggingLevelParams{Level: "info"}); err != nil {
 		t.Fatal(err)
 	}
 	res, err := cs.CallTool(bounded(t), params)
@@ -152,7 +153,6 @@ func goStepsServer() *mcp.Server {
 	}) (*mcp.CallToolResult, any, error) {
 		token := req.Params.GetProgressToken()
 		for i := 1; i <= in.Steps; i++ {
-			//nolint:staticcheck // still served
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "go_steps", Data: fmt.Sprintf("step %d", i)})
 			if token != nil {
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token,
@@ -266,6 +266,12 @@ func TestRelayIsBounded(t *testing.T) {
 	if err := g.SetTable(tbl); err != nil {
 		t.Fatal(err)
 	}
+	backendEnded := func() {
+		t.Helper()
+		if err := <-ended; err != nil {
+			t.Errorf("the backend's call: %v", err)
+		}
+	}
 	dropped := func(outcome string) float64 {
 		return counterValue(t, reg, "toolplane_gateway_notifications_total", map[string]string{"kind": "progress", "outcome": outcome})
 	}
@@ -277,7 +283,7 @@ func TestRelayIsBounded(t *testing.T) {
 		if res.IsError || text(res) != "flooded" {
 			t.Fatalf("result %+v", res)
 		}
-		<-ended
+		backendEnded()
 		progress, _ := h.settled(t)
 		if len(progress) != 50 {
 			t.Errorf("the client heard %d progress notifications, want the bound of 50", len(progress))
@@ -294,7 +300,7 @@ func TestRelayIsBounded(t *testing.T) {
 		if res.IsError || text(res) != "flooded" {
 			t.Fatalf("result %+v", res)
 		}
-		<-ended
+		backendEnded()
 		if progress, _ := h.settled(t); len(progress) != 0 {
 			t.Errorf("the client heard %d notifications over the size bound", len(progress))
 		}
@@ -302,7 +308,7 @@ func TestRelayIsBounded(t *testing.T) {
 			t.Errorf("dropped_size = %v, want 3", n)
 		}
 		res = callWithProgress(t, cs, eras[0], "flood", map[string]any{"n": 3, "size": 1024})
-		<-ended
+		backendEnded()
 		if progress, _ := h.await(t, 3, 0); len(progress) != 3 || res.IsError {
 			t.Errorf("the client heard %d notifications at the size bound, want 3", len(progress))
 		}
@@ -341,7 +347,7 @@ func TestRelayIsBounded(t *testing.T) {
 		if res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "flood", Arguments: map[string]any{"n": 1, "size": 1}}); err != nil || res.IsError {
 			t.Fatalf("the next call: %v %s", err, text(res))
 		}
-		<-ended
+		backendEnded()
 	})
 }
 

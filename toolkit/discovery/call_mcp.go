@@ -72,8 +72,8 @@ type MCPCaller struct {
 	// (logging/setLevel for a 2025 server, the request's _meta for a
 	// 2026-07-28 one) and receives each notifications/message of the call,
 	// in the order sent, before Call returns.
-	Log      func(context.Context, *mcp.LoggingMessageParams)
-	LogLevel mcp.LoggingLevel
+	Log      func(context.Context, *mcp.LoggingMessageParams) //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
+	LogLevel mcp.LoggingLevel                                 //nolint:staticcheck // as above
 	// Elicit and Sample, if set, declare the elicitation and sampling
 	// capabilities and answer the server's requests for them: a 2025
 	// server's, sent during the call, and the input requests of a
@@ -81,7 +81,7 @@ type MCPCaller struct {
 	// retried with the answers (up to the SDK's bound of rounds), unless
 	// KeepInputRequests.
 	Elicit func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error)
-	Sample func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error)
+	Sample func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) //nolint:staticcheck // sampling is deprecated in 2026-07-28, and still served
 	// KeepInputRequests returns a 2026-07-28 server's input_required result
 	// as it is, for a caller that passes it on to a client of that era.
 	KeepInputRequests bool

@@ -1,3 +1,4 @@
+//nolint:staticcheck // MCP's logging and sampling are deprecated in 2026-07-28 and still served: relaying them is the point here.
 package discovery
 
 import (
@@ -75,10 +76,10 @@ func (m *MCPCaller) prepare(ctx context.Context, cs *mcp.ClientSession, p *mcp.C
 	if m.Log != nil && m.LogLevel != "" {
 		if ir := cs.InitializeResult(); ir != nil && ir.ProtocolVersion >= modernProtocol {
 			meta[mcp.MetaKeyLogLevel] = m.LogLevel
-		} else if ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil { //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served by 2025 servers
+		} else if ir != nil && ir.Capabilities != nil && ir.Capabilities.Logging != nil {
 			// A server that refuses the level sends no logs; the call
 			// goes on without them.
-			_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: m.LogLevel}) //nolint:staticcheck // as above
+			_ = cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: m.LogLevel})
 		}
 	}
 	p.Meta = nil

@@ -1,3 +1,4 @@
+//nolint:staticcheck // MCP's logging and sampling are deprecated in 2026-07-28 and still served: relaying them is the point here.
 package discovery_test
 
 import (
@@ -36,9 +37,8 @@ func chattyServer(t *testing.T, stateless bool) string {
 			name = fmt.Sprint(res.Content["name"])
 		}
 		for i := 1; i <= 3; i++ {
-			//nolint:staticcheck // still served
 			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Data: fmt.Sprintf("log %d", i)})
-			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "below the level"}) //nolint:staticcheck // still served
+			_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "debug", Data: "below the level"})
 			if tok := req.Params.GetProgressToken(); tok != nil {
 				_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3})
 			}
