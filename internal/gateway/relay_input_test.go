@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -197,5 +198,42 @@ func TestSamplingIsBridgedAcrossEras(t *testing.T) {
 				t.Errorf("the client was asked %v", prompt.Load())
 			}
 		})
+	}
+}
+
+// TestAParkedCallEndsWhenItsClientDoesNotAnswer: a 2025 backend's call
+// that waits for a 2026-07-28 client's answer ends at the park timeout,
+// giving back its call slot, and a late retry is told so.
+func TestAParkedCallEndsWhenItsClientDoesNotAnswer(t *testing.T) {
+	defer gateway.SetParkTimeout(300 * time.Millisecond)()
+	r := new(routes)
+	r.set("ask25.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2025(), false))
+	r.set("gosteps.apps.svc.cluster.local:8080", mcpBackend(t, goStepsServer(), true))
+	// One call slot, which the parked call holds.
+	g, url := newGateway(t, r, gateway.Options{MaxConcurrentCalls: 1, CallTimeout: 2 * time.Second})
+	if err := g.SetTable(table(mcpTableTools("apps", "ask25", "/mcp", "ask_2025"), mcpTableTools("apps", "gosteps", "/mcp", "go_steps"))); err != nil {
+		t.Fatal(err)
+	}
+	const meta = `"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+		`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+	res, _ := replyOf(t, postCall(t, url+"/mcp", "ask_2025", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"ask_2025",`+meta+`}}`))["result"].(map[string]any)
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" {
+		t.Fatalf("first answer %v", res)
+	}
+	cs := connect(t, url+"/mcp", eras[0], nil, nil)
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "go_steps", Arguments: map[string]any{"steps": 1}})
+		if err == nil && !res.IsError {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the parked call still holds the only call slot: %v %s", err, text(res))
+		}
+	}
+	res, _ = replyOf(t, postCall(t, url+"/mcp", "ask_2025", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"ask_2025",`+
+		`"requestState":"`+state+`","inputResponses":{"toolplane":{"action":"accept","content":{"color":"red"}}},`+meta+`}}`))["result"].(map[string]any)
+	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "waited longer than") {
+		t.Errorf("a late retry: %v", res)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -35,14 +36,16 @@ const (
 	parkPrefix = "toolplane-parked."
 	// parkAskID is the id of a parked call's input request.
 	parkAskID = "toolplane"
-	// parkTimeout bounds the wait for a client's answer.
-	parkTimeout = 2 * time.Minute
 	// maxParked and maxParkedPerCaller bound the calls waiting for their
 	// clients' answers; each holds a call slot, a connection to its
 	// backend and a goroutine.
 	maxParked          = 64
 	maxParkedPerCaller = 8
 )
+
+// parkTimeout bounds the wait for a client's answer (a variable for the
+// tests).
+var parkTimeout = 2 * time.Minute
 
 // outcomeInputRequired counts a call answered with input_required.
 const outcomeInputRequired = "input_required"
@@ -62,6 +65,9 @@ type parkedCall struct {
 	events          chan parkEvent
 	answers         chan mcp.InputResponse
 	cancel          context.CancelFunc
+	// done ends with the backend's call: the SDK's context for the
+	// backend's question does not.
+	done <-chan struct{}
 
 	asked mcp.InputRequest // what the client is asked now
 	timer *time.Timer
@@ -95,7 +101,7 @@ func (g *Gateway) parkable(ctx context.Context, c *Caller, route, name string, a
 	// keeps the request's values and not its end; the request's waiting
 	// (wait) or the park's timeout cancel it.
 	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	pc.cancel = cancel
+	pc.cancel, pc.done = cancel, bctx.Done()
 	rl.setPark(pc)
 	go func() {
 		res, outcome, detail := g.mcpRoundTrip(bctx, route, name, args, header, out)
@@ -227,6 +233,9 @@ func inputRequired(ask mcp.InputRequest, state string) *mcp.CallToolResult {
 	return &r
 }
 
+// errParkEnded answers a backend's question whose call ended first.
+var errParkEnded = errors.New("the call waiting for the client's answer ended")
+
 // ask puts the backend's question to the client through the request that
 // waits, and returns the client's answer, within ctx (the backend's).
 func (pc *parkedCall) ask(ctx context.Context, q mcp.InputRequest) (mcp.InputResponse, error) {
@@ -234,12 +243,16 @@ func (pc *parkedCall) ask(ctx context.Context, q mcp.InputRequest) (mcp.InputRes
 	case pc.events <- parkEvent{ask: q}:
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-pc.done:
+		return nil, errParkEnded
 	}
 	select {
 	case a := <-pc.answers:
 		return a, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
+	case <-pc.done:
+		return nil, errParkEnded
 	}
 }
 
