@@ -135,7 +135,7 @@ func callWithProgress(t *testing.T, cs *mcp.ClientSession, era, name string, arg
 
 // mcpBackend serves s over Streamable HTTP on loopback, stateless or with
 // sessions.
-func mcpBackend(t *testing.T, s *mcp.Server, stateless bool) string {
+func mcpBackend(t testing.TB, s *mcp.Server, stateless bool) string {
 	t.Helper()
 	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
 		&mcp.StreamableHTTPOptions{Stateless: stateless, DisableLocalhostProtection: true}))
