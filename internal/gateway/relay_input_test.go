@@ -237,3 +237,24 @@ func TestAParkedCallEndsWhenItsClientDoesNotAnswer(t *testing.T) {
 		t.Errorf("a late retry: %v", res)
 	}
 }
+
+// TestSearchCallToolIsBridged: call_tool of /mcp/search relays as a call
+// by name does: a 2026-07-28 client answers a 2025 backend's question
+// through it.
+func TestSearchCallToolIsBridged(t *testing.T) {
+	r := new(routes)
+	r.set("ask25.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2025(), false))
+	g, url := newGateway(t, r, gateway.Options{})
+	if err := g.SetTable(table(mcpTableTools("apps", "ask25", "/mcp", "ask_2025"))); err != nil {
+		t.Fatal(err)
+	}
+	cs := connectWith(t, url+"/mcp/search", "2026-07-28", &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"color": "ochre"}}, nil
+		},
+	})
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "call_tool", Arguments: map[string]any{"name": "ask_2025", "arguments": map[string]any{}}})
+	if err != nil || res.IsError || text(res) != "accept ochre" {
+		t.Fatalf("%v %q", err, text(res))
+	}
+}
