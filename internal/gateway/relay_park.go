@@ -71,6 +71,9 @@ type parkedCall struct {
 
 	asked mcp.InputRequest // what the client is asked now
 	timer *time.Timer
+	// asking lets one question at a time reach the client, so that an
+	// answer goes to the question it answers.
+	asking sync.Mutex
 }
 
 // parked holds the calls that wait for their clients.
@@ -239,6 +242,8 @@ var errParkEnded = errors.New("the call waiting for the client's answer ended")
 // ask puts the backend's question to the client through the request that
 // waits, and returns the client's answer, within ctx (the backend's).
 func (pc *parkedCall) ask(ctx context.Context, q mcp.InputRequest) (mcp.InputResponse, error) {
+	pc.asking.Lock()
+	defer pc.asking.Unlock()
 	select {
 	case pc.events <- parkEvent{ask: q}:
 	case <-ctx.Done():
