@@ -93,3 +93,35 @@ func TestMCPCallerRelays(t *testing.T) {
 		})
 	}
 }
+
+// A caller that shows a long tool's progress asks for it with Progress: the
+// call carries a progress token of the caller's own, and every
+// notification of the call has been handled when Call returns.
+func ExampleMCPCaller_Progress() {
+	s := mcp.NewServer(&mcp.Implementation{Name: "reports"}, nil)
+	s.AddTool(&mcp.Tool{Name: "build", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		for i := 1; i <= 3; i++ {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: req.Params.GetProgressToken(), Progress: float64(i), Total: 3})
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "built"}}}, nil
+	})
+	srv := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer srv.Close()
+
+	c := discovery.MCPCaller{
+		Progress: func(_ context.Context, p *mcp.ProgressNotificationParams) {
+			fmt.Printf("%v of %v\n", p.Progress, p.Total)
+		},
+	}
+	res, err := c.Call(context.Background(), srv.URL, "build", nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(res.Content[0].(*mcp.TextContent).Text)
+	// Output:
+	// 1 of 3
+	// 2 of 3
+	// 3 of 3
+	// built
+}
