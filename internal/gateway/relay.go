@@ -138,14 +138,17 @@ func relayFrom(ctx context.Context) *relay {
 }
 
 // mcpRoute is the MCP endpoint to call tool i of s at: an MCP server's,
-// and a toolkit workload's when r relays anything; "" to call a toolkit
-// workload's invoke endpoint.
+// and a toolkit workload's when the client asked for progress or logs;
+// "" to call a toolkit workload's invoke endpoint. A client's elicitation
+// capability alone does not take a toolkit workload over MCP: the gateway
+// calls it in the 2026-07-28 era, in which a toolkit tool does not ask
+// (server.Elicit).
 func (r *relay) mcpRoute(s *snapshot, i int) string {
 	tool := &s.table.Tools[i]
 	if tool.IsMCP() {
 		return s.routes[i]
 	}
-	if r == nil {
+	if r == nil || (r.token == nil && r.logLevel == "") {
 		return ""
 	}
 	u, err := mcpRoute(tool, s.clusterDomain)
