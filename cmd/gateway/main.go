@@ -81,6 +81,8 @@ func main() {
 	flag.IntVar(&o.MaxStreams, "max-streams", gateway.DefaultMaxStreams, "The most notification streams (subscriptions/listen, a session's GET) open at once; more get 429.")
 	flag.IntVar(&o.MaxStreamsPerClient, "max-streams-per-client", gateway.DefaultMaxStreamsPerClient, "The most notification streams open at once from one client address, and for one authenticated caller.")
 	flag.DurationVar(&o.StreamLifetime, "stream-lifetime", gateway.DefaultStreamLifetime, "How long a notification stream lives; the client opens another.")
+	flag.IntVar(&o.MaxNotificationsPerCall, "max-notifications-per-call", gateway.DefaultMaxNotificationsPerCall, "The most progress and log notifications (and elicitation and sampling requests) a backend may send a client through the gateway during one call; later ones are dropped.")
+	flag.IntVar(&o.MaxNotificationBytes, "max-notification-bytes", gateway.DefaultMaxNotificationBytes, "The largest relayed notification text (a progress message; a log message's data); a larger one is dropped.")
 	flag.DurationVar(&o.SessionTimeout, "session-timeout", gateway.DefaultSessionTimeout, "With --sessions, how long a session lives without a request.")
 	flag.DurationVar(&o.SessionLifetime, "session-lifetime", gateway.DefaultSessionLifetime, "With --sessions, how long a session lives however busy; the client initializes again.")
 	flag.IntVar(&o.MaxSessions, "max-sessions", gateway.DefaultMaxSessions, "With --sessions, the most sessions held at once; more initialize requests get 429.")

@@ -61,9 +61,16 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 		ctx, span = g.startSpan(ctx, "call "+tool.Name, trace.SpanKindClient,
 			attrToolName.String(tool.Name), attrToolSet.String(tool.ToolSet.String()), attrServer.String(hostOf(s.routes[i])))
 		out := g.backendHeader(ctx, c, tool, header)
-		if tool.IsMCP() {
-			res, outcome, detail = g.mcpRoundTrip(ctx, s.routes[i], tool.SourceName, args, header, out)
-		} else {
+		// What the backend says while the call runs goes to the client
+		// (relay.go): over MCP, for a toolkit workload too.
+		rl := g.newRelay(ctx)
+		ctx = withRelay(ctx, rl)
+		switch route := rl.mcpRoute(s, i); {
+		case route != "" && rl.parks():
+			res, outcome, detail = g.parkable(ctx, c, route, tool.SourceName, args, header, out)
+		case route != "":
+			res, outcome, detail = g.mcpRoundTrip(ctx, route, tool.SourceName, args, header, out)
+		default:
 			res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header, out)
 		}
 		outcome, detail = be.refused(outcome, detail)
@@ -118,7 +125,7 @@ func (g *Gateway) backendHeader(ctx context.Context, _ *Caller, _ *spec.TableToo
 	// The gateway's span of the call parents the workload's; without one
 	// (no trace anywhere) the caller's header passes on as it came.
 	if !trace.SpanContextFromContext(ctx).IsValid() {
-		ctx = p.Extract(ctx, propagation.HeaderCarrier(header))
+		ctx = p.Extract(ctx, propagation.HeaderCarrier(traceHeader(ctx, header)))
 	}
 	p.Inject(ctx, propagation.HeaderCarrier(out))
 	// The ToolSet's own token (never the caller's), which route has
@@ -221,7 +228,15 @@ func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.
 	hc := *client
 	hc.Transport = mt
 	caller := discovery.MCPCaller{HTTPClient: &hc, Header: out, MaxResponseBytes: g.opts.MaxResultBytes}
-	res, err := caller.Call(ctx, url, name, args)
+	rl := relayFrom(ctx)
+	rl.attach(&caller)
+	res, err := caller.CallTool(ctx, url, callParams(ctx, name, args, out))
+	if why := rl.refusal(); why != "" {
+		return errorResult(why), outcomeToolError, ""
+	}
+	if err == nil {
+		res = rl.settle(res)
+	}
 	if err != nil && mt.wasSpent() {
 		g.metrics.refused.WithLabelValues(refusedResultMemory).Inc()
 		return nil, outcomeBusy, fmt.Sprintf("the gateway's budget of %d bytes for the results of calls in flight is spent; retry", g.opts.MaxResultMemory)

@@ -109,6 +109,13 @@
 // type included (structuredContent as decoded JSON, not byte for byte), and
 // the same timeout, bounds and concurrency apply.
 //
+// What a backend says while a call runs (progress, log messages,
+// elicitation and sampling requests) is relayed to the client that asked
+// for it, on the call's own stream and in the client's own protocol era:
+// see relay.go, and relay_park.go for a 2025 backend's question to a
+// 2026-07-28 client. A toolkit workload is called at its MCP endpoint for
+// such a call, and at its invoke endpoint otherwise.
+//
 // A workload that is down, hangs, or answers
 // with something that is not a result gives the client an isError result
 // that names the tool and its owner ToolSet. Only the caller's trace

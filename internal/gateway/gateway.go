@@ -92,6 +92,11 @@ type Gateway struct {
 	tableChanged chan struct{}
 	done         chan struct{}
 
+	// logLevels are the 2025 sessions' logging levels (relay.go), and
+	// parked the calls that wait for their clients' input (relay_park.go).
+	logLevels logLevels
+	parked    parked
+
 	closeOnce sync.Once
 }
 
@@ -149,8 +154,12 @@ func New(opts *Options) *Gateway {
 	g.server = mcp.NewServer(
 		&mcp.Implementation{Name: o.Name, Version: o.Version},
 		&mcp.ServerOptions{
-			Logger:       sdkLogger,
-			Capabilities: &mcp.ServerCapabilities{Tools: &mcp.ToolCapabilities{ListChanged: true}},
+			Logger: sdkLogger,
+			// Logging, since the relay passes backends' log messages on.
+			Capabilities: &mcp.ServerCapabilities{
+				Tools:   &mcp.ToolCapabilities{ListChanged: true},
+				Logging: &mcp.LoggingCapabilities{}, //nolint:staticcheck // deprecated in 2026-07-28, still served to 2025-era clients
+			},
 		},
 	)
 	// tools/list and tools/call are answered from the table here; the
@@ -229,6 +238,7 @@ func (g *Gateway) Close() error {
 		for ss := range g.server.Sessions() {
 			_ = ss.Close()
 		}
+		g.cancelParked()
 		g.client.CloseIdleConnections()
 		if g.backends != nil {
 			g.backends.closeIdle()

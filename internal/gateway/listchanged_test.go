@@ -12,29 +12,6 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
-// counterValue is the value of the counter name in reg whose labels
-// include label=value.
-func counterValue(t *testing.T, reg *prometheus.Registry, name, label, value string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, lp := range m.GetLabel() {
-				if lp.GetName() == label && lp.GetValue() == value {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	return 0
-}
-
 // changingTables gives the tables of workloads a and b with the
 // descriptions of a's tools (if a) and b's (if b) changed to version n.
 func changingTables(wa, wb *workload) func(n int, a, b bool) *spec.Table {
@@ -151,7 +128,7 @@ func TestListChangedReachesOnlyTheViewsItChanged(t *testing.T) {
 	connect(t, url+"/mcp/namespaces/b", "2025-11-25", sessionB, nil) // a session of the 2025 era
 	warmUp(t, g, tables, &n, inA, inB, inAll, sessionB)
 
-	skipped := counterValue(t, reg, "toolplane_gateway_list_changed_total", "result", "skipped")
+	skipped := counterValue(t, reg, "toolplane_gateway_list_changed_total", map[string]string{"result": "skipped"})
 	n++
 	if err := g.SetTable(tables(n, true, false)); err != nil { // a's tools only
 		t.Fatal(err)
@@ -173,7 +150,7 @@ func TestListChangedReachesOnlyTheViewsItChanged(t *testing.T) {
 		}
 	})
 	waitFor(t, "the listeners of ToolSet b/tools and of namespace b are skipped", func() bool {
-		return counterValue(t, reg, "toolplane_gateway_list_changed_total", "result", "skipped") >= skipped+2
+		return counterValue(t, reg, "toolplane_gateway_list_changed_total", map[string]string{"result": "skipped"}) >= skipped+2
 	})
 	for _, c := range []chan struct{}{inB, sessionB} {
 		select {
@@ -182,7 +159,7 @@ func TestListChangedReachesOnlyTheViewsItChanged(t *testing.T) {
 		default:
 		}
 	}
-	if got := counterValue(t, reg, "toolplane_gateway_list_changed_total", "result", "skipped"); got != skipped+2 {
+	if got := counterValue(t, reg, "toolplane_gateway_list_changed_total", map[string]string{"result": "skipped"}); got != skipped+2 {
 		t.Errorf("%v listeners skipped, want 2", got-skipped)
 	}
 
@@ -197,7 +174,7 @@ func TestListChangedReachesOnlyTheViewsItChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitFor(t, "every listener is skipped for a change no list shows", func() bool {
-		return counterValue(t, reg, "toolplane_gateway_list_changed_total", "result", "skipped") >= skipped+6
+		return counterValue(t, reg, "toolplane_gateway_list_changed_total", map[string]string{"result": "skipped"}) >= skipped+6
 	})
 }
 
@@ -219,7 +196,7 @@ func TestListChangedUnderAuthReachesOnlyThoseWhoMayCallAChangedTool(t *testing.T
 	connect(t, url+"/mcp", "2026-07-28", bob, &http.Client{Transport: headerTransport{"Authorization": "Bearer " + f.token("bob")}})
 	warmUp(t, g, tables, &n, alice, bob)
 
-	skipped := counterValue(t, reg, "toolplane_gateway_list_changed_total", "result", "skipped")
+	skipped := counterValue(t, reg, "toolplane_gateway_list_changed_total", map[string]string{"result": "skipped"})
 	n++
 	if err := g.SetTable(tables(n, true, false)); err != nil { // a's tools only
 		t.Fatal(err)
@@ -233,7 +210,7 @@ func TestListChangedUnderAuthReachesOnlyThoseWhoMayCallAChangedTool(t *testing.T
 		}
 	})
 	waitFor(t, "bob is skipped", func() bool {
-		return counterValue(t, reg, "toolplane_gateway_list_changed_total", "result", "skipped") >= skipped+1
+		return counterValue(t, reg, "toolplane_gateway_list_changed_total", map[string]string{"result": "skipped"}) >= skipped+1
 	})
 	select {
 	case <-bob:

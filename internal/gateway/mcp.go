@@ -28,9 +28,14 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		case *mcp.CallToolRequest:
 			ctx, end := g.serverSpan(ctx, r, "tools/call", r.Params.Name)
-			res, err := g.callTool(ctx, r)
+			res, err := g.callTool(withCallRequest(ctx, r), r)
+			if err == nil {
+				res = stampResult(r, res)
+			}
 			end(res, err)
 			return res, err
+		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]: //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
+			g.noteLogLevel(r)
 		}
 		return next(ctx, method, req)
 	}

@@ -110,8 +110,10 @@ func (g *Gateway) searchMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				}
 				routed := &mcp.CallToolRequest{
 					Session: r.Session,
-					Params:  &mcp.CallToolParamsRaw{Meta: r.Params.Meta, Name: name, Arguments: args},
-					Extra:   r.Extra,
+					// A retry's answers go with it (relay.go).
+					Params: &mcp.CallToolParamsRaw{Meta: r.Params.Meta, Name: name, Arguments: args,
+						InputResponses: r.Params.InputResponses, RequestState: r.Params.RequestState},
+					Extra: r.Extra,
 				}
 				return next(ctx, method, routed)
 			}

@@ -28,6 +28,9 @@ type metrics struct {
 	auditWritten prometheus.Counter
 	auditDropped prometheus.Counter
 	listChanged  *prometheus.CounterVec
+
+	// notifications counts what the relay passed on (relay.go).
+	notifications *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -118,9 +121,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "toolplane_gateway_list_changed_total",
 			Help: "notifications/tools/list_changed by result: sent, or skipped for a listener whose view and grants the table's change did not concern.",
 		}, []string{"result"}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "toolplane_gateway_notifications_total",
+			Help: "What backends sent clients during calls, by kind (progress, log, elicitation, sampling) and outcome: relayed, or dropped_count (past --max-notifications-per-call), dropped_size (past --max-notification-bytes), dropped_client (the client stopped reading), dropped_backward (progress that did not grow).",
+		}, []string{"kind", "outcome"}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.callerCalls, m.limited, m.auditWritten, m.auditDropped, m.listChanged)
+		reg.MustRegister(m.callerCalls, m.limited, m.auditWritten, m.auditDropped, m.listChanged, m.notifications)
 		reg.MustRegister(m.refused, m.conns, m.streams, m.sessions)
 		reg.MustRegister(m.inFlight, m.calls, m.duration, m.listSize, m.tools, m.routable, m.revision, m.loaded, m.rejected, m.authn, m.authzCache, m.authzBudget)
 	}

@@ -75,6 +75,12 @@ const (
 	// DefaultBackendCooldown is how long an open circuit fails calls fast
 	// before one call probes the ToolSet again.
 	DefaultBackendCooldown = 10 * time.Second
+	// DefaultMaxNotificationsPerCall bounds the notifications relayed to a
+	// client during one call.
+	DefaultMaxNotificationsPerCall = 1000
+	// DefaultMaxNotificationBytes bounds one relayed notification's text: a
+	// progress message, or a log message's data and logger.
+	DefaultMaxNotificationBytes = 16 << 10
 )
 
 // Options configure a [Gateway]. The zero value serves: no authentication,
@@ -188,6 +194,20 @@ type Options struct {
 	// busy; the client initializes again. Zero means
 	// [DefaultSessionLifetime]. Only used with Sessions.
 	SessionLifetime time.Duration
+	// MaxNotificationsPerCall bounds the progress and log notifications,
+	// and the elicitation and sampling requests, that a backend may send a
+	// client through the gateway during one call; later ones are dropped
+	// (the call goes on) and counted in
+	// toolplane_gateway_notifications_total. Zero means
+	// [DefaultMaxNotificationsPerCall].
+	MaxNotificationsPerCall int
+	// MaxNotificationBytes bounds one relayed notification's text (a
+	// progress message; a log message's data and logger); a larger one is
+	// dropped and counted. The bytes a backend sends during a call count
+	// against MaxResultBytes and MaxResultMemory besides, as its result
+	// does. Zero means [DefaultMaxNotificationBytes].
+	MaxNotificationBytes int
+
 	// AllowAnyHostOnLoopback turns off the MCP SDK's DNS-rebinding
 	// protection, which refuses (403) a request that arrives on a loopback
 	// address with a Host header that is not a loopback name. Set it only
@@ -351,6 +371,8 @@ func (o Options) withDefaults() Options {
 	o.MaxSessionsPerClient = orDefault(o.MaxSessionsPerClient, DefaultMaxSessionsPerClient)
 	o.SessionLifetime = orDefault(o.SessionLifetime, DefaultSessionLifetime)
 	o.AuditBuffer = orDefault(o.AuditBuffer, DefaultAuditBuffer)
+	o.MaxNotificationsPerCall = orDefault(o.MaxNotificationsPerCall, DefaultMaxNotificationsPerCall)
+	o.MaxNotificationBytes = orDefault(o.MaxNotificationBytes, DefaultMaxNotificationBytes)
 	if o.Propagator == nil {
 		o.Propagator = propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{})
 	}

@@ -59,6 +59,32 @@ type MCPCaller struct {
 	// MaxResponseBytes bounds the response bodies of one call together;
 	// zero means DefaultMaxResponseBytes.
 	MaxResponseBytes int64
+
+	// What the server says while the call runs, for a caller that passes
+	// it on (a gateway to its own client): nil fields ask for nothing, and
+	// the server is not asked for it. See relay.go.
+
+	// Progress, if set, asks for progress with a progress token of the
+	// caller's own, and receives each notifications/progress of the call,
+	// in the order sent, before Call returns.
+	Progress func(context.Context, *mcp.ProgressNotificationParams)
+	// Log, with LogLevel, asks for log messages at LogLevel and above
+	// (logging/setLevel for a 2025 server, the request's _meta for a
+	// 2026-07-28 one) and receives each notifications/message of the call,
+	// in the order sent, before Call returns.
+	Log      func(context.Context, *mcp.LoggingMessageParams) //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
+	LogLevel mcp.LoggingLevel                                 //nolint:staticcheck // as above
+	// Elicit and Sample, if set, declare the elicitation and sampling
+	// capabilities and answer the server's requests for them: a 2025
+	// server's, sent during the call, and the input requests of a
+	// 2026-07-28 server's input_required result, after which the call is
+	// retried with the answers (up to the SDK's bound of rounds), unless
+	// KeepInputRequests.
+	Elicit func(context.Context, *mcp.ElicitParams) (*mcp.ElicitResult, error)
+	Sample func(context.Context, *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) //nolint:staticcheck // sampling is deprecated in 2026-07-28, and still served
+	// KeepInputRequests returns a 2026-07-28 server's input_required result
+	// as it is, for a caller that passes it on to a client of that era.
+	KeepInputRequests bool
 }
 
 // Call calls the tool name of the MCP server at endpoint with args, a JSON
@@ -68,6 +94,16 @@ type MCPCaller struct {
 // wrapping *jsonrpc.Error where the SDK keeps it; a reply past
 // MaxResponseBytes wraps ErrResponseTooLarge, and a redirect ErrRedirect.
 func (m *MCPCaller) Call(ctx context.Context, endpoint, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	return m.CallTool(ctx, endpoint, &mcp.CallToolParams{Name: name, Arguments: args})
+}
+
+// CallTool is [MCPCaller.Call] with every parameter of tools/call: _meta
+// (a progress token in it is replaced when Progress is set), and a retry's
+// inputResponses and requestState. params.Arguments, when a
+// json.RawMessage, is sent as it is.
+func (m *MCPCaller) CallTool(ctx context.Context, endpoint string, params *mcp.CallToolParams) (*mcp.CallToolResult, error) {
+	ctx, cancel := valueless(ctx)
+	defer cancel()
 	limit := m.MaxResponseBytes
 	if limit <= 0 {
 		limit = DefaultMaxResponseBytes
@@ -90,9 +126,7 @@ func (m *MCPCaller) Call(ctx context.Context, endpoint, name string, args json.R
 		DisableStandaloneSSE: true,
 		MaxEventSize:         int(min(limit, 1<<30)),
 	}
-	cl := mcp.NewClient(&mcp.Implementation{Name: "toolplane-discovery", Version: "v1alpha1"}, &mcp.ClientOptions{
-		Capabilities: &mcp.ClientCapabilities{},
-	})
+	cl := mcp.NewClient(&mcp.Implementation{Name: "toolplane-discovery", Version: "v1alpha1"}, m.clientOptions())
 	fail := func(err error) error {
 		if rt.tooLarge() {
 			return fmt.Errorf("%w: more than %d bytes", ErrResponseTooLarge, limit)
@@ -107,10 +141,15 @@ func (m *MCPCaller) Call(ctx context.Context, endpoint, name string, args json.R
 		return nil, fail(err)
 	}
 	defer func() { _ = cs.Close() }()
-	if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
-		args = json.RawMessage("{}")
+	p := *params
+	if args, ok := p.Arguments.(json.RawMessage); p.Arguments == nil || ok && (len(bytes.TrimSpace(args)) == 0 || string(args) == "null") {
+		p.Arguments = json.RawMessage("{}")
 	}
-	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: args})
+	m.prepare(ctx, cs, &p)
+	res, err := cs.CallTool(ctx, &p)
+	// Close waits until the notifications read before the result have been
+	// handled, which the SDK does on a goroutine of its own.
+	_ = cs.Close()
 	if err != nil {
 		return nil, fail(err)
 	}
@@ -293,4 +332,26 @@ func (b *boundBody) Close() error {
 	err := b.rc.Close()
 	b.once.Do(b.done)
 	return err
+}
+
+// valueless returns a context with ctx's deadline and cancellation and
+// none of its values. A gateway calls from inside an MCP server's handler,
+// whose context carries the SDK's values for the request it serves (its
+// protocol version among them), which the SDK's client would otherwise
+// read as its own: a 2026-07-28 client's call would send a 2025 server an
+// initialize that claims 2026-07-28.
+func valueless(ctx context.Context) (context.Context, context.CancelFunc) {
+	out, cancelDeadline := context.Background(), context.CancelFunc(func() {})
+	if d, ok := ctx.Deadline(); ok {
+		// A deadline of its own, so that the call ends with
+		// context.DeadlineExceeded as it would have.
+		out, cancelDeadline = context.WithDeadline(out, d)
+	}
+	out, cancel := context.WithCancelCause(out)
+	stop := context.AfterFunc(ctx, func() {
+		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			cancel(context.Cause(ctx))
+		}
+	})
+	return out, func() { stop(); cancel(context.Canceled); cancelDeadline() }
 }
