@@ -163,6 +163,9 @@ func New(opts *Options) *Gateway {
 	g.mux.Handle(SearchPath, searchHandler)
 	g.mux.Handle(CatalogPath, catalogHandler)
 	g.mux.Handle(CatalogPath+"/", catalogHandler)
+	if o.TxnTokens != nil {
+		g.mux.HandleFunc(JWKSPath, o.TxnTokens.serveJWKS)
+	}
 	return g
 }
 

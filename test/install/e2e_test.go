@@ -172,7 +172,7 @@ var _ = Describe("An install from the chart", Ordered, func() {
 			cm, err := kube.CoreV1().ConfigMaps(operatorNS).Get(ctx, "toolplane-tools", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(json.Unmarshal([]byte(cm.Data[spec.TableKey]), table)).To(Succeed())
-			g.Expect(table.Tools).To(HaveLen(9))
+			g.Expect(table.Tools).To(HaveLen(10))
 		}).WithContext(ctx).WithTimeout(2 * eventuallyTimeout).Should(Succeed())
 		var names []string
 		for _, t := range table.Tools {
@@ -184,7 +184,7 @@ var _ = Describe("An install from the chart", Ordered, func() {
 		}
 		// The README and the sample's comments list these.
 		Expect(names).To(ConsistOf("typed_echo", "query_customer", "get_weather", "evaluate_transaction_risk",
-			"search_orders", "create_ticket", "add", "system_insight", "build_report"))
+			"search_orders", "create_ticket", "add", "system_insight", "build_report", "whoami"))
 
 		By("serving the table through the gateway, run with the chart's arguments as the chart's gateway ServiceAccount")
 		gw := runChartGateway(ctx, m)
