@@ -101,6 +101,13 @@ func main() {
 	flag.StringVar(&embedURL, "search-embeddings-url", "", "The base URL of an OpenAI-compatible /v1/embeddings endpoint (vLLM, TEI, Ollama in the cluster) for search's semantic stage, fused with the lexical ranking; empty means lexical only. Tools are embedded off the request path.")
 	flag.StringVar(&embedModel, "search-embeddings-model", "", "With --search-embeddings-url, the model named in each request.")
 	flag.DurationVar(&embedTimeout, "search-embed-timeout", search.DefaultEmbedTimeout, "With --search-embeddings-url, how long a query may wait for its embedding before the search answers lexically.")
+	var publicURL, txnKeyDir string
+	var txnLifetime time.Duration
+	flag.StringVar(&publicURL, "public-url", "", "The gateway's public base URL; the iss of its transaction tokens.")
+	flag.StringVar(&txnKeyDir, "txn-token-key-dir", "",
+		"With --auth, sign a transaction token (Txn-Token header) naming the caller for every call routed to a workload, with the keys of this directory "+
+			"(current.key, and previous.key while rotating: PEM or JWK, ECDSA P-256 or Ed25519), reread every 10s; their public keys are served at /.well-known/jwks.json. Empty sends none.")
+	flag.DurationVar(&txnLifetime, "txn-token-lifetime", gateway.DefaultTxnTokenLifetime, "With --txn-token-key-dir, how long a transaction token is valid.")
 	flag.StringVar(&logLevel, "log-level", "info", "The least level logged: debug, info, warn or error.")
 	flag.Parse()
 	if embedURL != "" {
@@ -117,6 +124,14 @@ func main() {
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 	slog.SetDefault(log)
+	if txnKeyDir != "" {
+		tokens, err := gateway.NewTxnTokens(gateway.TxnTokenOptions{KeyDir: txnKeyDir, Issuer: publicURL, Lifetime: txnLifetime, Logger: log})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gateway: --txn-token-key-dir:", err)
+			os.Exit(2)
+		}
+		o.TxnTokens = tokens
+	}
 	ka := &gateway.KubernetesAuth{TTL: authTTL, DenyTTL: authDenyTTL}
 	for _, a := range strings.Split(audiences, ",") {
 		if a = strings.TrimSpace(a); a != "" {
@@ -187,6 +202,12 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 		return fmt.Errorf(`--auth must be "none" or "kubernetes", not %q`, authMode)
 	}
 
+	if o.TxnTokens != nil {
+		if o.Auth == nil {
+			log.Warn("Minting no transaction tokens (--txn-token-key-dir) without authentication: there is no caller to vouch for")
+		}
+		go o.TxnTokens.Run(ctx)
+	}
 	g := gateway.New(&o)
 	defer g.Close()
 
