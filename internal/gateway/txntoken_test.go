@@ -59,8 +59,8 @@ func identityTool() *toolkit.Tool {
 	})
 }
 
-// pemKey writes an ECDSA P-256 key as Helm's genPrivateKey "ecdsa" does
-// (SEC1, "EC PRIVATE KEY") and returns its PEM.
+// pemKey is an ECDSA P-256 private key in PEM, as Helm's genPrivateKey
+// "ecdsa" writes it (SEC1, "EC PRIVATE KEY").
 func pemKey(t testing.TB) []byte {
 	t.Helper()
 	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
@@ -72,6 +72,21 @@ func pemKey(t testing.TB) []byte {
 		t.Fatal(err)
 	}
 	return pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: der})
+}
+
+// edKey is an Ed25519 private key in PEM (PKCS #8), as the chart's
+// genPrivateKey "ed25519" writes it.
+func edKey(t testing.TB) []byte {
+	t.Helper()
+	_, k, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, err := x509.MarshalPKCS8PrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})
 }
 
 func writeKeys(t testing.TB, dir string, current, previous []byte) {
@@ -108,23 +123,30 @@ func newTxnFixture(t testing.TB, auth gateway.Auth, o gateway.TxnTokenOptions, v
 	f.g, f.url = newGateway(t, r, gateway.Options{Auth: auth, TxnTokens: f.tokens})
 
 	verify.JWKSURL = f.url + gateway.JWKSPath
-	verify.Audience = "crm/crm-tools"
-	reg := &toolkit.Registry{}
-	if err := reg.Add(identityTool(), headerTool("headers")); err != nil {
-		t.Fatal(err)
-	}
-	h := server.New(reg, &server.Options{Name: "crm-tools", AllowAnyHostOnLoopback: true, TxnToken: &verify})
-	srv := httptest.NewServer(h)
-	t.Cleanup(func() {
-		h.Close()
-		srv.Close()
-	})
-	wl := &workload{namespace: "crm", service: "crm-tools", prefix: "crm_", reg: reg, srv: srv}
+	wl := newVerifyingWorkload(t, "crm", "crm-tools", "crm_", verify, identityTool(), headerTool("headers"))
 	r.add(wl)
 	if err := f.g.SetTable(table(wl.tableTools())); err != nil {
 		t.Fatal(err)
 	}
 	return f
+}
+
+// newVerifyingWorkload is newWorkload whose server verifies transaction
+// tokens with verify, for the audience of its ToolSet.
+func newVerifyingWorkload(t testing.TB, namespace, service, prefix string, verify server.TxnTokenOptions, tools ...*toolkit.Tool) *workload {
+	t.Helper()
+	verify.Audience = namespace + "/" + service
+	reg := &toolkit.Registry{}
+	if err := reg.Add(tools...); err != nil {
+		t.Fatal(err)
+	}
+	h := server.New(reg, &server.Options{Name: service, AllowAnyHostOnLoopback: true, TxnToken: &verify})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() {
+		h.Close()
+		srv.Close()
+	})
+	return &workload{namespace: namespace, service: service, prefix: prefix, reg: reg, srv: srv}
 }
 
 // whoami calls crm_whoami through the gateway as the bearer token tok

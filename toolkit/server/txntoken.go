@@ -204,11 +204,13 @@ func (v *TxnTokenVerifier) Verify(ctx context.Context, raw string) (toolkit.Call
 	if key.Algorithm != "" && key.Algorithm != h.Algorithm {
 		return toolkit.Caller{}, fmt.Errorf("%w: its key is for %s, not %s", ErrTxnToken, key.Algorithm, h.Algorithm)
 	}
-	var (
-		std jwt.Claims
-		txn txnClaims
-	)
-	if err := tok.Claims(key.Key, &std, &txn); err != nil {
+	// One decoding of the payload for the registered claims and ours.
+	var claims struct {
+		jwt.Claims
+		txnClaims
+	}
+	std := &claims.Claims
+	if err := tok.Claims(key.Key, &claims); err != nil {
 		return toolkit.Caller{}, fmt.Errorf("%w: its signature does not verify", ErrTxnToken)
 	}
 	if std.Expiry == nil || std.IssuedAt == nil {
@@ -230,7 +232,7 @@ func (v *TxnTokenVerifier) Verify(ctx context.Context, raw string) (toolkit.Call
 	if std.Subject == "" {
 		return toolkit.Caller{}, fmt.Errorf("%w: it names no subject", ErrTxnToken)
 	}
-	return toolkit.Caller{Subject: std.Subject, Groups: txn.Groups, RequestID: txn.Txn}, nil
+	return toolkit.Caller{Subject: std.Subject, Groups: claims.Groups, RequestID: claims.Txn}, nil
 }
 
 // key returns the key of id: from the cache, or after a fetch of the JWKS
