@@ -114,8 +114,13 @@ var _ = Describe("An install from the chart", Ordered, func() {
 		d := fromUnstructured[appsv1.Deployment](samples.named("Deployment", "example-tools"))
 		container := d.Spec.Template.Spec.Containers[0]
 		lines := make(chan string, 64)
+		// The kubelet expands $(POD_NAMESPACE) from the downward API.
+		args := make([]string, len(container.Args))
+		for i, a := range container.Args {
+			args[i] = strings.ReplaceAll(a, "$(POD_NAMESPACE)", samplesNS)
+		}
 		// The last --addr wins: the sample's own port may be taken here.
-		start(buildCommand(ctx, filepath.Base(container.Command[0])), append(container.Args, "--addr=127.0.0.1:0"), lines)
+		start(buildCommand(ctx, filepath.Base(container.Command[0])), append(args, "--addr=127.0.0.1:0"), lines)
 		var port int
 		Eventually(lines).WithTimeout(eventuallyTimeout).Should(Receive(Satisfy(func(line string) bool {
 			var entry struct{ Msg, Addr string }
