@@ -49,9 +49,11 @@ const (
 	DefaultJWKSMaxAge = 5 * time.Minute
 )
 
-// maxTxnTokenBytes bounds a Txn-Token header: the gateway's are well under
-// 2 KiB, and parsing a larger one is work a caller should not cause.
-const maxTxnTokenBytes = 8 << 10
+// maxTxnTokenBytes bounds a Txn-Token header: the gateway's are about 1
+// KiB, more for a caller of many groups (an OIDC user's, from a token the
+// gateway takes up to 16 KiB of), and parsing a larger one is work a
+// caller should not cause.
+const maxTxnTokenBytes = 32 << 10
 
 // ErrTxnToken is matched by the error of [TxnTokenVerifier.Verify] for a
 // token that is not valid: malformed, of the wrong type, signed by a key

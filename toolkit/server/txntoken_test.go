@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -244,6 +245,16 @@ func TestTxnTokenNamesTheCaller(t *testing.T) {
 				t.Errorf("caller = %+v, want %+v", c, want)
 			}
 
+			// A caller of many groups (an OIDC user's) fits.
+			many := make([]string, 300)
+			for i := range many {
+				many[i] = fmt.Sprintf("idp:engineering:team-%03d", i)
+			}
+			status, c, e = invokeAs(t, url, sign(t, k, claims("alice@example.com", many...)))
+			if status != http.StatusOK || len(c.Groups) != len(many) {
+				t.Errorf("300 groups: %d %+v", status, e)
+			}
+
 			// Without a token the call is the outer middleware's, as
 			// without verification.
 			status, c, _ = invokeAs(t, url, "")
@@ -299,7 +310,7 @@ func TestTxnTokenRefusesWhatDoesNotVerify(t *testing.T) {
 		{"alg none", unsignedHeader + "." + parts[1] + ".", "ES256 or EdDSA"},
 		{"unknown kid", sign(t, newKey(t, "k9", jose.ES256), claims("bob")), "no key"},
 		{"garbage", "not.a.jwt", "not a signed JWT"},
-		{"huge", strings.Repeat("a", 9<<10), "over"},
+		{"huge", strings.Repeat("a", 33<<10), "over"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			status, c, e := invokeAs(t, url, tc.token)
