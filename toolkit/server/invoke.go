@@ -53,6 +53,7 @@ func (h *Handler) serveInvoke(w http.ResponseWriter, r *http.Request) {
 	ctx := h.callContext(r.Context(), r.Header, auth.TokenInfoFromContext(r.Context()))
 	ctx, err = h.txn.verifyCall(ctx, r.Header)
 	if err != nil {
+		logRefusal(h.logger, err)
 		writeError(w, http.StatusUnauthorized, CodeUnauthorized, txnRefusal(err))
 		return
 	}

@@ -262,6 +262,7 @@ func (t *Tools) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	}
 	ctx, err := t.txn.verifyCall(ctx, header)
 	if err != nil {
+		logRefusal(t.logger, err)
 		return nil, &jsonrpc.Error{Code: CodeTxnTokenInvalid, Message: txnRefusal(err)}
 	}
 	if req.Session != nil {

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync"
@@ -268,7 +269,7 @@ func (v *TxnTokenVerifier) key(ctx context.Context, id string) (jose.JSONWebKey,
 	lastErr := v.lastErr
 	v.mu.Unlock()
 	if lastErr != nil {
-		return jose.JSONWebKey{}, fmt.Errorf("%w: no key %s is known, and the JWKS could not be fetched: %w", ErrTxnToken, clipID(id), lastErr)
+		return jose.JSONWebKey{}, &jwksError{id: clipID(id), err: lastErr}
 	}
 	return jose.JSONWebKey{}, fmt.Errorf("%w: the JWKS lists no key %s", ErrTxnToken, clipID(id))
 }
@@ -390,9 +391,36 @@ func (v *TxnTokenVerifier) verifyCall(ctx context.Context, header http.Header) (
 	return toolkit.WithCaller(ctx, c), nil
 }
 
+// jwksError is a token refused because the JWKS, which does not hold its
+// key, could not be fetched: the caller is told so, the log why.
+type jwksError struct {
+	id  string
+	err error
+}
+
+func (e *jwksError) Error() string {
+	return fmt.Sprintf("%s: no key %s is known, and the JWKS could not be fetched: %v", ErrTxnToken, e.id, e.err)
+}
+
+func (e *jwksError) Unwrap() []error { return []error{ErrTxnToken, e.err} }
+
+// logRefusal logs a refusal that is the server's trouble rather than the
+// caller's: the JWKS could not be fetched, or the wait for it ended.
+func logRefusal(logger *slog.Logger, err error) {
+	var je *jwksError
+	if errors.As(err, &je) || !errors.Is(err, ErrTxnToken) && !errors.Is(err, ErrTxnTokenRequired) {
+		logger.Warn("Refused a call: its transaction token could not be checked", "error", err)
+	}
+}
+
 // txnRefusal is what a refused call is told: why its token was refused,
-// never the token.
+// never the token, and not the details of a failed JWKS fetch (which the
+// log has).
 func txnRefusal(err error) string {
+	var je *jwksError
+	if errors.As(err, &je) {
+		return "the " + TxnTokenHeader + " header was refused: no key " + je.id + " is known, and the JWKS could not be fetched"
+	}
 	if errors.Is(err, ErrTxnTokenRequired) {
 		return "this server takes only calls that carry a " + TxnTokenHeader + " header"
 	}

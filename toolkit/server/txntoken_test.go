@@ -439,8 +439,16 @@ func TestTxnTokenJWKSIsBounded(t *testing.T) {
 		is.body = append(set[:len(set)-1], []byte(`,"pad":"`+strings.Repeat("x", 2<<20)+`"}`)...)
 		url := txnServer(t, is, server.TxnTokenOptions{MaxJWKSBytes: 64 << 10})
 		status, _, e := invokeAs(t, url, sign(t, k, claims("bob")))
-		if status != http.StatusUnauthorized || !strings.Contains(e.Error.Message, "over 65536 bytes") {
-			t.Errorf("huge JWKS: %d %+v, want 401 saying it is over the bound", status, e)
+		if status != http.StatusUnauthorized || !strings.Contains(e.Error.Message, "could not be fetched") {
+			t.Errorf("huge JWKS: %d %+v, want 401", status, e)
+		}
+		// Why is the verifier's to say, not the caller's to hear.
+		v, err := server.NewTxnTokenVerifier(&server.TxnTokenOptions{JWKSURL: is.url(), Audience: testAudience})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := v.Verify(bounded(t), sign(t, k, claims("bob"))); !errors.Is(err, server.ErrTxnToken) || !strings.Contains(err.Error(), "over 65536 bytes") {
+			t.Errorf("Verify = %v, want it to say the JWKS is over the bound", err)
 		}
 	})
 	t.Run("slow server", func(t *testing.T) {
@@ -454,6 +462,9 @@ func TestTxnTokenJWKSIsBounded(t *testing.T) {
 		status, _, e := invokeAs(t, url, sign(t, k, claims("bob")))
 		if status != http.StatusUnauthorized || !strings.Contains(e.Error.Message, "could not be fetched") {
 			t.Errorf("slow JWKS: %d %+v, want 401", status, e)
+		}
+		if strings.Contains(e.Error.Message, is.srv.URL) {
+			t.Errorf("the refusal names the JWKS URL: %s", e.Error.Message)
 		}
 	})
 	t.Run("keys it cannot use", func(t *testing.T) {
