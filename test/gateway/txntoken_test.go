@@ -55,6 +55,18 @@ func writeKeyDir(dir string, current, previous []byte) {
 	Expect(os.WriteFile(p, previous, 0o600)).To(Succeed())
 }
 
+// openGatewayTools are the names the suite's open gateway serves now.
+func openGatewayTools(g Gomega) []string {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, gw.URL()+"/v1/tools", nil)
+	g.Expect(err).NotTo(HaveOccurred())
+	resp, err := http.DefaultClient.Do(req)
+	g.Expect(err).NotTo(HaveOccurred())
+	defer resp.Body.Close()
+	var t spec.Table
+	g.Expect(json.NewDecoder(resp.Body).Decode(&t)).To(Succeed())
+	return names(&t)
+}
+
 var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, func() {
 	const (
 		namespace = "identity"
@@ -112,8 +124,15 @@ var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, fu
 		ts.Spec.Service = &v1alpha1.ServiceReference{Name: toolSet, Port: servicePort}
 		ts.Spec.Prefix = "id_"
 		Expect(cp.Client.Create(ctx, ts)).To(Succeed())
-		DeferCleanup(func() { Expect(cp.Client.Delete(ctx, ts)).To(Succeed()) })
+		// The other specs compare the open gateway's lists with the table:
+		// this one leaves both as it found them, and each change whole.
+		DeferCleanup(func() {
+			Expect(cp.Client.Delete(ctx, ts)).To(Succeed())
+			waitForTable(func(owners map[string]string) bool { _, ok := owners["id_whoami"]; return !ok })
+			Eventually(openGatewayTools, settle, 200*time.Millisecond).ShouldNot(ContainElement("id_whoami"))
+		})
 		waitForTable(func(owners map[string]string) bool { return owners["id_whoami"] == namespace+"/"+toolSet })
+		Eventually(openGatewayTools, settle, 200*time.Millisecond).Should(ContainElement("id_whoami"))
 
 		By("granting a ServiceAccount the ToolSet's tools")
 		_, err = cs.CoreV1().ServiceAccounts("agents").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: agent}}, metav1.CreateOptions{})
