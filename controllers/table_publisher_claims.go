@@ -123,8 +123,10 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 	defer p.mu.Unlock()
 	if c := p.claims[o.ToolSet]; c != nil && c.uid != "" && o.UID != "" && c.uid != o.UID {
 		// Deleted and created again under the name: the old object lets go
-		// of every name first, and the new one claims as any newcomer.
+		// of every name first, a withdraw decided on its own, and the new
+		// one claims as any newcomer.
 		p.release(o.ToolSet, o.ToolSet)
+		p.rebudgetLocked()
 	}
 	var old []spec.TableTool
 	if c := p.claims[o.ToolSet]; c != nil {

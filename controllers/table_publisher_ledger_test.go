@@ -112,7 +112,15 @@ func TestPublisherAgreesWithDecide(t *testing.T) {
 			switch {
 			case op < 6 || op == 6:
 				if op == 6 {
-					// Deleted and created again, with no withdraw between.
+					// Deleted and created again, with no withdraw between:
+					// the publisher withdraws the old object first, a
+					// decision of its own.
+					if _, ok := w.tools[ts]; ok {
+						delete(w.tools, ts)
+						delete(w.denied, ts)
+						delete(w.ratio, ts)
+						ledger = ownership.Decide(ledger, w.input(p, now)).Ledger
+					}
 					newObject(ts)
 				}
 				var tools []spec.TableTool
