@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -548,13 +549,18 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 	if p.holdWrites {
 		return nil, false
 	}
-	tools := make([]spec.TableTool, 0, len(p.ledger))
+	// Sorted as references, which are small, then copied once.
+	owned := make([]*spec.TableTool, 0, len(p.ledger))
 	for name, rec := range p.ledger {
 		if t, ok := findTool(p.claims[rec.Owner].toolsOrNil(), name); ok {
-			tools = append(tools, *t)
+			owned = append(owned, t)
 		}
 	}
-	slices.SortFunc(tools, compareToolNames)
+	slices.SortFunc(owned, func(a, b *spec.TableTool) int { return strings.Compare(a.Name, b.Name) })
+	tools := make([]spec.TableTool, len(owned))
+	for i, t := range owned {
+		tools[i] = *t
+	}
 	return &spec.Table{Tools: tools}, true
 }
 
