@@ -58,8 +58,11 @@ const (
 var ErrInvalidOffer = errors.New("controllers: invalid offer")
 
 // TablePublisher is the [Publisher] of the operator: it keeps the claims of
-// every ToolSet, has package ownership decide which ToolSet owns each
-// published name, and writes the tool table to ConfigMaps.
+// every ToolSet and the ownership ledger, which changes only as
+// [ownership.Decide] says (the rule, the policies and the budget at once),
+// and writes the ledger's entries as the tool table to ConfigMaps. The
+// verdicts an offer returns are final: a name Owned is in the next table,
+// and a name the budget denies is not owned at all.
 //
 // Ownership is sticky: the owner keeps a name for as long as it offers it
 // (stale tools included) and no policy forbids it; other claimants are told
@@ -121,9 +124,10 @@ type TablePublisher struct {
 	// resourceVersion they were computed from, so a replica that lost the
 	// lease meanwhile fails them rather than overwrite the new leader's.
 	ShutdownFlushTimeout time.Duration
-	// Budget caps the tools of each namespace and the table's bytes; the
-	// entries past it are left out of the table and their owners' verdicts
-	// are Denied (OverBudget). The table's JSON is capped at
+	// Budget caps the tools of each namespace and the table's bytes, inside
+	// the ownership rule (ownership.Decide), when a ToolSet offers: a claim
+	// past it is Denied (OverBudget) and its name passes to the next
+	// permitted claimant, if any. The table's JSON is capped at
 	// spec.MaxTableSegmentedBytes whatever it says, and its gzipped bytes
 	// at what the part ConfigMaps hold (see table_publisher_budget.go).
 	Budget ownership.Budget

@@ -17,10 +17,12 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
-// This file holds the publisher's bookkeeping of claims. Who owns a name is
-// decided by package ownership; the publisher gathers its inputs, applies
-// its outcome name by name as claims change, and tells the ToolSets whose
-// verdict changed through another's action.
+// This file holds the publisher's bookkeeping of claims and of the
+// ownership ledger. Who owns a name is decided by package ownership
+// (ownership.Decide); the publisher gathers its inputs, applies the rule
+// name by name as claims change, has Decide settle the budget when it may
+// bind (rebudgetLocked), and tells the ToolSets whose verdict changed
+// through another's action.
 
 // claim is what one ToolSet offers.
 type claim struct {
