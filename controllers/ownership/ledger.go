@@ -95,7 +95,16 @@ type Decision struct {
 //     resolved again: it passes to the next permitted claimant, or to
 //     nobody. The budget then weighs the new owners in turn, until it
 //     denies nobody more. Every round denies at least one claim more, so
-//     this ends.
+//     this ends. What the owners kept from prev is denied only after every
+//     newcomer (see [Entry.Kept]).
+//  3. A name nobody owns for the budget goes to the first of its
+//     claimants, in claim order, that fits beside the outcome, and every
+//     claim still denied names the ceiling it passes beside the outcome.
+//     A claim that lost a name to another claimant is Conflicted.
+//
+// So Decide applied to its own outcome changes nothing, verdicts included:
+// a re-offer never moves a name or rewrites a status. (While hand-overs
+// are held, step 3 is skipped: nobody is handed a name then.)
 //
 // The outcome depends on prev and in only, never on the order of claims
 // or names. The table publisher applies it incrementally, name by name as
