@@ -63,8 +63,16 @@ var _ = Describe("The gateway binary", func() {
 	})
 
 	It("sends list_changed to a listening 2026 client when a new ToolSet is published", func() {
+		// before is read once it holds still: a stream of an earlier spec
+		// whose client has gone may still be closing at the gateway, and
+		// would otherwise hide the one this client opens.
 		var before float64
-		Eventually(func(g Gomega) { before = gatewayGauge(g, gw, "toolplane_gateway_mcp_requests_in_flight") }).Should(Succeed())
+		Eventually(func(g Gomega) {
+			first := gatewayGauge(g, gw, "toolplane_gateway_mcp_requests_in_flight")
+			time.Sleep(500 * time.Millisecond)
+			before = gatewayGauge(g, gw, "toolplane_gateway_mcp_requests_in_flight")
+			g.Expect(before).To(Equal(first))
+		}, settle).Should(Succeed())
 		changed := make(chan struct{}, 1)
 		cs := connect(gw.URL()+"/mcp", "2026-07-28", changed, nil)
 		Expect(listNames(cs)).NotTo(ContainElement("late_tool"))
