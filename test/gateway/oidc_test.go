@@ -28,6 +28,15 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 		op, stranger *harness.OpenIDProvider
 		g            *harness.Gateway
 		cs           *kubernetes.Clientset
+		auditPath    string
+		stopped      bool
+	)
+	// The calls of this spec carry argValue, which the audit log must
+	// never hold, and alice's carry the trace context traceparent.
+	const (
+		argValue    = "oidc-e2e-argument-9c4e1"
+		traceID     = "4bf92f3577b34da6a3ce929d0e0e4736"
+		traceparent = "00-" + traceID + "-00f067aa0ba902b7-01"
 	)
 	// client is a confidential client of the IdP in group groups, whose
 	// tokens are for the gateway's audience unless mod says otherwise.
@@ -112,12 +121,17 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 		Expect(os.WriteFile(cfg, []byte(authenticationConfig(op)), 0o600)).To(Succeed())
 		addr, err := harness.FreeAddr()
 		Expect(err).NotTo(HaveOccurred())
+		auditPath = filepath.Join(workDir, "audit-oidc.log")
 		g = &harness.Gateway{Bin: gatewayBin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace, Resolve: gwAuth.Resolve, Addr: addr,
 			Args: []string{"--auth=kubernetes,oidc", "--authentication-config", cfg, "--public-url", "http://" + addr,
-				"--token-audience", tokenAudience, "--auth-cache-ttl", "1s"},
+				"--token-audience", tokenAudience, "--auth-cache-ttl", "1s", "--audit-log", auditPath},
 			LogPath: filepath.Join(workDir, "gateway-oidc.log")}
 		Expect(g.Start(ctx)).To(Succeed())
-		DeferCleanup(func() { Expect(g.Stop(30 * time.Second)).To(Succeed()) })
+		DeferCleanup(func() {
+			if !stopped {
+				Expect(g.Stop(30 * time.Second)).To(Succeed())
+			}
+		})
 
 		// The gateway fetches the IdP's discovery document and keys in the
 		// background: until then its tokens are refused.
@@ -126,15 +140,21 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 	})
 
 	It("lists and calls exactly what a RoleBinding grants the caller's IdP group, and nothing else", func() {
-		s := connect(g.URL()+"/mcp", "2026-07-28", nil, bearer(tokenOf(op, "alice")))
+		hc := &http.Client{Transport: headerTransport{"Authorization": "Bearer " + tokenOf(op, "alice"), "Traceparent": traceparent}}
+		s := connect(g.URL()+"/mcp", "2026-07-28", nil, hc)
 		Expect(listNames(s)).To(Equal([]string{"crm_echo"}))
-		r, err := call(s, "crm_echo", map[string]any{"text": "x"})
+		r, err := call(s, "crm_echo", map[string]any{"text": argValue})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(r.IsError).To(BeFalse(), text(r))
 		_, err = call(s, "crm_headers", nil)
 		Expect(err).To(MatchError(ContainSubstring("unknown tool")))
-		_, err = call(s, "forecast", map[string]any{"city": "Oslo"})
+		_, err = call(s, "forecast", map[string]any{"city": argValue})
 		Expect(err).To(MatchError(ContainSubstring("unknown tool")))
+
+		By("a view of the namespace serves the same grant")
+		r, err = call(connect(g.URL()+"/mcp/namespaces/crm", "2026-07-28", nil, hc), "crm_echo", map[string]any{"text": argValue})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.IsError).To(BeFalse(), text(r))
 
 		By("a member of no bound group is authenticated, and may call nothing")
 		Expect(listNames(connect(g.URL()+"/mcp", "2025-11-25", nil, bearer(tokenOf(op, "bob"))))).To(BeEmpty())
@@ -191,7 +211,7 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 	})
 
 	It("signs in the TypeScript SDK client from nothing but the 401: metadata, IdP, token, then exactly its tools", func() {
-		events, stderr, err := signedInTypeScriptClient(op, "ts-agent", g.URL()+"/mcp", "crm_echo", `{"text":"hi"}`)
+		events, stderr, err := signedInTypeScriptClient(op, "ts-agent", g.URL()+"/mcp", "crm_echo", `{"text":"`+argValue+`"}`)
 		Expect(err).NotTo(HaveOccurred(), stderr)
 		Expect(events).To(HaveKey("authorized"))
 		var listed []string
@@ -231,7 +251,83 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 		}, settle).Should(Succeed())
 		Expect(listNames(connect(g.URL()+"/mcp", "2026-07-28", nil, bearer(tr.Status.Token)))).To(Equal([]string{"crm_echo"}))
 	})
+
+	// This one reads what the specs above did: run the container whole.
+	It("audits each of those calls exactly once, naming the IdP's caller and never an argument", func() {
+		Expect(g.Stop(30 * time.Second)).To(Succeed()) // writes out what is queued
+		stopped = true
+		raw, err := os.ReadFile(auditPath)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(string(raw)).NotTo(ContainSubstring(argValue))
+
+		type line struct {
+			Time      time.Time `json:"time"`
+			RequestID string    `json:"requestId"`
+			TraceID   string    `json:"traceId"`
+			Caller    struct {
+				User           string   `json:"user"`
+				Groups         []string `json:"groups"`
+				ServiceAccount string   `json:"serviceAccount"`
+				AuthMode       string   `json:"authMode"`
+			} `json:"caller"`
+			Method        string   `json:"method"`
+			View          string   `json:"view"`
+			Tool          string   `json:"tool"`
+			ToolSet       string   `json:"toolSet"`
+			Decision      string   `json:"decision"`
+			Reason        string   `json:"reason"`
+			Outcome       string   `json:"outcome"`
+			DurationMs    *float64 `json:"durationMs"`
+			ArgumentBytes *int     `json:"argumentBytes"`
+			ResultBytes   *int64   `json:"resultBytes"`
+		}
+		type row struct{ user, trace, view, tool, toolSet, decision, reason, outcome string }
+		var rows []row
+		ids := map[string]bool{}
+		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+			var a line
+			Expect(json.Unmarshal([]byte(l), &a)).To(Succeed(), l)
+			Expect(a.Time).To(BeTemporally("~", time.Now(), 10*time.Minute), l)
+			Expect(a.RequestID).NotTo(BeEmpty(), l)
+			Expect(ids).NotTo(HaveKey(a.RequestID), "a request id is one call's")
+			ids[a.RequestID] = true
+			Expect(a.Caller.AuthMode).To(Equal("oidc"), l)
+			Expect(a.Caller.ServiceAccount).To(BeEmpty(), "an IdP's user is no ServiceAccount: %s", l)
+			Expect(a.Caller.Groups).To(Equal([]string{"oidc:crm-readers"}), l)
+			Expect(a.Method).To(Equal("tools/call"), l)
+			Expect(a.DurationMs).NotTo(BeNil(), l)
+			Expect(*a.DurationMs).To(BeNumerically(">", 0), l)
+			Expect(a.ArgumentBytes).NotTo(BeNil(), l)
+			Expect(a.ResultBytes).NotTo(BeNil(), l)
+			if a.Decision == "allowed" {
+				Expect(*a.ArgumentBytes).To(BeNumerically(">", len(argValue)), l)
+				Expect(*a.ResultBytes).To(BeNumerically(">", 0), l)
+			} else {
+				Expect(*a.ResultBytes).To(BeZero(), l)
+			}
+			rows = append(rows, row{a.Caller.User, a.TraceID, a.View, a.Tool, a.ToolSet, a.Decision, a.Reason, a.Outcome})
+		}
+		Expect(rows).To(ConsistOf(
+			row{"oidc:alice", traceID, "all", "crm_echo", "crm/crm-tools", "allowed", "", "ok"},
+			row{"oidc:alice", traceID, "all", "crm_headers", "crm/crm-tools", "denied", "not_permitted", "denied"},
+			row{"oidc:alice", traceID, "all", "forecast", "weather/weather-tools", "denied", "not_permitted", "denied"},
+			row{"oidc:alice", traceID, "namespaces/crm", "crm_echo", "crm/crm-tools", "allowed", "", "ok"},
+			row{"oidc:ts-agent", "", "all", "crm_echo", "crm/crm-tools", "allowed", "", "ok"},
+			row{"oidc:ts-agent", "", "all", "crm_headers", "crm/crm-tools", "denied", "not_permitted", "denied"},
+		))
+	})
 })
+
+// headerTransport sets its headers on every request.
+type headerTransport map[string]string
+
+func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	for k, v := range h {
+		r.Header.Set(k, v)
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
 
 // authenticationConfig trusts op for the gateway's audience, mapping sub
 // and groups with the prefix oidc:, as a cluster admin would.
