@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-jose/go-jose/v4"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	authenticationv1 "k8s.io/api/authentication/v1"
@@ -20,7 +22,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
+	"github.com/toolplane/toolplane/internal/gateway"
 	"github.com/toolplane/toolplane/test/harness"
+	"github.com/toolplane/toolplane/toolkit"
+	"github.com/toolplane/toolplane/toolkit/server"
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
@@ -30,6 +36,9 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 		cs           *kubernetes.Clientset
 		auditPath    string
 		stopped      bool
+		// txn is the txn claim of the Txn-Token dave's call carried to
+		// the workload.
+		txn string
 	)
 	// The calls of this spec carry argValue, which the audit log must
 	// never hold, and alice's carry the trace context traceparent.
@@ -95,6 +104,7 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 			client("alice", []string{"crm-readers"}, nil),
 			client("ts-agent", []string{"crm-readers"}, nil),
 			client("bob", []string{"nobody"}, nil),
+			client("dave", []string{"txn-callers"}, nil),
 			client("other-audience", []string{"crm-readers"}, func(c *harness.OIDCClient) { c.Audience = []string{"another-resource"} }),
 			client("expired", []string{"crm-readers"}, func(c *harness.OIDCClient) { c.Lifetime = -time.Hour }),
 		)
@@ -116,15 +126,37 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 		}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 
-		By("starting a gateway that trusts the IdP through an AuthenticationConfiguration")
+		By("starting a workload that shows the Txn-Token it got, and granting it to the IdP group txn-callers")
+		Expect(cp.CreateNamespace(ctx, "oidc-txn")).To(Succeed())
+		tw := newWorkload("oidc-txn", "txn-tools", "txn_", txnTokenTool())
+		DeferCleanup(tw.close)
+		_, err = cs.RbacV1().Roles("oidc-txn").Create(ctx, &rbacv1.Role{ObjectMeta: metav1.ObjectMeta{Namespace: "oidc-txn", Name: "call-tools"},
+			Rules: []rbacv1.PolicyRule{{APIGroups: []string{"toolplane.io"}, Resources: []string{"tools"}, Verbs: []string{"call"}}}}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		_, err = cs.RbacV1().RoleBindings("oidc-txn").Create(ctx, &rbacv1.RoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "oidc-txn", Name: "call-tools"},
+			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "call-tools"},
+			Subjects:   []rbacv1.Subject{{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "oidc:txn-callers"}},
+		}, metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("starting a gateway that trusts the IdP through an AuthenticationConfiguration, audits and mints Txn-Tokens")
+		keyDir := filepath.Join(workDir, "txn-keys-oidc")
+		Expect(os.MkdirAll(keyDir, 0o700)).To(Succeed())
+		writeKeyDir(keyDir, ecKey(), nil)
+		resolve := map[string]string{tw.host(): tw.addr()}
+		for k, v := range gwAuth.Resolve {
+			resolve[k] = v
+		}
 		cfg := filepath.Join(workDir, "authentication-config.yaml")
 		Expect(os.WriteFile(cfg, []byte(authenticationConfig(op)), 0o600)).To(Succeed())
 		addr, err := harness.FreeAddr()
 		Expect(err).NotTo(HaveOccurred())
 		auditPath = filepath.Join(workDir, "audit-oidc.log")
-		g = &harness.Gateway{Bin: gatewayBin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace, Resolve: gwAuth.Resolve, Addr: addr,
+		g = &harness.Gateway{Bin: gatewayBin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace, Resolve: resolve, Addr: addr,
 			Args: []string{"--auth=kubernetes,oidc", "--authentication-config", cfg, "--public-url", "http://" + addr,
-				"--token-audience", tokenAudience, "--auth-cache-ttl", "1s", "--audit-log", auditPath},
+				"--token-audience", tokenAudience, "--auth-cache-ttl", "1s", "--audit-log", auditPath,
+				"--txn-token-key-dir", keyDir},
 			LogPath: filepath.Join(workDir, "gateway-oidc.log")}
 		Expect(g.Start(ctx)).To(Succeed())
 		DeferCleanup(func() {
@@ -137,6 +169,18 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 		// background: until then its tokens are refused.
 		alice := tokenOf(op, "alice")
 		Eventually(func() int { code, _ := post("/mcp", alice); return code }, settle, 100*time.Millisecond).Should(Equal(http.StatusOK))
+
+		By("publishing the workload's ToolSet")
+		tw.apply(ctx)
+		// The other specs compare the open gateway's lists with the table:
+		// this one leaves both as it found them, and each change whole.
+		DeferCleanup(func() {
+			Expect(cp.Client.Delete(ctx, harness.NewToolSet("oidc-txn", "txn-tools", "txn-tools", spec.DefaultPath, 0))).To(Succeed())
+			waitForTable(func(owners map[string]string) bool { _, ok := owners["txn_token"]; return !ok })
+			Eventually(openGatewayTools, settle, 200*time.Millisecond).ShouldNot(ContainElement("txn_token"))
+		})
+		waitForTable(func(owners map[string]string) bool { return owners["txn_token"] == "oidc-txn/txn-tools" })
+		Eventually(openGatewayTools, settle, 200*time.Millisecond).Should(ContainElement("txn_token"))
 	})
 
 	It("lists and calls exactly what a RoleBinding grants the caller's IdP group, and nothing else", func() {
@@ -252,6 +296,39 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 		Expect(listNames(connect(g.URL()+"/mcp", "2026-07-28", nil, bearer(tr.Status.Token)))).To(Equal([]string{"crm_echo"}))
 	})
 
+	It("sends the workload a Txn-Token, signed by the gateway's JWKS, naming the IdP's user and the ToolSet", func() {
+		s := connect(g.URL()+"/mcp", "2026-07-28", nil, bearer(tokenOf(op, "dave")))
+		// Listing is not audited: wait with it, so that the one call is.
+		Eventually(func() ([]string, error) { return listNames(s) }, settle, 250*time.Millisecond).Should(Equal([]string{"txn_token"}))
+		r, err := call(s, "txn_token", map[string]any{"text": argValue})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.IsError).To(BeFalse(), text(r))
+		tok := text(r)
+		jws, err := jose.ParseSigned(tok, []jose.SignatureAlgorithm{jose.ES256})
+		Expect(err).NotTo(HaveOccurred(), tok)
+		resp, err := http.Get(g.URL() + gateway.JWKSPath)
+		Expect(err).NotTo(HaveOccurred())
+		var set jose.JSONWebKeySet
+		Expect(json.NewDecoder(resp.Body).Decode(&set)).To(Succeed())
+		resp.Body.Close()
+		keys := set.Key(jws.Signatures[0].Header.KeyID)
+		Expect(keys).To(HaveLen(1))
+		payload, err := jws.Verify(keys[0])
+		Expect(err).NotTo(HaveOccurred())
+		var claims struct {
+			Sub    string   `json:"sub"`
+			Aud    any      `json:"aud"`
+			Txn    string   `json:"txn"`
+			Groups []string `json:"groups"`
+		}
+		Expect(json.Unmarshal(payload, &claims)).To(Succeed())
+		Expect(claims.Sub).To(Equal("oidc:dave"))
+		Expect(claims.Aud).To(Or(Equal("oidc-txn/txn-tools"), Equal([]any{"oidc-txn/txn-tools"})))
+		Expect(claims.Groups).To(Equal([]string{"oidc:txn-callers"}))
+		Expect(claims.Txn).NotTo(BeEmpty())
+		txn = claims.Txn
+	})
+
 	// This one reads what the specs above did: run the container whole.
 	It("audits each of those calls exactly once, naming the IdP's caller and never an argument", func() {
 		Expect(g.Stop(30 * time.Second)).To(Succeed()) // writes out what is queued
@@ -281,7 +358,7 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 			ArgumentBytes *int     `json:"argumentBytes"`
 			ResultBytes   *int64   `json:"resultBytes"`
 		}
-		type row struct{ user, trace, view, tool, toolSet, decision, reason, outcome string }
+		type row struct{ user, groups, trace, view, tool, toolSet, decision, reason, outcome string }
 		var rows []row
 		ids := map[string]bool{}
 		for _, l := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
@@ -293,7 +370,6 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 			ids[a.RequestID] = true
 			Expect(a.Caller.AuthMode).To(Equal("oidc"), l)
 			Expect(a.Caller.ServiceAccount).To(BeEmpty(), "an IdP's user is no ServiceAccount: %s", l)
-			Expect(a.Caller.Groups).To(Equal([]string{"oidc:crm-readers"}), l)
 			Expect(a.Method).To(Equal("tools/call"), l)
 			Expect(a.DurationMs).NotTo(BeNil(), l)
 			Expect(*a.DurationMs).To(BeNumerically(">", 0), l)
@@ -305,18 +381,33 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 			} else {
 				Expect(*a.ResultBytes).To(BeZero(), l)
 			}
-			rows = append(rows, row{a.Caller.User, a.TraceID, a.View, a.Tool, a.ToolSet, a.Decision, a.Reason, a.Outcome})
+			if a.Caller.User == "oidc:dave" {
+				Expect(a.RequestID).To(Equal(txn), "the audit line's request id is the Txn-Token's txn claim")
+			}
+			rows = append(rows, row{a.Caller.User, strings.Join(a.Caller.Groups, ","), a.TraceID, a.View, a.Tool, a.ToolSet, a.Decision, a.Reason, a.Outcome})
 		}
 		Expect(rows).To(ConsistOf(
-			row{"oidc:alice", traceID, "all", "crm_echo", "crm/crm-tools", "allowed", "", "ok"},
-			row{"oidc:alice", traceID, "all", "crm_headers", "crm/crm-tools", "denied", "not_permitted", "denied"},
-			row{"oidc:alice", traceID, "all", "forecast", "weather/weather-tools", "denied", "not_permitted", "denied"},
-			row{"oidc:alice", traceID, "namespaces/crm", "crm_echo", "crm/crm-tools", "allowed", "", "ok"},
-			row{"oidc:ts-agent", "", "all", "crm_echo", "crm/crm-tools", "allowed", "", "ok"},
-			row{"oidc:ts-agent", "", "all", "crm_headers", "crm/crm-tools", "denied", "not_permitted", "denied"},
+			row{"oidc:alice", "oidc:crm-readers", traceID, "all", "crm_echo", "crm/crm-tools", "allowed", "", "ok"},
+			row{"oidc:alice", "oidc:crm-readers", traceID, "all", "crm_headers", "crm/crm-tools", "denied", "not_permitted", "denied"},
+			row{"oidc:alice", "oidc:crm-readers", traceID, "all", "forecast", "weather/weather-tools", "denied", "not_permitted", "denied"},
+			row{"oidc:alice", "oidc:crm-readers", traceID, "namespaces/crm", "crm_echo", "crm/crm-tools", "allowed", "", "ok"},
+			row{"oidc:ts-agent", "oidc:crm-readers", "", "all", "crm_echo", "crm/crm-tools", "allowed", "", "ok"},
+			row{"oidc:ts-agent", "oidc:crm-readers", "", "all", "crm_headers", "crm/crm-tools", "denied", "not_permitted", "denied"},
+			row{"oidc:dave", "oidc:txn-callers", "", "all", "txn_token", "oidc-txn/txn-tools", "allowed", "", "ok"},
 		))
 	})
 })
+
+// txnTokenTool returns the Txn-Token header its call came with: a stand-in
+// for a workload that passes it on down the call path.
+func txnTokenTool() *toolkit.Tool {
+	return toolkit.MustNew("token", "Shows the Txn-Token the workload got", func(ctx context.Context, _ struct {
+		Text string `json:"text,omitempty"`
+	}) (string, error) {
+		c, _ := toolkit.CallerFrom(ctx)
+		return c.Header.Get(server.TxnTokenHeader), nil
+	})
+}
 
 // headerTransport sets its headers on every request.
 type headerTransport map[string]string
