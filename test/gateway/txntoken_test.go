@@ -78,6 +78,7 @@ var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, fu
 		idGW     *harness.Gateway
 		toolsURL string
 		tok      string
+		op       *harness.OpenIDProvider
 	)
 
 	BeforeAll(func() {
@@ -88,7 +89,15 @@ var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, fu
 		Expect(os.MkdirAll(keyDir, 0o700)).To(Succeed())
 		writeKeyDir(keyDir, ecKey(), nil)
 
-		By("starting a gateway that authenticates callers and mints their tokens")
+		By("starting an OpenID Provider whose client carol is a person in two IdP groups")
+		op, err = harness.StartOpenIDProvider(workDir, harness.OIDCClient{ID: "carol", Secret: "carol-secret",
+			Audience: []string{tokenAudience}, Groups: []string{"id-users", "auditors"}})
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(op.Close)
+		cfg := filepath.Join(workDir, "authentication-config-txn.yaml")
+		Expect(os.WriteFile(cfg, []byte(authenticationConfig(op)), 0o600)).To(Succeed())
+
+		By("starting a gateway that authenticates ServiceAccounts and the IdP's users, and mints their tokens")
 		toolsAddr, err := harness.FreeAddr()
 		Expect(err).NotTo(HaveOccurred())
 		resolve := map[string]string{}
@@ -97,7 +106,7 @@ var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, fu
 		}
 		resolve[toolSet+"."+namespace+".svc.cluster.local:"+strconv.Itoa(servicePort)] = toolsAddr
 		idGW = &harness.Gateway{Bin: gatewayBin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace, Resolve: resolve,
-			Args: []string{"--auth=kubernetes", "--token-audience", tokenAudience, "--auth-cache-ttl", "1s",
+			Args: []string{"--auth=kubernetes,oidc", "--authentication-config", cfg, "--token-audience", tokenAudience, "--auth-cache-ttl", "1s",
 				"--txn-token-key-dir", keyDir, "--public-url", "https://toolplane-gateway.test"},
 			LogPath: filepath.Join(workDir, "gateway-txn.log")}
 		Expect(idGW.Start(ctx)).To(Succeed())
@@ -134,7 +143,7 @@ var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, fu
 		waitForTable(func(owners map[string]string) bool { return owners["id_whoami"] == namespace+"/"+toolSet })
 		Eventually(openGatewayTools, settle, 200*time.Millisecond).Should(ContainElement("id_whoami"))
 
-		By("granting a ServiceAccount the ToolSet's tools")
+		By("granting a ServiceAccount and the IdP group id-users the ToolSet's tools")
 		_, err = cs.CoreV1().ServiceAccounts("agents").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: agent}}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		tr, err := cs.CoreV1().ServiceAccounts("agents").CreateToken(ctx, agent, &authenticationv1.TokenRequest{
@@ -148,7 +157,8 @@ var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, fu
 		_, err = cs.RbacV1().RoleBindings(namespace).Create(ctx, &rbacv1.RoleBinding{
 			ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: "call-tools"},
 			RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "Role", Name: "call-tools"},
-			Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "agents", Name: agent}},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Namespace: "agents", Name: agent},
+				{Kind: "Group", APIGroup: "rbac.authorization.k8s.io", Name: "oidc:id-users"}},
 		}, metav1.CreateOptions{})
 		Expect(err).NotTo(HaveOccurred())
 	})
@@ -157,10 +167,11 @@ var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, fu
 		Subject string   `json:"subject"`
 		Groups  []string `json:"groups"`
 	}
-	// whoami calls id_whoami through the gateway as the agent; once the
-	// gateway holds the ToolSet's table, every call must work.
-	whoami := func(g Gomega) identity {
-		s := connect(idGW.URL()+"/mcp", "2026-07-28", nil, bearer(tok))
+	// whoamiAs calls id_whoami through the gateway with bearer token
+	// token; whoami does as the agent. Once the gateway holds the
+	// ToolSet's table, every call must work.
+	whoamiAs := func(g Gomega, token string) identity {
+		s := connect(idGW.URL()+"/mcp", "2026-07-28", nil, bearer(token))
 		r, err := call(s, "id_whoami", map[string]any{})
 		g.Expect(err).NotTo(HaveOccurred())
 		g.Expect(r.IsError).To(BeFalse(), text(r))
@@ -170,6 +181,7 @@ var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, fu
 		g.Expect(json.Unmarshal(b, &id)).To(Succeed())
 		return id
 	}
+	whoami := func(g Gomega) identity { return whoamiAs(g, tok) }
 	wantCaller := func(id identity) {
 		Expect(id.Subject).To(Equal("system:serviceaccount:agents:" + agent))
 		Expect(id.Groups).To(ContainElements("system:serviceaccounts", "system:serviceaccounts:agents", "system:authenticated"))
@@ -222,6 +234,17 @@ var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, fu
 		status, body = direct(forged)
 		Expect(status).To(Equal(http.StatusUnauthorized), body)
 		Expect(body).NotTo(ContainSubstring("system:admin"))
+	})
+
+	It("gives whoami a person's subject and groups from the IdP's token, mapped with their prefix", func() {
+		person, err := op.Token(ctx, "carol", "carol-secret")
+		Expect(err).NotTo(HaveOccurred())
+		// The gateway fetches the IdP's discovery document and keys in the
+		// background: until then the person's token is refused.
+		var id identity
+		Eventually(func(g Gomega) { id = whoamiAs(g, person) }, settle, 250*time.Millisecond).Should(Succeed())
+		Expect(id.Subject).To(Equal("oidc:carol"))
+		Expect(id.Groups).To(ConsistOf("oidc:id-users", "oidc:auditors"))
 	})
 
 	It("keeps calls working through a key rotation, the JWKS listing the current and previous keys", func() {
