@@ -49,6 +49,8 @@ var _ = Describe("The chart's release lifecycle", func() {
 		By("installing, as the README does")
 		out := helmIn("install", release, chartDir, "-n", ns, "--create-namespace")
 		Expect(out).To(ContainSubstring(`kubectl get configmap toolplane-tools -n `+ns+` -o jsonpath='{.data.tools\.json}'`), "NOTES.txt")
+		Expect(out).To(ContainSubstring("https://lifecycle-toolplane-gateway."+ns+".svc/mcp"), "NOTES.txt")
+		Expect(out).To(ContainSubstring(`kubectl get configmap lifecycle-toolplane-gateway-ca -n `+ns+` -o jsonpath='{.data.ca\.crt}'`), "NOTES.txt")
 		d, err := kube.AppsV1().Deployments(ns).Get(ctx, "lifecycle-toolplane", metav1.GetOptions{})
 		Expect(err).NotTo(HaveOccurred())
 		Expect(d.Spec.Template.Spec.Containers[0].Args).To(ContainElement("--zap-log-level=info"))
