@@ -117,6 +117,12 @@ var _ = Describe("The chart's gateway TLS", func() {
 		Expect(svc.Spec.Ports).To(ContainElement(And(HaveField("Port", BeEquivalentTo(80)), HaveField("AppProtocol", HaveValue(Equal("http"))))))
 		Expect(m.ofKind("Secret").gateway()).To(BeEmpty())
 		Expect(m.ofKind("ConfigMap").gateway()).To(BeEmpty())
+
+		By("and takes the API server's audience only when told to, as the README's upgrade note says")
+		Expect(flagValue(c.Args, "--token-audience")).To(Equal("toolplane-gateway"))
+		m = helmTemplate("toolplane", "toolplane-system", "--set", "gateway.tls.enabled=false", "--set-json", "gateway.tokenAudiences=[]")
+		c, _ = gatewayContainer(fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane-gateway")))
+		Expect(flagValue(c.Args, "--token-audience")).To(BeEmpty())
 	})
 
 	It("mounts gateway.tls.existingSecret and makes nothing of its own", func() {
