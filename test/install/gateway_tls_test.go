@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
+	"net/http"
+	"os"
 	"path"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -12,6 +14,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 )
 
@@ -105,6 +108,55 @@ var _ = Describe("The chart's gateway TLS", func() {
 		leaf, err = x509.ParseCertificate(p.Bytes)
 		Expect(err).NotTo(HaveOccurred())
 		Expect(leaf.DNSNames).To(ConsistOf(serviceDNSNames("toolplane-gateway", ns, "corp.example")))
+	})
+
+	It("is served by the gateway run with the chart's arguments, which picks up a rotated Secret without a restart", func(ctx context.Context) {
+		const release, ns = "gwtls", "gwtls-run"
+		m := helmTemplate(release, ns)
+		var rbacObjects manifests
+		for _, kind := range []string{"ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding"} {
+			rbacObjects = append(rbacObjects, m.ofKind(kind).gateway()...)
+		}
+		ensureNamespaces(ctx, ns)
+		Expect(apply(ctx, rbacObjects, "", false)).To(Succeed())
+		_, err := kube.CoreV1().ConfigMaps(ns).Create(ctx, emptyTable(), metav1.CreateOptions{})
+		Expect(err).NotTo(HaveOccurred())
+		gw := runChartGateway(ctx, m)
+		Expect(gw.URL()).To(HavePrefix("https://"))
+		Expect(gatewayTable(ctx, gw).Tools).To(BeEmpty())
+		resp, err := http.Get("http://" + gw.Addr + "/v1/tools")
+		if err == nil {
+			resp.Body.Close()
+			Expect(resp.StatusCode).NotTo(Equal(http.StatusOK), "plain HTTP was served")
+		}
+
+		By("rotating the pair in place, as the kubelet updates a Secret volume")
+		rotated := helmTemplate(release, ns) // helm template makes a new CA and pair on every run
+		secret := fromUnstructured[corev1.Secret](rotated.named("Secret", release+"-toolplane-gateway-tls"))
+		for flag, key := range map[string]string{"--tls-cert-file": corev1.TLSCertKey, "--tls-key-file": corev1.TLSPrivateKeyKey} {
+			file := flagValue(gw.Args, flag)
+			Expect(os.WriteFile(file+".new", secret.Data[key], 0o600)).To(Succeed())
+			Expect(os.Rename(file+".new", file)).To(Succeed())
+		}
+		newRoots := x509.NewCertPool()
+		Expect(newRoots.AppendCertsFromPEM(secret.Data["ca.crt"])).To(BeTrue())
+		old := gw.TLS
+		gw.TLS = &tls.Config{RootCAs: newRoots, ServerName: old.ServerName, MinVersion: tls.VersionTLS12}
+		// Within certwatcher's poll (10 s) at the latest.
+		Eventually(func(ctx context.Context) error {
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, gw.URL()+"/v1/tools", nil)
+			if err != nil {
+				return err
+			}
+			resp, err := gw.Client().Do(req)
+			if err != nil {
+				return err
+			}
+			return resp.Body.Close()
+		}).WithContext(ctx).WithTimeout(eventuallyTimeout).Should(Succeed())
+		gw.TLS = old
+		_, err = gw.Client().Get(gw.URL() + "/v1/tools")
+		Expect(err).To(HaveOccurred(), "the old certificate is still served")
 	})
 
 	It("serves plain HTTP on port 80 with gateway.tls.enabled=false, and makes no certificate", func() {
