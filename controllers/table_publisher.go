@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -57,8 +58,11 @@ const (
 var ErrInvalidOffer = errors.New("controllers: invalid offer")
 
 // TablePublisher is the [Publisher] of the operator: it keeps the claims of
-// every ToolSet, has package ownership decide which ToolSet owns each
-// published name, and writes the tool table to ConfigMaps.
+// every ToolSet and the ownership ledger, which changes only as
+// [ownership.Decide] says (the rule, the policies and the budget at once),
+// and writes the ledger's entries as the tool table to ConfigMaps. The
+// verdicts an offer returns are final: a name Owned is in the next table,
+// and a name the budget denies is not owned at all.
 //
 // Ownership is sticky: the owner keeps a name for as long as it offers it
 // (stale tools included) and no policy forbids it; other claimants are told
@@ -120,9 +124,10 @@ type TablePublisher struct {
 	// resourceVersion they were computed from, so a replica that lost the
 	// lease meanwhile fails them rather than overwrite the new leader's.
 	ShutdownFlushTimeout time.Duration
-	// Budget caps the tools of each namespace and the table's bytes; the
-	// entries past it are left out of the table and their owners' verdicts
-	// are Denied (OverBudget). The table's JSON is capped at
+	// Budget caps the tools of each namespace and the table's bytes, inside
+	// the ownership rule (ownership.Decide), when a ToolSet offers: a claim
+	// past it is Denied (OverBudget) and its name passes to the next
+	// permitted claimant, if any. The table's JSON is capped at
 	// spec.MaxTableSegmentedBytes whatever it says, and its gzipped bytes
 	// at what the part ConfigMaps hold (see table_publisher_budget.go).
 	Budget ownership.Budget
@@ -162,23 +167,38 @@ type TablePublisher struct {
 	writeFailing bool
 
 	mu sync.Mutex
-	// overBudget are the owned names left out of the table by Budget.
-	overBudget map[string]ownership.Denial
+	// overBudget are the claims the budget denies, by name and claimant:
+	// each was the name's owner when the budget denied it, and the name
+	// passed on (see ownership.Decide).
+	overBudget map[string]map[types.NamespacedName]ownership.Denial
+	// ownedBytes is the sum of the owned entries' sizes, and nsOwned the
+	// owned names of each namespace, nsOverCap how many namespaces own more
+	// than Budget.MaxToolsPerNamespace: kept as owners change, they tell
+	// whether the budget may bind without weighing the table.
+	ownedBytes int64
+	nsOwned    map[string]int
+	nsOverCap  int
+	// before holds, for every name whose owner changed since the last
+	// rebudgetLocked, its record before (the zero Record for nobody): the
+	// ledger that change started from, which ownership.Decide weighs.
+	before map[string]ownership.Record
+	// now stamps the ledger's records; time.Now if nil.
+	now func() time.Time
 	// encodedCeiling, when positive, bounds the compressed weight of the
 	// table: set when a table did not fit its ConfigMaps, lowered until one
 	// does, cleared once the table fits without it (see tighten).
 	encodedCeiling int64
-	// encodedBinding: the last table built under encodedCeiling weighed
-	// more than it, so the ceiling denied tools; encodedKept is the weight
-	// it kept.
+	// encodedBinding: the last decision under encodedCeiling denied tools
+	// for it; encodedKept is the weight it kept.
 	encodedBinding bool
 	encodedKept    int64
 	// claims are the ToolSets that offer at least one name.
 	claims map[types.NamespacedName]*claim
-	// claimants index claims by name; owners holds the owner of every owned
-	// name. rule decides them (see table_publisher_claims.go).
+	// claimants index claims by name; ledger records the owner of every
+	// owned name (published or about to be). rule and budget decide them
+	// (see table_publisher_claims.go and ownership.Decide).
 	claimants map[string]ownership.Claimants
-	owners    map[string]types.NamespacedName
+	ledger    ownership.Ledger
 	rule      *ownership.Rule
 	// policiesSet: SetPolicies was called at least once.
 	policiesSet bool
@@ -214,7 +234,9 @@ func (p *TablePublisher) init() {
 		p.changed = make(chan event.TypedGenericEvent[*v1alpha1.ToolSet])
 		p.claims = make(map[types.NamespacedName]*claim)
 		p.claimants = make(map[string]ownership.Claimants)
-		p.owners = make(map[string]types.NamespacedName)
+		p.ledger = make(ownership.Ledger)
+		p.nsOwned = make(map[string]int)
+		p.before = make(map[string]ownership.Record)
 		p.awaiting = make(map[types.NamespacedName]struct{})
 		p.pending = make(map[types.NamespacedName]struct{})
 	})
@@ -522,59 +544,28 @@ func (p *TablePublisher) listToolSets(ctx context.Context) (map[types.Namespaced
 }
 
 // table returns the table as the publisher would write it now, sorted, and
-// false while writes are held.
+// false while writes are held: the entries of every name in the ledger.
+// The budget was applied when the ledger was decided, so every verdict
+// Owned is in it and no other.
 func (p *TablePublisher) table() (*spec.Table, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.holdWrites {
 		return nil, false
 	}
-	// A denied owner is not an owner: a name over budget whose owner has a
-	// rival passes to it, by the rule, and the budget weighs the table
-	// again, until no denied name has a permitted rival left.
-	for pass := 0; ; pass++ {
-		tools, entries := p.ownedLocked()
-		over := p.overBudgetLocked(entries)
-		if pass < maxPassOns && p.passOnLocked(over) {
-			continue
-		}
-		return &spec.Table{Tools: p.budgeted(tools, over)}, true
-	}
-}
-
-// maxPassOns bounds the rounds of one table's hand-overs of denied names:
-// each round hands over every denied name that has a rival, so it takes
-// more only when a rival is denied in turn.
-const maxPassOns = 8
-
-// ownedLocked returns the entries of every owned name, sorted, and what
-// the budget weighs of each. p.mu is held.
-func (p *TablePublisher) ownedLocked() ([]spec.TableTool, []ownership.Entry) {
-	type ownedEntry struct {
-		claim *claim
-		i     int
-	}
-	owned := make([]ownedEntry, 0, len(p.owners))
-	for name, owner := range p.owners {
-		c := p.claims[owner]
-		if i, ok := slices.BinarySearchFunc(c.tools, name, compareToolName); ok {
-			owned = append(owned, ownedEntry{c, i})
+	// Sorted as references, which are small, then copied once.
+	owned := make([]*spec.TableTool, 0, len(p.ledger))
+	for name, rec := range p.ledger {
+		if t, ok := findTool(p.claims[rec.Owner].toolsOrNil(), name); ok {
+			owned = append(owned, t)
 		}
 	}
-	slices.SortFunc(owned, func(a, b ownedEntry) int { return compareToolNames(a.claim.tools[a.i], b.claim.tools[b.i]) })
+	slices.SortFunc(owned, func(a, b *spec.TableTool) int { return strings.Compare(a.Name, b.Name) })
 	tools := make([]spec.TableTool, len(owned))
-	entries := make([]ownership.Entry, len(owned))
-	weigh := p.encodedCeiling > 0
-	for k, o := range owned {
-		t := o.claim.tools[o.i]
-		tools[k] = t
-		entries[k] = ownership.Entry{Name: t.Name, ToolSet: types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name},
-			Created: o.claim.created.Time, Bytes: int64(o.claim.sizes[o.i])}
-		if weigh {
-			entries[k].Encoded = o.claim.encodedWeight(o.i)
-		}
+	for i, t := range owned {
+		tools[i] = *t
 	}
-	return tools, entries
+	return &spec.Table{Tools: tools}, true
 }
 
 // maxTableTrims bounds how often one flush lowers the compressed ceiling

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -132,4 +133,49 @@ func claimedTool(p *TablePublisher, toolSet types.NamespacedName, name string) s
 		return *t
 	}
 	return spec.TableTool{}
+}
+
+// BenchmarkOfferChanged measures one ToolSet's offer of a changed tool in
+// a cluster of 1,000 ToolSets under the manager's default budget: the path
+// that settles the names it touches and decides the budget.
+func BenchmarkOfferChanged(b *testing.B) {
+	for _, shared := range []bool{false, true} {
+		b.Run(map[bool]string{false: "1000-toolsets-distinct", true: "1000-toolsets-contested"}[shared], func(b *testing.B) {
+			p, offers := benchPublisher(b, 1000, 20, shared)
+			p.Budget = ownership.Budget{MaxToolsPerNamespace: DefaultMaxToolsPerNamespace, MaxTableBytes: DefaultMaxTableBytes}
+			ctx := context.Background()
+			// Two versions of each offer, alternated: every offer changes.
+			alt := make([]Offer, len(offers))
+			for i, o := range offers {
+				o.Tools = slices.Clone(o.Tools)
+				o.Tools[0].Description = "changed"
+				alt[i] = o
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				o := offers[i%len(offers)]
+				if (i/len(offers))%2 == 0 {
+					o = alt[i%len(offers)]
+				}
+				if _, err := p.Offer(ctx, o); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}
+
+// BenchmarkPublisherTable measures building the table the publisher writes
+// from 20,000 owned entries, once per write of the table.
+func BenchmarkPublisherTable(b *testing.B) {
+	p, _ := benchPublisher(b, 1000, 20, false)
+	p.Budget = ownership.Budget{MaxToolsPerNamespace: DefaultMaxToolsPerNamespace, MaxTableBytes: DefaultMaxTableBytes}
+	b.ReportAllocs()
+	for b.Loop() {
+		if t, ok := p.table(); !ok || len(t.Tools) != 20000 {
+			b.Fatalf("%d tools", len(t.Tools))
+		}
+	}
 }

@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -18,12 +18,14 @@ import (
 
 // This file holds what the publisher does for the admin ceilings that need
 // the whole cluster's view: the budgets of tools per namespace and of table
-// bytes (decided by ownership.Budget, a pure function), the policies'
-// counts, and the table writes that fail anyway.
+// bytes, decided with the rule by ownership.Decide (a pure function) when
+// a change may bind them, the compressed ceiling learnt from a table that
+// did not fit, the policies' counts, and the table writes that fail anyway.
 
-// overBudgetLocked returns the owned names the budget denies among
-// entries. p.mu is held.
-func (p *TablePublisher) overBudgetLocked(entries []ownership.Entry) map[string]ownership.Denial {
+// budget returns the budget in force: Budget, its JSON bytes capped at
+// what the table can hold whatever the flags say, and the compressed
+// ceiling while one is set. p.mu is held.
+func (p *TablePublisher) budget() ownership.Budget {
 	b := p.Budget
 	if b.MaxTableBytes <= 0 || b.MaxTableBytes > spec.MaxTableSegmentedBytes {
 		// Whatever the flags say, the table must stay writable.
@@ -31,92 +33,123 @@ func (p *TablePublisher) overBudgetLocked(entries []ownership.Entry) map[string]
 	}
 	if p.encodedCeiling > 0 {
 		b.MaxEncodedBytes, b.EncodedCeiling = p.encodedCeiling, p.encodedCeilingName()
-		var total int64
-		for _, e := range entries {
-			total += e.Encoded
-		}
-		p.encodedBinding = total > p.encodedCeiling
 	}
-	over := b.Apply(entries)
-	if p.encodedCeiling > 0 {
-		p.encodedKept = 0
-		for _, e := range entries {
-			if _, ok := over[e.Name]; !ok {
-				p.encodedKept += e.Encoded
-			}
-		}
-	}
-	return over
+	return b
 }
 
-// passOnLocked hands every name in over whose owner has a permitted rival
-// to the rival the rule picks with the owner denied, and reports whether
-// any moved. Every claimant of a moved name is told. p.mu is held.
-func (p *TablePublisher) passOnLocked(over map[string]ownership.Denial) bool {
-	moved := false
-	for _, name := range slices.Sorted(maps.Keys(over)) {
-		set := p.claimants[name]
-		if set.Len() < 2 {
-			continue
+// budgetMayBind reports whether the budget may deny some owned name now,
+// from the counts kept as owners change: no table is weighed for it.
+// p.mu is held.
+func (p *TablePublisher) budgetMayBind() bool {
+	return p.nsOverCap > 0 || p.ownedBytes > p.budget().MaxTableBytes || p.encodedCeiling > 0
+}
+
+// rebudgetLocked brings the ledger to what ownership.Decide makes of it
+// with the budget, after the rule settled the names a change touched. While
+// the budget cannot bind and denies nobody, the rule's outcome is the
+// decision already, and this costs nothing; otherwise every claim is
+// decided again, so that a denied owner is not an owner and the verdicts
+// the offerer gets are final. p.mu is held.
+func (p *TablePublisher) rebudgetLocked() {
+	defer clear(p.before)
+	if len(p.overBudget) == 0 && !p.budgetMayBind() {
+		return
+	}
+	// Decided from the ledger before the change, as if from scratch: the
+	// rule's incremental outcome may differ from it wherever the budget
+	// denied a claim.
+	prev := maps.Clone(p.ledger)
+	for name, rec := range p.before {
+		if rec.Owner == (types.NamespacedName{}) {
+			delete(prev, name)
+		} else {
+			prev[name] = rec
 		}
-		owner := p.owners[name]
-		d := over[name]
-		// A copy of the claimants, the owner denied: Claimants share
-		// their storage.
-		var without ownership.Claimants
-		for ts, cl := range set.All() {
-			if ts == owner {
-				cl.Denied = &d
+	}
+	p.applyLocked(ownership.Decide(prev, p.inputLocked()))
+}
+
+// inputLocked gathers what ownership.Decide weighs. p.mu is held.
+func (p *TablePublisher) inputLocked() ownership.Input {
+	weigh := p.encodedCeiling > 0
+	in := ownership.Input{Rule: p.rule, Budget: p.budget(), Hold: p.holds(), Now: p.clock(),
+		Claims: make([]ownership.Claim, 0, len(p.claims))}
+	for ts, c := range p.claims {
+		cl := ownership.Claim{ToolSet: ts, Created: c.created.Time, UID: c.uid, Denied: c.denied,
+			Names: make([]string, len(c.tools)), Bytes: make([]int64, len(c.tools))}
+		if weigh {
+			cl.Encoded = make([]int64, len(c.tools))
+		}
+		for i := range c.tools {
+			cl.Names[i], cl.Bytes[i] = c.tools[i].Name, int64(c.sizes[i])
+			if weigh {
+				cl.Encoded[i] = c.encodedWeight(i)
 			}
-			without.Set(ts, cl)
 		}
-		out := p.rule.Resolve(ownership.Contest{Name: name, Owner: owner, Claimants: without, Hold: p.holds()})
-		if !out.Owned() || out.Owner == owner {
-			continue
+		in.Claims = append(in.Claims, cl)
+	}
+	return in
+}
+
+// applyLocked makes d the publisher's state: every name that changed hands
+// moves, and every claimant whose verdict may have changed is told. p.mu is
+// held.
+func (p *TablePublisher) applyLocked(d ownership.Decision) {
+	moved := false
+	for name, rec := range p.ledger {
+		if next, ok := d.Ledger[name]; !ok || next.Owner != rec.Owner || next.UID != rec.UID {
+			p.tellClaimants(name)
+			moved = true
+			if !ok {
+				p.setOwner(name, ownership.Record{})
+			}
 		}
-		p.owners[name] = out.Owner
-		for ts := range set.All() {
-			p.pending[ts] = struct{}{}
+	}
+	for name, next := range d.Ledger {
+		if rec, ok := p.ledger[name]; !ok || rec != next {
+			if !ok || rec.Owner != next.Owner {
+				p.tellClaimants(name)
+				moved = true
+			}
+			p.setOwner(name, next)
 		}
-		moved = true
+	}
+	for name, was := range p.overBudget {
+		for ts, dn := range was {
+			if is, ok := d.OverBudget[name][ts]; !ok || is != dn {
+				p.pending[ts] = struct{}{}
+			}
+		}
+	}
+	for name, is := range d.OverBudget {
+		for ts := range is {
+			if _, ok := p.overBudget[name][ts]; !ok {
+				p.pending[ts] = struct{}{}
+			}
+		}
+	}
+	p.overBudget = d.OverBudget
+	if p.encodedCeiling > 0 {
+		p.encodedBinding = d.EncodedBound
+		p.encodedKept = 0
+		for _, e := range d.Publish {
+			p.encodedKept += e.Encoded
+		}
 	}
 	if moved {
+		p.kickLocked()
+	}
+	if len(p.pending) > 0 {
 		p.notifyLocked()
 	}
-	return moved
 }
 
-// budgeted returns the owned entries that fit the budget, over being those
-// it denies, and records them as over budget: their owners' verdicts
-// become Denied (OverBudget), and the owners whose set of such names
-// changed are told. p.mu is held.
-func (p *TablePublisher) budgeted(tools []spec.TableTool, over map[string]ownership.Denial) []spec.TableTool {
-	if !maps.EqualFunc(over, p.overBudget, func(a, b ownership.Denial) bool { return a == b }) {
-		for name := range over {
-			if _, ok := p.overBudget[name]; !ok {
-				p.pending[p.owners[name]] = struct{}{}
-			}
-		}
-		for name := range p.overBudget {
-			if _, ok := over[name]; !ok {
-				if owner, ok := p.owners[name]; ok {
-					p.pending[owner] = struct{}{}
-				}
-			}
-		}
-		p.overBudget = over
-		p.notifyLocked()
+// tellClaimants marks every claimant of name to be told of a change.
+// p.mu is held.
+func (p *TablePublisher) tellClaimants(name string) {
+	for ts := range p.claimants[name].All() {
+		p.pending[ts] = struct{}{}
 	}
-	if len(over) == 0 {
-		return tools
-	}
-	kept := tools[:0:0]
-	for _, t := range tools {
-		if _, ok := over[t.Name]; !ok {
-			kept = append(kept, t)
-		}
-	}
-	return kept
 }
 
 // overCapacity reports whether err says the table cannot be written
@@ -158,9 +191,10 @@ func (p *TablePublisher) tighten() {
 	defer p.mu.Unlock()
 	if p.encodedCeiling <= 0 {
 		p.encodedCeiling = p.encodedCapacity()
-		return
+	} else {
+		p.encodedCeiling = max(min(p.encodedCeiling, p.encodedKept)*5/6, 1)
 	}
-	p.encodedCeiling = max(min(p.encodedCeiling, p.encodedKept)*5/6, 1)
+	p.rebudgetLocked()
 }
 
 // relax drops the compressed ceiling once a table was written that it did
@@ -170,6 +204,7 @@ func (p *TablePublisher) relax() {
 	defer p.mu.Unlock()
 	if p.encodedCeiling > 0 && !p.encodedBinding {
 		p.encodedCeiling = 0
+		p.rebudgetLocked()
 	}
 }
 
@@ -216,18 +251,6 @@ func entrySizes(tools []spec.TableTool) []int32 {
 		sizes[i] = int32(len(n) + 1)
 	}
 	return sizes
-}
-
-// overBudgetVerdict turns the verdict of an owner whose name is over budget
-// into Denied (OverBudget). p.mu is held.
-func (p *TablePublisher) overBudgetVerdict(name string, v ownership.Verdict) ownership.Verdict {
-	if v.State != ownership.Owned {
-		return v
-	}
-	if d, ok := p.overBudget[name]; ok {
-		v.State, v.Policy, v.Reason = ownership.Denied, d.Policy, d.Reason
-	}
-	return v
 }
 
 // Governed counts the claims of the names a policy matches, and those of

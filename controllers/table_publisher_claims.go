@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -16,10 +17,12 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
-// This file holds the publisher's bookkeeping of claims. Who owns a name is
-// decided by package ownership; the publisher gathers its inputs, applies
-// its outcome name by name as claims change, and tells the ToolSets whose
-// verdict changed through another's action.
+// This file holds the publisher's bookkeeping of claims and of the
+// ownership ledger. Who owns a name is decided by package ownership
+// (ownership.Decide); the publisher gathers its inputs, applies the rule
+// name by name as claims change, has Decide settle the budget when it may
+// bind (rebudgetLocked), and tells the ToolSets whose verdict changed
+// through another's action.
 
 // claim is what one ToolSet offers.
 type claim struct {
@@ -43,6 +46,41 @@ type claim struct {
 	// offered is the slice of the offer the claim was made from: mostly
 	// tools itself, or what tools were copied from.
 	offered []spec.TableTool
+}
+
+// toolsOrNil returns the claim's tools; nil for no claim.
+func (c *claim) toolsOrNil() []spec.TableTool {
+	if c == nil {
+		return nil
+	}
+	return c.tools
+}
+
+// size returns the bytes of the claim's entry of name in the table; zero
+// if it claims no such name (or c is nil).
+func (c *claim) size(name string) int64 {
+	if c == nil {
+		return 0
+	}
+	if i, ok := slices.BinarySearchFunc(c.tools, name, compareToolName); ok {
+		return int64(c.sizes[i])
+	}
+	return 0
+}
+
+// ownedSize returns the bytes of the claim's entries that toolSet owns in
+// l; zero for a nil claim.
+func (c *claim) ownedSize(l ownership.Ledger, toolSet types.NamespacedName) int64 {
+	if c == nil {
+		return 0
+	}
+	var n int64
+	for i := range c.tools {
+		if l[c.tools[i].Name].Owner == toolSet {
+			n += int64(c.sizes[i])
+		}
+	}
+	return n
 }
 
 // repeats reports whether o offers again exactly what made c: the very same
@@ -87,8 +125,10 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 	defer p.mu.Unlock()
 	if c := p.claims[o.ToolSet]; c != nil && c.uid != "" && o.UID != "" && c.uid != o.UID {
 		// Deleted and created again under the name: the old object lets go
-		// of every name first, and the new one claims as any newcomer.
+		// of every name first, a withdraw decided on its own, and the new
+		// one claims as any newcomer.
 		p.release(o.ToolSet, o.ToolSet)
+		p.rebudgetLocked()
 	}
 	var old []spec.TableTool
 	if c := p.claims[o.ToolSet]; c != nil {
@@ -102,13 +142,16 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 			dirty = true
 		}
 		// A new entry, or a changed one, of a name this ToolSet owns.
-		if p.owners[name] == o.ToolSet && (was == nil || is == nil || !reflect.DeepEqual(*was, *is)) {
+		if p.ledger.Owner(name) == o.ToolSet && (was == nil || is == nil || !reflect.DeepEqual(*was, *is)) {
 			dirty = true
 		}
 	})
 	if dirty {
 		p.kickLocked()
 	}
+	// The budget is decided now, not when the table is written: the
+	// verdicts returned are those the table will show.
+	p.rebudgetLocked()
 	setConflictsMetric(p.conflicts)
 	return p.verdicts(o.ToolSet), nil
 }
@@ -139,6 +182,7 @@ func (p *TablePublisher) Withdraw(ctx context.Context, toolSet types.NamespacedN
 	defer p.mu.Unlock()
 	p.offered(toolSet)
 	p.release(toolSet, toolSet)
+	p.rebudgetLocked()
 	setConflictsMetric(p.conflicts)
 	return nil
 }
@@ -174,6 +218,7 @@ func (p *TablePublisher) SetPolicies(ctx context.Context, policies []ownership.P
 		p.notifyLocked()
 	}
 	moved := p.settle()
+	p.rebudgetLocked()
 	ctrl.LoggerFrom(ctx).Info("Applied the tool name policies", "policies", len(policies), "claimsChanged", changed, "namesMoved", moved)
 	setConflictsMetric(p.conflicts)
 	return nil
@@ -195,7 +240,7 @@ func (p *TablePublisher) Published(ctx context.Context, toolSet types.Namespaced
 	}
 	var out []spec.TableTool
 	for _, t := range c.tools {
-		if p.owners[t.Name] == toolSet {
+		if p.ledger.Owner(t.Name) == toolSet {
 			out = append(out, t)
 		}
 	}
@@ -244,14 +289,24 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	}
 	p.restoring = len(p.awaiting) > 0
 	p.holdWrites = unreadable && p.restoring
+	// A name under two ToolSets (a table not written by one leader) goes by
+	// the rule, not by the order of the entries.
+	var read []ownership.RestoredEntry
+	ids := make(map[types.NamespacedName]ownership.Identity, len(restored))
 	for ts, c := range restored {
 		p.setClaim(ts, c)
+		ids[ts] = ownership.Identity{Created: c.created.Time, UID: c.uid}
 		for _, t := range c.tools {
-			p.owners[t.Name] = ts
+			read = append(read, ownership.RestoredEntry{Name: t.Name, ToolSet: ts, UID: types.UID(t.ToolSetUID)})
 		}
 	}
-	// An owner that a policy forbids the name loses it now.
+	for name, rec := range ownership.Restore(read, ids, p.clock()) {
+		p.setOwner(name, rec)
+	}
+	// An owner that a policy forbids the name loses it now, and one past
+	// the budget.
 	p.settle()
+	p.rebudgetLocked()
 	setConflictsMetric(p.conflicts)
 	// Write at once what was read back, less the entries of deleted
 	// ToolSets; a cluster without a table gets an empty one, so that agents
@@ -283,6 +338,9 @@ func (p *TablePublisher) release(toolSet, actor types.NamespacedName) {
 // claimants index and the conflict count in step. A name claimed before and
 // after keeps its place in the index.
 func (p *TablePublisher) setClaim(toolSet types.NamespacedName, c *claim) {
+	// The owned entries' bytes follow the claim: its owner is unchanged.
+	p.ownedBytes -= p.claims[toolSet].ownedSize(p.ledger, toolSet)
+	p.ownedBytes += c.ownedSize(p.ledger, toolSet)
 	if old := p.claims[toolSet]; old != nil {
 		for _, t := range old.tools {
 			if c != nil {
@@ -320,12 +378,67 @@ func (p *TablePublisher) setClaim(toolSet types.NamespacedName, c *claim) {
 	}
 }
 
+// setOwner records rec as the ledger's entry for name (the zero Record
+// for nobody), and keeps the counts the budget looks at in step. p.mu is
+// held.
+func (p *TablePublisher) setOwner(name string, rec ownership.Record) {
+	if _, ok := p.before[name]; !ok {
+		p.before[name] = p.ledger[name]
+	}
+	if cur, ok := p.ledger[name]; ok {
+		p.ownedBytes -= p.claims[cur.Owner].size(name)
+		p.countOwned(cur.Owner.Namespace, -1)
+		delete(p.ledger, name)
+	}
+	if rec.Owner == (types.NamespacedName{}) {
+		return
+	}
+	p.ledger[name] = rec
+	p.ownedBytes += p.claims[rec.Owner].size(name)
+	p.countOwned(rec.Owner.Namespace, 1)
+}
+
+// countOwned adds delta to the names namespace owns. p.mu is held.
+func (p *TablePublisher) countOwned(namespace string, delta int) {
+	limit := p.Budget.MaxToolsPerNamespace
+	n := p.nsOwned[namespace]
+	if limit > 0 && (n > limit) != (n+delta > limit) {
+		p.nsOverCap += delta
+	}
+	if n+delta == 0 {
+		delete(p.nsOwned, namespace)
+	} else {
+		p.nsOwned[namespace] = n + delta
+	}
+}
+
+// clock returns now, for the ledger's records.
+func (p *TablePublisher) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
+}
+
 // contest gathers what the rule needs to settle name.
+// A claim the budget denied is denied in it.
 func (p *TablePublisher) contest(name string) ownership.Contest {
+	set := p.claimants[name]
+	if over := p.overBudget[name]; len(over) > 0 {
+		// A copy: Claimants share their storage.
+		var with ownership.Claimants
+		for ts, cl := range set.All() {
+			if d, ok := over[ts]; ok {
+				cl.Denied = ptrTo(d)
+			}
+			with.Set(ts, cl)
+		}
+		set = with
+	}
 	return ownership.Contest{
 		Name:      name,
-		Owner:     p.owners[name],
-		Claimants: p.claimants[name],
+		Owner:     p.ledger.Owner(name),
+		Claimants: set,
 		Hold:      p.holds(),
 	}
 }
@@ -339,15 +452,15 @@ func (p *TablePublisher) holds() bool {
 // resolve settles the owner of name after a change by actor and reports
 // whether it moved. Every other claimant sees a new owner, so each is told.
 func (p *TablePublisher) resolve(name string, actor types.NamespacedName) bool {
-	cur := p.owners[name]
+	cur := p.ledger[name]
 	out := p.rule.Resolve(p.contest(name))
-	if out.Owner == cur {
+	if out.Owner == cur.Owner {
 		return false
 	}
 	if out.Owned() {
-		p.owners[name] = out.Owner
+		p.setOwner(name, ownership.NextRecord(cur, out.Owner, p.claims[out.Owner].uid, p.clock()))
 	} else {
-		delete(p.owners, name)
+		p.setOwner(name, ownership.Record{})
 	}
 	for ts := range p.claimants[name].All() {
 		if ts != actor {
@@ -390,7 +503,7 @@ func (p *TablePublisher) verdicts(toolSet types.NamespacedName) map[string]owner
 			// Unowned: held (Pending) or every claimant is denied.
 			o = p.rule.Resolve(con)
 		}
-		out[name] = p.overBudgetVerdict(name, p.rule.Verdict(con, o, toolSet))
+		out[name] = p.rule.Verdict(con, o, toolSet)
 	}
 	return out
 }
@@ -455,6 +568,7 @@ func (p *TablePublisher) endRestoreLocked() {
 	clear(p.awaiting)
 	p.restoring, p.holdWrites = false, false
 	p.settle()
+	p.rebudgetLocked()
 	p.kickLocked()
 }
 

@@ -176,6 +176,58 @@ var _ = Describe("The ownership model", func() {
 		policy := 0
 		owners := map[string]types.NamespacedName{}
 
+		// The admin's budget for the run, kept across restarts: none, a cap
+		// of tools per namespace, or of the table's bytes (about seven
+		// entries). With none, the owners follow modelRule, written apart
+		// from package ownership; with one, they follow ownership.Decide,
+		// the function the publisher applies incrementally.
+		sample := entrySizes([]spec.TableTool{entry(toolSets[0].key, "x_pay_refund", "pay_refund")})[0]
+		budgets := []ownership.Budget{{}, {MaxToolsPerNamespace: 3}, {MaxTableBytes: 7 * int64(sample)}}
+		budget := budgets[(seed+1)%uint64(len(budgets))]
+		GinkgoWriter.Printf("model test: budget %+v\n", budget)
+		// decision is the reference's last decision, for the verdicts.
+		var decision ownership.Decision
+		reference := func(prev map[string]types.NamespacedName) map[string]types.NamespacedName {
+			if budget == (ownership.Budget{}) {
+				return modelRule(policySets[policy], prev, toolSets)
+			}
+			rule, err := ownership.NewRule(policySets[policy])
+			Expect(err).NotTo(HaveOccurred())
+			b := budget
+			if b.MaxTableBytes == 0 {
+				b.MaxTableBytes = spec.MaxTableSegmentedBytes
+			}
+			in := ownership.Input{Rule: rule, Budget: b}
+			for _, m := range toolSets {
+				var tools []spec.TableTool
+				for _, name := range m.offered() {
+					// As the publisher holds it, naming the offerer's UID.
+					e := entry(m.key, name, strings.TrimPrefix(name, m.prefix))
+					e.ToolSetUID = string(m.uid)
+					tools = append(tools, e)
+				}
+				if len(tools) == 0 {
+					continue
+				}
+				cl := ownership.Claim{ToolSet: m.key, Created: m.created, UID: m.uid}
+				for i, size := range entrySizes(tools) {
+					cl.Names = append(cl.Names, tools[i].Name)
+					cl.Bytes = append(cl.Bytes, int64(size))
+				}
+				in.Claims = append(in.Claims, cl)
+			}
+			l := ownership.Ledger{}
+			for name, owner := range prev {
+				l[name] = ownership.Record{Owner: owner}
+			}
+			decision = ownership.Decide(l, in)
+			out := map[string]types.NamespacedName{}
+			for name, rec := range decision.Ledger {
+				out[name] = rec.Owner
+			}
+			return out
+		}
+
 		// protected are the names whose owner serves them and that a table
 		// version has shown with that owner: no later version may lack
 		// them until the owner lets go. The watcher checks every version.
@@ -183,6 +235,9 @@ var _ = Describe("The ownership model", func() {
 			mu         sync.Mutex
 			protected  = map[string]types.NamespacedName{}
 			violations []string
+			// invariantViolations break "status Published ⇔ in the table ⇔
+			// in the ledger".
+			invariantViolations []string
 		)
 		unprotect := func(pred func(name string, owner types.NamespacedName) bool) {
 			mu.Lock()
@@ -213,6 +268,7 @@ var _ = Describe("The ownership model", func() {
 				Debounce:        10 * time.Millisecond,
 				MaxDelay:        100 * time.Millisecond,
 				PartGracePeriod: 200 * time.Millisecond,
+				Budget:          budget,
 			}
 			runCtx, cancel := context.WithCancel(context.Background())
 			done := make(chan struct{}, 2)
@@ -261,11 +317,17 @@ var _ = Describe("The ownership model", func() {
 					want = ownership.Denied
 				} else if owners[name] == m.key {
 					want = ownership.Owned
+				} else if budget != (ownership.Budget{}) {
+					want = decision.Verdicts[m.key][name].State
 				}
 				Expect(v.State).To(Equal(want), "%s: the verdict on %s for %s", where, name, m.key)
 				Expect(v.Owner).To(Equal(owners[name]), "%s: the owner of %s told to %s", where, name, m.key)
 			}
 		}
+		var (
+			p    *TablePublisher
+			stop func()
+		)
 		// settle waits until the table, as the watch shows it, holds the
 		// model's owners, then protects them.
 		settle := func(where string) {
@@ -286,6 +348,22 @@ var _ = Describe("The ownership model", func() {
 			mu.Lock()
 			maps.Copy(protected, owners)
 			mu.Unlock()
+			// Status Published (a verdict Owned) ⇔ in the table ⇔ in the
+			// ledger, for every claim of every ToolSet.
+			table := harness.Names(watcher.Latest())
+			p.mu.Lock()
+			defer p.mu.Unlock()
+			for _, m := range toolSets {
+				for name, v := range p.verdicts(m.key) {
+					ref, inTable := table[name]
+					published := inTable && ref.Namespace == m.key.Namespace && ref.Name == m.key.Name
+					inLedger := p.ledger.Owner(name) == m.key
+					if (v.State == ownership.Owned) != published || published != inLedger {
+						invariantViolations = append(invariantViolations, fmt.Sprintf("%s: %s of %s: verdict %s, in the table %v, in the ledger %v",
+							where, name, m.key, v.State, published, inLedger))
+					}
+				}
+			}
 		}
 		randomTools := func() []string {
 			var out []string
@@ -297,7 +375,7 @@ var _ = Describe("The ownership model", func() {
 			return out
 		}
 
-		p, stop := start()
+		p, stop = start()
 		Expect(p.SetPolicies(ctx, policySets[policy])).To(Succeed())
 		settle("start")
 
@@ -328,7 +406,7 @@ var _ = Describe("The ownership model", func() {
 					// go by the rule before the new one claims any (on a tie
 					// of creation seconds, a rival takes them first).
 					m.exists = false
-					owners = modelRule(policySets[policy], owners, toolSets)
+					owners = reference(owners)
 					m.exists, m.created, m.uid, m.serving, m.tools = true, ts.CreationTimestamp.Time, ts.UID, true, randomTools()
 					return "recreate", m
 				case op == 1 && m.exists:
@@ -410,7 +488,7 @@ var _ = Describe("The ownership model", func() {
 				counts["unwritten changes at a failover"]++
 			}
 			// The outcome follows from what was written and the claims.
-			owners = modelRule(policySets[policy], durable, toolSets)
+			owners = reference(durable)
 
 			p, stop = start()
 			var heard []*modelToolSet
@@ -450,12 +528,12 @@ var _ = Describe("The ownership model", func() {
 				}
 				counts[op]++
 				apply(op, m)
-				owners = modelRule(policySets[policy], owners, toolSets)
+				owners = reference(owners)
 				restart()
 			default:
 				counts[op]++
 				verdicts := apply(op, m)
-				owners = modelRule(policySets[policy], owners, toolSets)
+				owners = reference(owners)
 				if verdicts != nil {
 					checkVerdicts(m, verdicts, where+" "+op)
 				}
@@ -469,8 +547,9 @@ var _ = Describe("The ownership model", func() {
 		mu.Lock()
 		defer mu.Unlock()
 		Expect(violations).To(BeEmpty(), "table versions that lacked a served tool")
-		summary := fmt.Sprintf("model test: seed %d, %d steps, %d table versions (%d torn reads); operations and faults: %v",
-			seed, steps, versions, torn, counts)
+		Expect(invariantViolations).To(BeEmpty(), "claims whose verdict, table entry and ledger disagree")
+		summary := fmt.Sprintf("model test: seed %d, %d steps, budget %+v, %d table versions (%d torn reads), %d invariant violations; operations and faults: %v",
+			seed, steps, budget, versions, torn, len(invariantViolations), counts)
 		GinkgoWriter.Println(summary)
 		AddReportEntry("model summary", summary, ReportEntryVisibilityAlways)
 	})

@@ -102,6 +102,8 @@ type ToolSetReconciler struct {
 	memory   map[types.NamespacedName]*toolSetMemory
 	// podEvents counts the Pod events of each namespace, for podsOf.
 	podEvents podEventCounts
+	// restatus marks why ToolSets were enqueued (toolset_restatus.go).
+	restatus restatusMarks
 }
 
 // init builds the scraper and the memory from the exported fields, once.
@@ -121,6 +123,7 @@ func (r *ToolSetReconciler) init() {
 		ctx, r.stop = context.WithCancel(context.Background())
 		r.runs = newScrapeRuns(ctx, r.ScrapeWait)
 		r.memory = map[types.NamespacedName]*toolSetMemory{}
+		r.restatus.events = make(chan event.TypedGenericEvent[*v1alpha1.ToolSet], 64)
 	})
 }
 
@@ -152,6 +155,9 @@ type toolSetMemory struct {
 	written writtenStatus
 	// toolsRecorded is set once the tool gauges were set from the status.
 	toolsRecorded bool
+	// last is the last full round, which an ownership change elsewhere
+	// recomputes the status from without a scrape (toolset_restatus.go).
+	last *lastRound
 	// podList is the last list of the ToolSet's ready Pods (podsOf).
 	podList podList
 	// assembled is the last round's assembly, and what it was made from.
@@ -241,6 +247,11 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ToolSet{}, serviceNameIndex, serviceNameIndexValues); err != nil {
 		return fmt.Errorf("indexing ToolSets by Service: %w", err)
 	}
+	// The publisher's ownership changes reach the work queue marked, so
+	// that they cost no scrape.
+	if err := mgr.Add(manager.RunnableFunc(r.relayChanged)); err != nil {
+		return err
+	}
 	// Scrapes in the background end when the manager stops.
 	if err := mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
 		<-ctx.Done()
@@ -253,12 +264,12 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&v1alpha1.ToolSet{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&corev1.Pod{},
-			handler.EnqueueRequestsFromMapFunc(r.toolSetsForPod),
+			handler.EnqueueRequestsFromMapFunc(r.scrapeFor(r.toolSetsForPod)),
 			builder.WithPredicates(podScrapeChanged)).
 		Watches(&corev1.Service{},
 			handler.EnqueueRequestsFromMapFunc(r.toolSetsForService),
 			builder.WithPredicates(serviceRoutingChanged)).
-		WatchesRawSource(source.Channel(r.Publisher.Changed(), &handler.TypedEnqueueRequestForObject[*v1alpha1.ToolSet]{})).
+		WatchesRawSource(source.Channel(r.restatus.events, &handler.TypedEnqueueRequestForObject[*v1alpha1.ToolSet]{})).
 		WatchesRawSource(source.Channel(r.runs.wake, &handler.TypedEnqueueRequestForObject[*v1alpha1.ToolSet]{})).
 		WithOptions(controller.Options{MaxConcurrentReconciles: r.MaxConcurrentReconciles}).
 		Named("toolset").
@@ -351,6 +362,24 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	eff := r.Ceilings.effectiveOf(ts)
 	interval := eff.interval
 	mem.interval, mem.clamped = interval, eff.clamped
+	key := runKey(ts.Generation, pods)
+	if last := r.restatusable(req.NamespacedName, mem, key, serviceRefused, time.Now()); last != nil {
+		// Only ownership changed, through another ToolSet: the last round
+		// stands until its next scrape, and its offer gets the verdicts
+		// anew, so the status follows the table at once.
+		verdicts, err := r.Publisher.Offer(ctx, last.offer)
+		if err != nil {
+			return ctrl.Result{}, fmt.Errorf("offering tools to the publisher: %w", err)
+		}
+		r.setStatus(ts, last.rd, last.a, last.offer.Tools, verdicts, last.held, mem)
+		if serviceRefused != "" {
+			setServiceRefused(ts, serviceRefused)
+		}
+		if contracts, err = r.checkContracts(ctx, ts, before.Status.Tools, last.offer.Tools, len(last.rd.docs) > 0, mem, time.Now()); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: time.Until(last.due)}, nil
+	}
 	var results []podResult
 	if credErr == nil {
 		target := scrapeTarget{toolSet: req.NamespacedName, namespace: ts.Namespace, spec: &ts.Spec,
@@ -364,7 +393,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			retry time.Duration
 			ok    bool
 		)
-		results, retry, ok = r.runs.results(ctx, req.NamespacedName, runKey(ts.Generation, pods), interval+eff.timeout,
+		results, retry, ok = r.runs.results(ctx, req.NamespacedName, key, interval+eff.timeout,
 			func(ctx context.Context) []podResult { return r.scraper.scrapeAll(ctx, target, pods, last) })
 		if err := ctx.Err(); err != nil {
 			// The manager is stopping: what was scraped is not the truth.
@@ -414,11 +443,14 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	if serviceRefused != "" && len(offered) > 0 {
 		offered = withoutEndpoints(offered)
 	}
-	verdicts, err := r.Publisher.Offer(ctx, Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, UID: ts.UID, Tools: offered,
-		Denied: overToolSetBudget(offered, eff.maxTools)})
+	offer := Offer{ToolSet: req.NamespacedName, Created: ts.CreationTimestamp, UID: ts.UID, Tools: offered,
+		Denied: overToolSetBudget(offered, eff.maxTools)}
+	verdicts, err := r.Publisher.Offer(ctx, offer)
 	if err != nil {
 		return ctrl.Result{}, fmt.Errorf("offering tools to the publisher: %w", err)
 	}
+	mem.last = &lastRound{key: key, at: now, due: now.Add(requeue), serviceRefused: serviceRefused,
+		offer: offer, rd: rd, a: a, held: held}
 	r.setStatus(ts, rd, a, offered, verdicts, held, mem)
 	if serviceRefused != "" {
 		setServiceRefused(ts, serviceRefused)

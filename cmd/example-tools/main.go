@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -55,11 +56,25 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(net.Ad
 	stdio := fs.Bool("stdio", false, "serve MCP over stdin and stdout instead of HTTP; logs go to stderr")
 	anyHost := fs.Bool("allow-any-host-on-loopback", false,
 		"accept any Host header on a loopback address (for a proxy on the same machine that forwards a Service's name); off, a foreign Host there is refused as DNS rebinding")
+	jwksURL := fs.String("caller-jwks-url", "",
+		"verify the transaction token (Txn-Token) of each call against the JWKS at this URL, the gateway's /.well-known/jwks.json, and give the tools the caller it names; needs --caller-audience")
+	audience := fs.String("caller-audience", "",
+		"with --caller-jwks-url, the audience a transaction token must carry: this workload's ToolSet, as NAMESPACE/NAME")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
 		return fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if (*jwksURL == "") != (*audience == "") {
+		return errors.New("--caller-jwks-url and --caller-audience go together")
+	}
+	var txn *server.TxnTokenOptions
+	if *jwksURL != "" {
+		if ns, n, ok := strings.Cut(*audience, "/"); !ok || ns == "" || n == "" || strings.Contains(n, "/") {
+			return fmt.Errorf("--caller-audience must be NAMESPACE/NAME, not %q", *audience)
+		}
+		txn = &server.TxnTokenOptions{JWKSURL: *jwksURL, Audience: *audience}
 	}
 
 	logger := slog.New(slog.NewJSONHandler(logOut, nil))
@@ -81,7 +96,10 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(net.Ad
 		return serveStdio(ctx, reg, *name, logger)
 	}
 
-	h := server.New(reg, &server.Options{Name: *name, Version: version(), Logger: logger, AllowAnyHostOnLoopback: *anyHost})
+	h, err := server.NewHandler(reg, &server.Options{Name: *name, Version: version(), Logger: logger, AllowAnyHostOnLoopback: *anyHost, TxnToken: txn})
+	if err != nil {
+		return err
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -96,7 +114,8 @@ func run(ctx context.Context, args []string, logOut io.Writer, ready func(net.Ad
 	if err != nil {
 		return err
 	}
-	logger.Info("Serving tools", "addr", ln.Addr().String(), "name", *name, "tools", len(tools), "revision", reg.Revision())
+	logger.Info("Serving tools", "addr", ln.Addr().String(), "name", *name, "tools", len(tools), "revision", reg.Revision(),
+		"callerJWKS", *jwksURL, "callerAudience", *audience)
 	if ready != nil {
 		ready(ln.Addr())
 	}

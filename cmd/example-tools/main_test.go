@@ -22,7 +22,7 @@ import (
 
 var allTools = []string{
 	"add", "build_report", "create_ticket", "evaluate_transaction_risk", "get_weather",
-	"query_customer", "search_orders", "system_insight", "typed_echo",
+	"query_customer", "search_orders", "system_insight", "typed_echo", "whoami",
 }
 
 // syncBuffer collects the logs that run writes from several goroutines.
@@ -147,6 +147,7 @@ func TestServesEveryTool(t *testing.T) {
 		"create_ticket":             {"title", "priority"},
 		"add":                       {"a", "b"},
 		"system_insight":            {"category"},
+		"whoami":                    {},
 		"build_report":              {"sections", "delayMs"},
 	} {
 		var s struct {
@@ -240,9 +241,11 @@ var calls = []struct {
 	{"search_orders", `{"status":"Paid","tags":"[\"gift\"]"}`, `"id":"O-5001"`},
 	{"create_ticket", `{"title":"Printer on fire","priority":"HIGH"}`, `"priority":"high"`},
 	{"add", `{"a":"9007199254740993","b":1}`, `9007199254740994`},
-	{"system_insight", `{"category":"Tools"}`, `"count":9`},
+	{"system_insight", `{"category":"Tools"}`, `"count":10`},
 	{"build_report", `{"sections":"2","delayMs":"1"}`, `"sections":["Section 1","Section 2"]`},
 	{"system_insight", `{"category":"version"}`, `"goVersion":"go`},
+	// Without --caller-jwks-url every call is anonymous.
+	{"whoami", `{}`, `{"subject":"","groups":[]}`},
 }
 
 func TestToolsRepairSloppyArguments(t *testing.T) {
@@ -330,6 +333,9 @@ func TestBadFlagsFailAtStart(t *testing.T) {
 		{"--only", "get_weather,nope"},
 		{"--bogus"},
 		{"extra"},
+		{"--caller-jwks-url", "http://127.0.0.1:1/jwks.json"},
+		{"--caller-audience", "crm/crm-tools"},
+		{"--caller-jwks-url", "http://127.0.0.1:1/jwks.json", "--caller-audience", "crm-tools"},
 	} {
 		var logs syncBuffer
 		err := run(context.Background(), append([]string{"--addr", "127.0.0.1:0"}, args...), &logs, func(net.Addr) {

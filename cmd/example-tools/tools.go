@@ -41,6 +41,24 @@ type Address struct {
 	Street string `json:"street,omitempty"`
 }
 
+// Identity is whoami's output: the caller, as the server verified it.
+type Identity struct {
+	Subject   string   `json:"subject" description:"Who is calling; empty for an anonymous call"`
+	Groups    []string `json:"groups" description:"The groups of the subject"`
+	RequestID string   `json:"requestId,omitempty" description:"The id the gateway gave the call"`
+}
+
+// whoami reports the call's toolkit.Caller, whoever set it: with
+// --caller-jwks-url, only a transaction token that verified does.
+func whoami(ctx context.Context, _ struct{}) (Identity, error) {
+	c, _ := toolkit.CallerFrom(ctx)
+	id := Identity{Subject: c.Subject, Groups: c.Groups, RequestID: c.RequestID}
+	if id.Groups == nil {
+		id.Groups = []string{}
+	}
+	return id, nil
+}
+
 func typedEcho(_ context.Context, in EchoInput) (EchoInput, error) { return in, nil }
 
 // InsightRequest is system_insight's input.
@@ -211,6 +229,10 @@ func exampleTools(reg *toolkit.Registry, helpdesk *Helpdesk) ([]*toolkit.Tool, e
 		"Write a report section by section. It takes a while (sections times delayMs), and reports its progress to MCP clients that ask for it.",
 		buildReport, toolkit.Title("Build report"), toolkit.ReadOnly(), toolkit.OpenWorld(false),
 		toolkit.Category("reports"), toolkit.Timeout(time.Minute)))
+	keep(toolkit.New("whoami",
+		"Tell who is calling, as this server verified it: the subject and groups that the gateway's transaction token names. An anonymous call has no subject.",
+		whoami, toolkit.Title("Who am I"), toolkit.ReadOnly(), toolkit.Idempotent(), toolkit.OpenWorld(false),
+		toolkit.Category("debug")))
 	keep(toolkit.New("system_insight",
 		"Report on this server: the tools it serves, its Go memory statistics, or its version.",
 		systemInsight(reg), toolkit.Title("System insight"), toolkit.ReadOnly(), toolkit.OpenWorld(false),

@@ -95,7 +95,7 @@ func main() {
 		"Every authenticated caller is authorized by a SubjectAccessReview per tool.")
 	flag.StringVar(&sso.config, "authentication-config", "", "With --auth=oidc or kubernetes,oidc, an apiserver.config.k8s.io AuthenticationConfiguration file, as kube-apiserver's --authentication-config takes: "+
 		"the issuers, their audiences and CAs, the claim mappings (username and groups, with prefixes) and the claim validation rules.")
-	flag.StringVar(&sso.publicURL, "public-url", "", "The gateway's URL as its clients reach it (https://tools.example.com, no path): with --auth, it serves OAuth protected resource metadata (RFC 9728) "+
+	flag.StringVar(&sso.publicURL, "public-url", "", "The gateway's URL as its clients reach it (https://tools.example.com, no path), the iss of its transaction tokens: with --auth, it serves OAuth protected resource metadata (RFC 9728) "+
 		"at /.well-known/oauth-protected-resource/<path> and names it in every 401, so that MCP clients find where to sign in. Required with oidc.")
 	flag.StringVar(&sso.scopes, "oauth-scopes", "openid", "With --public-url, the scopes (comma-separated) a client should ask for: the metadata's scopes_supported, and scope in WWW-Authenticate.")
 	flag.StringVar(&audiences, "token-audience", "", "With kubernetes in --auth, the audiences (comma-separated) a ServiceAccount token must be issued for; empty means the API server's own.")
@@ -123,6 +123,12 @@ func main() {
 	flag.DurationVar(&o.CredentialsTTL, "backend-credentials-ttl", gateway.DefaultCredentialsTTL, "With --backend-credentials=kubernetes, how long a ToolSet's token and CA are reused before they are read again: how long a rotation takes to be used.")
 	flag.IntVar(&o.BackendFailures, "backend-failures", gateway.DefaultBackendFailures, "The transport failures in a row (unreachable, timed out; never a tool's own error) that open a ToolSet's circuit, whose calls then fail at once; negative never opens one.")
 	flag.DurationVar(&o.BackendCooldown, "backend-cooldown", gateway.DefaultBackendCooldown, "How long an open circuit fails its ToolSet's calls at once before one call probes the workload again.")
+	var txnKeyDir string
+	var txnLifetime time.Duration
+	flag.StringVar(&txnKeyDir, "txn-token-key-dir", "",
+		"With --auth, sign a transaction token (Txn-Token header) naming the caller for every call routed to a workload, with the keys of this directory "+
+			"(current.key, and previous.key while rotating: PEM or JWK, ECDSA P-256 or Ed25519), reread every 10s; their public keys are served at /.well-known/jwks.json. Empty sends none.")
+	flag.DurationVar(&txnLifetime, "txn-token-lifetime", gateway.DefaultTxnTokenLifetime, "With --txn-token-key-dir, how long a transaction token is valid.")
 	flag.StringVar(&logLevel, "log-level", "info", "The least level logged: debug, info, warn or error.")
 	flag.Parse()
 	if embedURL != "" {
@@ -157,6 +163,14 @@ func main() {
 			os.Exit(2)
 		}
 		o.AuditLog = f // open for the process's life; run's g.Close writes out the lines queued
+	}
+	if txnKeyDir != "" {
+		tokens, err := gateway.NewTxnTokens(gateway.TxnTokenOptions{KeyDir: txnKeyDir, Issuer: sso.publicURL, Lifetime: txnLifetime, Logger: log})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gateway: --txn-token-key-dir:", err)
+			os.Exit(2)
+		}
+		o.TxnTokens = tokens
 	}
 	ka := &gateway.KubernetesAuth{TTL: authTTL, DenyTTL: authDenyTTL}
 	for _, a := range strings.Split(audiences, ",") {
@@ -309,6 +323,12 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 	}
 	defer func() { _ = shutdownTracing(context.Background()) }()
 
+	if o.TxnTokens != nil {
+		if o.Auth == nil {
+			log.Warn("Minting no transaction tokens (--txn-token-key-dir) without authentication: there is no caller to vouch for")
+		}
+		go o.TxnTokens.Run(ctx)
+	}
 	g := gateway.New(&o)
 	defer g.Close()
 

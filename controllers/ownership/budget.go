@@ -45,23 +45,36 @@ type Entry struct {
 	// Encoded is the tool's share of the compressed table, as the caller
 	// estimates it; only MaxEncodedBytes weighs it.
 	Encoded int64
+	// Kept: the ToolSet owned the name before, and keeps it. A budget
+	// denies newcomers before what was kept, so that deciding again from
+	// its own outcome denies nothing more.
+	Kept bool
 }
 
 // Apply decides which entries fit the budget, and returns a denial for
 // each of the others, by name. The outcome depends only on the entries, not
 // on their order:
 //
-//   - Within a namespace, tools are kept in claim order: those of the
-//     earliest-created ToolSet first (ties by namespace/name), each ToolSet's
-//     by name. The tools past MaxToolsPerNamespace are denied, so a ToolSet
-//     created later cannot push out the tools of one that was there first.
+//   - Within a namespace, tools are kept in claim order: those Kept first,
+//     then those of the earliest-created ToolSet (ties by namespace/name),
+//     each ToolSet's by name. The tools past MaxToolsPerNamespace are
+//     denied, so a newcomer, or a ToolSet created later, cannot push out
+//     the tools that were there first.
 //   - Past MaxTableBytes, tools are denied from the namespace that then
 //     weighs most (ties by name), its last tool in claim order first, until
 //     the rest fits: the namespace that bloats the table pays for it, and
-//     every other keeps publishing.
+//     every other keeps publishing. Newcomers go first: the namespace that
+//     weighs most among those with a newcomer left loses its last
+//     newcomer, and what was Kept is denied only once no newcomer is left.
 //   - Past MaxEncodedBytes, likewise by the entries' Encoded weights, among
 //     the entries left: the namespace whose tools compress worst pays.
 func (b Budget) Apply(entries []Entry) map[string]Denial {
+	denied, _ := b.apply(entries)
+	return denied
+}
+
+// apply is Apply, and reports whether MaxEncodedBytes denied any entry.
+func (b Budget) apply(entries []Entry) (map[string]Denial, bool) {
 	if b.MaxToolsPerNamespace <= 0 && b.MaxEncodedBytes <= 0 {
 		// The common case, on every write of the table: no cap per
 		// namespace, and a table within its bytes. Nothing to sort.
@@ -70,7 +83,7 @@ func (b Budget) Apply(entries []Entry) map[string]Denial {
 			total += e.Bytes
 		}
 		if b.MaxTableBytes <= 0 || total <= b.MaxTableBytes {
-			return map[string]Denial{}
+			return map[string]Denial{}, false
 		}
 	}
 	byNS := map[string][]Entry{}
@@ -92,6 +105,9 @@ func (b Budget) Apply(entries []Entry) map[string]Denial {
 		w := &weight{ns: ns, entries: es}
 		for _, e := range es {
 			w.bytes += e.Bytes
+			if e.Kept {
+				w.kept++
+			}
 		}
 		total += w.bytes
 		heap.Push(q, w)
@@ -102,29 +118,61 @@ func (b Budget) Apply(entries []Entry) map[string]Denial {
 				"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}
 		})
 	}
+	encoded := false
 	if b.MaxEncodedBytes > 0 {
 		// The same namespaces, weighed anew by what is left of them.
-		var encoded int64
+		var weight int64
 		for _, w := range *q {
 			w.bytes = 0
 			for _, e := range w.entries {
 				w.bytes += e.Encoded
 			}
-			encoded += w.bytes
+			weight += w.bytes
 		}
 		heap.Init(q)
 		ceiling := cmp.Or(b.EncodedCeiling, fmt.Sprintf("%d bytes compressed", b.MaxEncodedBytes))
-		trim(q, encoded, b.MaxEncodedBytes, func(e Entry) int64 { return e.Encoded }, func(e Entry, ns string) {
+		trim(q, weight, b.MaxEncodedBytes, func(e Entry) int64 { return e.Encoded }, func(e Entry, ns string) {
+			encoded = true
 			denied[e.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
 				"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}
 		})
 	}
-	return denied
+	return denied, encoded
 }
 
-// trim denies entries from the namespace of q that weighs most, its last
-// in claim order first, until total is within ceiling.
-func trim(q *weights, total, ceiling int64, weigh func(Entry) int64, deny func(Entry, string)) {
+// trim denies entries until total is within ceiling: first the newcomers
+// (the entries past each namespace's kept ones) of the namespace that weighs
+// most among those with a newcomer left, its last in claim order first;
+// then, should that not do, what was kept, likewise. q holds what is left
+// of every namespace, and its weights are brought up to date.
+func trim(q *weights, total, ceiling int64, weigh func(Entry) int64, deny func(Entry, string)) int64 {
+	if total <= ceiling {
+		return total
+	}
+	var newcomers weights
+	for _, w := range *q {
+		if len(w.entries) > w.kept {
+			newcomers = append(newcomers, w)
+		}
+	}
+	heap.Init(&newcomers)
+	total = trimTo(&newcomers, total, ceiling, func(w *weight) int { return w.kept }, weigh, deny)
+	// Every namespace's weight went down or stayed; reorder them all.
+	kept := (*q)[:0]
+	for _, w := range *q {
+		if len(w.entries) > 0 {
+			kept = append(kept, w)
+		}
+	}
+	*q = kept
+	heap.Init(q)
+	return trimTo(q, total, ceiling, func(*weight) int { return 0 }, weigh, deny)
+}
+
+// trimTo denies from the namespace of q that weighs most its last entry,
+// while total is over ceiling, leaving each namespace floor(w) entries; a
+// namespace at its floor leaves q.
+func trimTo(q *weights, total, ceiling int64, floor func(*weight) int, weigh func(Entry) int64, deny func(Entry, string)) int64 {
 	for total > ceiling && q.Len() > 0 {
 		w := (*q)[0]
 		last := w.entries[len(w.entries)-1]
@@ -132,17 +180,25 @@ func trim(q *weights, total, ceiling int64, weigh func(Entry) int64, deny func(E
 		w.bytes -= weigh(last)
 		total -= weigh(last)
 		deny(last, w.ns)
-		if len(w.entries) == 0 {
+		w.kept = min(w.kept, len(w.entries))
+		if len(w.entries) <= floor(w) {
 			heap.Pop(q)
 		} else {
 			heap.Fix(q, 0)
 		}
 	}
+	return total
 }
 
-// claimOrder orders entries by their ToolSet's creation, then its
-// namespace/name, then the tool's name.
+// claimOrder orders entries: those kept first, then by their ToolSet's
+// creation, then its namespace/name, then the tool's name.
 func claimOrder(a, b Entry) int {
+	if a.Kept != b.Kept {
+		if a.Kept {
+			return -1
+		}
+		return 1
+	}
 	if !a.Created.Equal(b.Created) {
 		return a.Created.Compare(b.Created)
 	}
@@ -158,6 +214,8 @@ type weight struct {
 	ns      string
 	entries []Entry
 	bytes   int64
+	// kept counts the entries Kept, at the head of entries.
+	kept int
 }
 
 // weights is a max-heap of namespaces by bytes, ties by name.
@@ -177,4 +235,42 @@ func (w *weights) Pop() any {
 	x := old[len(old)-1]
 	*w = old[:len(old)-1]
 	return x
+}
+
+// Totals are what a set of entries weighs against a budget.
+type Totals struct {
+	// Tools counts the entries of each namespace.
+	Tools   map[string]int
+	Bytes   int64
+	Encoded int64
+}
+
+// Add counts e in t.
+func (t *Totals) Add(e Entry) {
+	if t.Tools == nil {
+		t.Tools = map[string]int{}
+	}
+	t.Tools[e.ToolSet.Namespace]++
+	t.Bytes += e.Bytes
+	t.Encoded += e.Encoded
+}
+
+// Fits reports whether entries of totals t, which fit the budget, still fit
+// with e, and if not the denial [Budget.Apply] would give it, naming the
+// first ceiling it passes.
+func (b Budget) Fits(t Totals, e Entry) (Denial, bool) {
+	ns := e.ToolSet.Namespace
+	switch {
+	case b.MaxToolsPerNamespace > 0 && t.Tools[ns]+1 > b.MaxToolsPerNamespace:
+		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+			"namespace %s publishes more than %d tools (--max-tools-per-namespace); the earliest-created ToolSets' tools are kept", ns, b.MaxToolsPerNamespace)}, false
+	case b.MaxTableBytes > 0 && t.Bytes+e.Bytes > b.MaxTableBytes:
+		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+			"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}, false
+	case b.MaxEncodedBytes > 0 && t.Encoded+e.Encoded > b.MaxEncodedBytes:
+		ceiling := cmp.Or(b.EncodedCeiling, fmt.Sprintf("%d bytes compressed", b.MaxEncodedBytes))
+		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+			"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}, false
+	}
+	return Denial{}, true
 }

@@ -21,12 +21,36 @@
 //   - While the caller holds hand-overs ([Contest.Hold], after a restart until
 //     every ToolSet has spoken), a name without an owner stays unowned and its
 //     permitted claimants are [Pending].
-//   - A denied owner is not an owner. [Budget.Apply] decides which owned
-//     names the cluster's budgets deny (tools per namespace, the table's
-//     JSON bytes and its compressed bytes); the publisher resolves each such
-//     name again with the owner's claim [Claimant.Denied], so that it passes
-//     to the next permitted claimant, which the budget then weighs in turn.
+//   - A denied owner is not an owner. The cluster's budgets (tools per
+//     namespace, the table's JSON bytes and its compressed bytes, see
+//     [Budget.Apply]) are inside the rule: an owner the budget denies loses
+//     the name, which passes to the next permitted claimant, and the budget
+//     weighs that one in turn. A claim that lost a name this way is
+//     Conflicted; a name no claimant may publish for the budget is owned by
+//     nobody, and its claimants are Denied (OverBudget). What an owner
+//     already publishes is denied only after every newcomer.
 //
 // The outcome depends only on the inputs, never on the order claims arrive
 // in or are listed in.
+//
+// # The ledger
+//
+// [Decide] is the whole rule as one pure function: the [Ledger] before,
+// every [Claim] now, the policies, the budget and the hold in; the ledger
+// after, every claimant's [Verdict] and the entries to publish out. The
+// ledger records, for every owned name, its owner (namespace, name and
+// UID), since when and why ([Claimed], [HandedOver], [Restored]), and it
+// is exactly what the next table holds: a verdict Owned is final, never
+// turned Denied when the table is written. Deciding again from its own
+// outcome changes nothing, so a re-offer never moves a name or rewrites a
+// status. An owner deleted and created again under its name (another UID)
+// lets go first, and the new object claims as any newcomer. [Restore]
+// rebuilds the ledger from a table read back at start, by the rule
+// wherever the table names a name twice.
+//
+// The table publisher keeps the ledger and applies Decide incrementally:
+// name by name as claims change while no budget can bind, and Decide from
+// the ledger before the change otherwise. Its property test checks that
+// this is Decide from scratch at every step; the durable record is the
+// table itself, whose entries carry their owner's UID (toolSetUID).
 package ownership

@@ -258,8 +258,15 @@ func Earlier(a types.NamespacedName, ca time.Time, b types.NamespacedName, cb ti
 type Claim struct {
 	ToolSet types.NamespacedName
 	Created time.Time
+	// UID is the ToolSet object's UID; empty if unknown (see [Decide]).
+	UID types.UID
 	// Names are the names it offers.
 	Names []string
+	// Bytes and Encoded weigh each of Names for the budget (see [Entry]),
+	// index by index; missing weights are zero. [Rule.ResolveAll] ignores
+	// them.
+	Bytes   []int64
+	Encoded []int64
 	// Denied are names among Names denied before the rule runs, with why.
 	Denied map[string]Denial
 }

@@ -117,9 +117,10 @@ func (g *Gateway) acquire(ctx context.Context) (release func(), outcome, detail 
 
 // backendHeader is the header a call to tool's workload carries, built
 // from the caller's header and identity: the caller's trace context, which
-// parents the workload's spans, and nothing else of the caller's header
-// (never its Authorization).
-func (g *Gateway) backendHeader(ctx context.Context, _ *Caller, _ *spec.TableTool, header http.Header) http.Header {
+// parents the workload's spans, and, under auth with Options.TxnTokens, a
+// transaction token naming c (txntoken.go); nothing else of the caller's
+// header (never its Authorization, nor a Txn-Token of its own).
+func (g *Gateway) backendHeader(ctx context.Context, c *Caller, tool *spec.TableTool, header http.Header) http.Header {
 	out := http.Header{}
 	p := g.opts.Propagator
 	// The gateway's span of the call parents the workload's; without one
@@ -132,6 +133,9 @@ func (g *Gateway) backendHeader(ctx context.Context, _ *Caller, _ *spec.TableToo
 	// checked goes over https to the ToolSet's endpoint only.
 	if b := backendFrom(ctx); b != nil && b.token != "" {
 		out.Set("Authorization", "Bearer "+b.token)
+	}
+	if g.opts.Auth != nil && c != nil && g.opts.TxnTokens != nil {
+		g.addTxnToken(ctx, out, c, tool)
 	}
 	return out
 }

@@ -220,6 +220,9 @@ func New(opts *Options) *Gateway {
 		g.mux.HandleFunc("GET "+ResourceMetadataPath, g.serveResourceMetadata)
 		g.mux.HandleFunc("GET "+ResourceMetadataPath+"/{path...}", g.serveResourceMetadata)
 	}
+	if o.TxnTokens != nil {
+		g.mux.HandleFunc(JWKSPath, o.TxnTokens.serveJWKS)
+	}
 	return g
 }
 

@@ -224,6 +224,13 @@ type Options struct {
 	// WWW-Authenticate: Bearer only.
 	ProtectedResource *ProtectedResource
 
+	// TxnTokens, with Auth, mints a transaction token for every call
+	// routed for an authenticated caller, sent to the workload in the
+	// Txn-Token header (toolkit's server.Options.TxnToken verifies it), and
+	// serves its public keys at [JWKSPath]. Without Auth no token is ever
+	// sent: there is no caller to vouch for. Nil sends none.
+	TxnTokens *TxnTokens
+
 	// Search configures the index behind /v1/search, /mcp/search and the
 	// catalog. Nil is lexical ranking only. With Search.Embedder (such as
 	// toolkit/search/embedding.OpenAI, for an in-cluster /v1/embeddings

@@ -114,8 +114,13 @@ var _ = Describe("An install from the chart", Ordered, func() {
 		d := fromUnstructured[appsv1.Deployment](samples.named("Deployment", "example-tools"))
 		container := d.Spec.Template.Spec.Containers[0]
 		lines := make(chan string, 64)
+		// The kubelet expands $(POD_NAMESPACE) from the downward API.
+		args := make([]string, len(container.Args))
+		for i, a := range container.Args {
+			args[i] = strings.ReplaceAll(a, "$(POD_NAMESPACE)", samplesNS)
+		}
 		// The last --addr wins: the sample's own port may be taken here.
-		start(buildCommand(ctx, filepath.Base(container.Command[0])), append(container.Args, "--addr=127.0.0.1:0"), lines)
+		start(buildCommand(ctx, filepath.Base(container.Command[0])), append(args, "--addr=127.0.0.1:0"), lines)
 		var port int
 		Eventually(lines).WithTimeout(eventuallyTimeout).Should(Receive(Satisfy(func(line string) bool {
 			var entry struct{ Msg, Addr string }
@@ -172,7 +177,7 @@ var _ = Describe("An install from the chart", Ordered, func() {
 			cm, err := kube.CoreV1().ConfigMaps(operatorNS).Get(ctx, "toolplane-tools", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(json.Unmarshal([]byte(cm.Data[spec.TableKey]), table)).To(Succeed())
-			g.Expect(table.Tools).To(HaveLen(9))
+			g.Expect(table.Tools).To(HaveLen(10))
 		}).WithContext(ctx).WithTimeout(2 * eventuallyTimeout).Should(Succeed())
 		var names []string
 		for _, t := range table.Tools {
@@ -184,7 +189,7 @@ var _ = Describe("An install from the chart", Ordered, func() {
 		}
 		// The README and the sample's comments list these.
 		Expect(names).To(ConsistOf("typed_echo", "query_customer", "get_weather", "evaluate_transaction_risk",
-			"search_orders", "create_ticket", "add", "system_insight", "build_report"))
+			"search_orders", "create_ticket", "add", "system_insight", "build_report", "whoami"))
 
 		By("serving the table through the gateway, run with the chart's arguments as the chart's gateway ServiceAccount")
 		gw := runChartGateway(ctx, m)

@@ -115,7 +115,8 @@ var _ = Describe("The chart's gateway", func() {
 		c, _ := gatewayContainer(fromUnstructured[appsv1.Deployment](custom.ofKind("Deployment").gateway()[0]))
 		Expect(c.Args).To(ContainElements("--auth=kubernetes", "--token-audience=toolplane-gateway", "--sessions",
 			"--table-namespace=agents", "--metrics-bind-address=0", "--list-ttl=5s", "--cluster-domain=corp.example",
-			"--auth-deny-cache-ttl=30s", "--auth-qps=50.5", "--auth-burst=80", "--max-reviews-per-request=300"))
+			"--auth-deny-cache-ttl=30s", "--auth-qps=50.5", "--auth-burst=80", "--max-reviews-per-request=300",
+			"--txn-token-key-dir=/etc/toolplane/txn-keys", "--txn-token-lifetime=30s"))
 
 		By("with oidc, the AuthenticationConfiguration is a ConfigMap mounted where the flag says")
 		oidc := helmTemplate("oidc", "ops", "-f", oidcValues)
@@ -128,6 +129,34 @@ var _ = Describe("The chart's gateway", func() {
 		cm := fromUnstructured[corev1.ConfigMap](oidc.named("ConfigMap", "oidc-toolplane-gateway-authentication"))
 		_, err = gateway.ParseAuthenticationConfiguration([]byte(cm.Data["authentication-config.yaml"]))
 		Expect(err).NotTo(HaveOccurred(), "the gateway refuses the chart's ConfigMap:\n%s", cm.Data["authentication-config.yaml"])
+	})
+
+	It("signs transaction tokens under auth with a key it generates into a Secret, mounted where the gateway reads it", func() {
+		Expect(helmTemplate("toolplane", "toolplane-system").ofKind("Secret").gateway()).To(BeEmpty(),
+			"with auth=none no token is minted, so no key is made")
+		m := helmTemplate("toolplane", "toolplane-system", "--set", "gateway.auth=kubernetes")
+		d := fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane-gateway"))
+		c, ok := gatewayContainer(d)
+		Expect(ok).To(BeTrue())
+		dir := flagValue(c.Args, "--txn-token-key-dir")
+		Expect(dir).NotTo(BeEmpty())
+		Expect(c.VolumeMounts).To(ContainElement(And(HaveField("MountPath", dir), HaveField("ReadOnly", true), HaveField("SubPath", ""))))
+		secret := fromUnstructured[corev1.Secret](m.named("Secret", "toolplane-gateway-txn-keys"))
+		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", secret.Name)))
+		Expect(secret.Data).To(HaveKey(gateway.CurrentKeyFile))
+		Expect(hardeningProblems(d)).To(BeEmpty())
+
+		By("the generated key is one the gateway signs with")
+		keys := GinkgoT().TempDir()
+		Expect(os.WriteFile(filepath.Join(keys, gateway.CurrentKeyFile), secret.Data[gateway.CurrentKeyFile], 0o600)).To(Succeed())
+		_, err := gateway.NewTxnTokens(gateway.TxnTokenOptions{KeyDir: keys})
+		Expect(err).NotTo(HaveOccurred())
+
+		By("gateway.txnToken.existingSecret mounts a Secret of the user's instead")
+		m = helmTemplate("toolplane", "toolplane-system", "--set", "gateway.auth=kubernetes", "--set", "gateway.txnToken.existingSecret=mine")
+		Expect(m.ofKind("Secret").gateway()).To(BeEmpty())
+		d = fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane-gateway"))
+		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "mine")))
 	})
 
 	It("refuses oidc without a public URL or an authentication configuration", func() {

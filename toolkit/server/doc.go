@@ -118,4 +118,26 @@
 // session's, so only the header and the verified token are per request;
 // [Options.CallContext] derives the context from the header on every
 // transport, for example to extract a W3C trace context.
+//
+// # The caller behind the toolplane gateway
+//
+// The gateway never forwards a caller's token. Under authentication it
+// signs a short-lived transaction token for each call instead, in the
+// Txn-Token header ([TxnTokenHeader]), for the ToolSet that owns the
+// tool. [Options.TxnToken] verifies it against the gateway's JWKS:
+//
+//	h := server.New(reg, &server.Options{TxnToken: &server.TxnTokenOptions{
+//		JWKSURL:  "http://toolplane-gateway.toolplane-system.svc/.well-known/jwks.json",
+//		Audience: "crm/crm-tools", // this workload's ToolSet
+//	}})
+//
+// A call whose token verifies carries the caller it names, and only that:
+// [toolkit.Caller] Subject, Groups and RequestID. A token that does not
+// verify is refused (401 on invoke, JSON-RPC error [CodeTxnTokenInvalid]
+// on MCP); a call without one is anonymous unless [TxnTokenOptions.Required],
+// which a workload reachable other than through the gateway should set.
+// The keys are fetched within a time and size bound, kept parsed, and
+// fetched again for an unknown key id at most once per
+// [TxnTokenOptions.MinRefreshInterval]. [TxnTokenVerifier] verifies tokens
+// for a transport of your own.
 package server

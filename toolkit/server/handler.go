@@ -115,6 +115,17 @@ type Options struct {
 	//		return otel.GetTextMapPropagator().Extract(ctx, propagation.HeaderCarrier(h))
 	//	},
 	CallContext func(ctx context.Context, header http.Header) context.Context
+	// TxnToken, if set, verifies the transaction token (the Txn-Token
+	// header) that the toolplane gateway sends with every call it routes
+	// under authentication, on invoke and on MCP alike. A call whose token
+	// verifies runs with the [toolkit.Caller] it names (Subject, Groups,
+	// RequestID), replacing any other; one whose token does not (forged,
+	// expired, for another audience, signed by an unknown key) is refused:
+	// 401 on invoke, a JSON-RPC error [CodeTxnTokenInvalid] on MCP. A call
+	// without a token is anonymous unless TxnToken.Required. Nil verifies
+	// nothing: the header is ignored, and nothing in a call's Caller comes
+	// from it. See [TxnTokenVerifier].
+	TxnToken *TxnTokenOptions
 	// Logger receives the transport's own errors, and the MCP SDK's logs.
 	// The default is [slog.Default].
 	Logger *slog.Logger
@@ -152,6 +163,7 @@ type Handler struct {
 	logger  *slog.Logger
 	mux     *http.ServeMux
 	mcp     *mcpBridge
+	txn     *TxnTokenVerifier // nil unless Options.TxnToken
 
 	doc atomic.Pointer[document]
 
@@ -216,7 +228,12 @@ func NewHandler(reg *toolkit.Registry, opts *Options) (*Handler, error) {
 		mux:     http.NewServeMux(),
 	}
 	var err error
-	if h.mcp, err = newMCPBridge(reg, &o, o.CallContext); err != nil {
+	if o.TxnToken != nil {
+		if h.txn, err = NewTxnTokenVerifier(o.TxnToken); err != nil {
+			return nil, err
+		}
+	}
+	if h.mcp, err = newMCPBridge(reg, &o, o.CallContext, h.txn); err != nil {
 		return nil, err
 	}
 	// The method checks are the handlers' own, so that a wrong method gets

@@ -51,6 +51,12 @@ func (h *Handler) serveInvoke(w http.ResponseWriter, r *http.Request) {
 	}
 
 	ctx := h.callContext(r.Context(), r.Header, auth.TokenInfoFromContext(r.Context()))
+	ctx, err = h.txn.verifyCall(ctx, r.Header)
+	if err != nil {
+		logRefusal(h.logger, err)
+		writeError(w, http.StatusUnauthorized, CodeUnauthorized, txnRefusal(err))
+		return
+	}
 	res, err := h.reg.Call(ctx, name, body)
 	switch {
 	case err == nil:

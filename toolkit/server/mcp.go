@@ -31,7 +31,7 @@ type mcpBridge struct {
 	sessions  http.Handler // nil unless Options.MCPSessions
 }
 
-func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Context, http.Header) context.Context) (*mcpBridge, error) {
+func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Context, http.Header) context.Context, txn *TxnTokenVerifier) (*mcpBridge, error) {
 	b := &mcpBridge{}
 	// The SDK logs every stateless request at Info: one line per call.
 	sdkLogger := slog.New(minLevel{Handler: o.Logger.Handler(), min: slog.LevelWarn})
@@ -49,7 +49,7 @@ func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Contex
 			},
 		},
 	)
-	topts := &ToolsOptions{Logger: o.Logger}
+	topts := &ToolsOptions{Logger: o.Logger, txn: txn}
 	if callCtx != nil {
 		topts.CallContext = func(ctx context.Context, req *mcp.CallToolRequest) context.Context {
 			var header http.Header

@@ -25,9 +25,18 @@ type ToolsOptions struct {
 	// header and verified token (when the transport has them). Use it to
 	// extract a trace context from req.Extra.Header, say.
 	CallContext func(ctx context.Context, req *mcp.CallToolRequest) context.Context
+	// TxnToken, if set, verifies the transaction token of each call's
+	// HTTP header (the Txn-Token header), as [Options.TxnToken] does: a
+	// call whose token does not verify is refused with a JSON-RPC error
+	// [CodeTxnTokenInvalid]. A transport without HTTP headers (stdio)
+	// carries no token, so its calls are anonymous, or refused if
+	// TxnToken.Required.
+	TxnToken *TxnTokenOptions
 	// Logger receives the tools the SDK refused to serve. The default is
 	// [slog.Default].
 	Logger *slog.Logger
+
+	txn *TxnTokenVerifier // the Handler's, shared with its invoke endpoint
 }
 
 // Tools is a registry's tools on an [mcp.Server]: see [AddTools].
@@ -36,6 +45,7 @@ type Tools struct {
 	server  *mcp.Server
 	logger  *slog.Logger
 	callCtx func(context.Context, *mcp.CallToolRequest) context.Context
+	txn     *TxnTokenVerifier // nil: no verification
 
 	mu          sync.Mutex
 	served      map[string]string // tool name → revision of its spec as served
@@ -69,7 +79,14 @@ func AddTools(s *mcp.Server, reg *toolkit.Registry, opts *ToolsOptions) (*Tools,
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	t := &Tools{reg: reg, server: s, logger: o.Logger, callCtx: o.CallContext, served: map[string]string{}}
+	if o.txn == nil && o.TxnToken != nil {
+		v, err := NewTxnTokenVerifier(o.TxnToken)
+		if err != nil {
+			return nil, err
+		}
+		o.txn = v
+	}
+	t := &Tools{reg: reg, server: s, logger: o.Logger, callCtx: o.CallContext, txn: o.txn, served: map[string]string{}}
 	s.AddReceivingMiddleware(t.suggest)
 	t.sync()
 	t.unsubscribe = reg.Subscribe(t.sync)
@@ -242,6 +259,11 @@ func (t *Tools) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	ctx = context.WithValue(ctx, requestKey{}, req)
 	if t.callCtx != nil {
 		ctx = t.callCtx(ctx, req)
+	}
+	ctx, err := t.txn.verifyCall(ctx, header)
+	if err != nil {
+		logRefusal(t.logger, err)
+		return nil, &jsonrpc.Error{Code: CodeTxnTokenInvalid, Message: txnRefusal(err)}
 	}
 	if req.Session != nil {
 		ctx = toolkit.WithReporter(ctx, &reporter{session: req.Session, tool: req.Params.Name, token: req.Params.GetProgressToken()})

@@ -36,3 +36,12 @@ app.kubernetes.io/part-of: toolplane
 {{- define "toolplane.gatewayServicePort" -}}
 {{- .Values.gateway.service.port | default (ternary 443 80 .Values.gateway.tls.enabled) }}
 {{- end }}
+
+{{/* The Secret of the transaction-token keys, and whether the gateway mints tokens at all: only under auth. */}}
+{{- define "toolplane.txnTokenSecret" -}}
+{{- .Values.gateway.txnToken.existingSecret | default (printf "%s-txn-keys" (include "toolplane.gatewayName" .) | trunc 63 | trimSuffix "-") }}
+{{- end }}
+
+{{- define "toolplane.txnTokens" -}}
+{{- if and .Values.gateway.enabled .Values.gateway.txnToken.enabled (ne .Values.gateway.auth "none") }}true{{ end }}
+{{- end }}
