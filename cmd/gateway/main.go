@@ -52,8 +52,11 @@ func main() {
 		metricsSecure                bool
 		srv                          serverTimeouts
 		sso                          signIn
+		cert                         servingCert
 	)
 	flag.StringVar(&addr, "addr", ":8080", "The address that serves MCP (/mcp, its views and /mcp/search), GET /v1/tools, GET /v1/search and the catalog (/catalog).")
+	flag.StringVar(&cert.certFile, "tls-cert-file", "", "A PEM certificate (chain) to serve --addr over HTTPS (TLS 1.2 or later) with, read again whenever it changes; with --tls-key-file. Empty serves plain HTTP.")
+	flag.StringVar(&cert.keyFile, "tls-key-file", "", "The PEM private key of --tls-cert-file.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address that serves /healthz and /readyz (ready once a good tool table is held).")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8082", `The address that serves Prometheus metrics at /metrics; "0" disables it.`)
 	flag.BoolVar(&metricsSecure, "metrics-secure", true,
@@ -175,11 +178,15 @@ func main() {
 			ka.Audiences = append(ka.Audiences, a)
 		}
 	}
+	if err := cert.check(); err != nil {
+		fmt.Fprintln(os.Stderr, "gateway:", err)
+		os.Exit(2)
+	}
 	if authQPS <= 0 || authBurst <= 0 {
 		fmt.Fprintln(os.Stderr, "gateway: --auth-qps and --auth-burst must be positive")
 		os.Exit(2)
 	}
-	if err := run(log, addr, probeAddr, metricsAddr, metricsSecure, tableNamespace, tableName, authMode, ka, float32(authQPS), authBurst, srv, sso, o); err != nil {
+	if err := run(log, addr, probeAddr, metricsAddr, metricsSecure, tableNamespace, tableName, authMode, ka, float32(authQPS), authBurst, srv, sso, cert, o); err != nil {
 		log.Error("The gateway stopped", "error", err)
 		os.Exit(1)
 	}
@@ -236,7 +243,7 @@ type signIn struct{ config, publicURL, scopes string }
 type serverTimeouts struct{ readHeader, read, idle time.Duration }
 
 func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bool, tableNamespace, tableName, authMode string,
-	ka *gateway.KubernetesAuth, authQPS float32, authBurst int, srv serverTimeouts, sso signIn, o gateway.Options) error {
+	ka *gateway.KubernetesAuth, authQPS float32, authBurst int, srv serverTimeouts, sso signIn, cert servingCert, o gateway.Options) error {
 	cfg, err := ctrl.GetConfig()
 	if err != nil {
 		return fmt.Errorf("loading the kubeconfig: %w", err)
@@ -367,12 +374,17 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 	}
 
 	// The client-facing server listens through the gateway's connection
-	// bounds (--max-conns, --max-conns-per-client).
+	// bounds (--max-conns, --max-conns-per-client), and TLS within them.
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	listeners := map[*http.Server]net.Listener{servers[0]: g.Listener(l)}
+	client, err := cert.listener(ctx, log, g.Listener(l), o.Auth != nil)
+	if err != nil {
+		_ = l.Close()
+		return err
+	}
+	listeners := map[*http.Server]net.Listener{servers[0]: client}
 	errs := make(chan error, len(servers))
 	for _, s := range servers {
 		go func() {
@@ -393,7 +405,7 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 		return err
 	}
 	log.Info("Started the gateway", "addr", addr, "tableNamespace", tableNamespace, "tableName", tableName,
-		"auth", authMode, "sessions", o.Sessions, "revision", g.Revision())
+		"auth", authMode, "tls", cert.certFile != "", "sessions", o.Sessions, "revision", g.Revision())
 
 	var runErr error
 	select {

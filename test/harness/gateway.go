@@ -2,7 +2,9 @@ package harness
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
+	"net/http"
 	"time"
 )
 
@@ -25,6 +27,10 @@ type Gateway struct {
 	Env []string
 	// LogPath receives the gateway's output, appended across restarts.
 	LogPath string
+	// TLS, for a gateway that Args tell to serve HTTPS (--tls-cert-file),
+	// is how clients reach it: the roots that trust its certificate, and
+	// the ServerName it holds. Nil is plain HTTP.
+	TLS *tls.Config
 
 	// Addr, ProbeAddr and MetricsAddr are the loopback addresses of the
 	// process that runs now.
@@ -66,8 +72,22 @@ func (g *Gateway) Start(ctx context.Context) error {
 	return g.proc.Start(ctx, "http://"+g.ProbeAddr+"/readyz")
 }
 
-// URL is the gateway's base URL.
-func (g *Gateway) URL() string { return "http://" + g.Addr }
+// URL is the gateway's base URL: https:// with TLS.
+func (g *Gateway) URL() string {
+	if g.TLS != nil {
+		return "https://" + g.Addr
+	}
+	return "http://" + g.Addr
+}
+
+// Client is an HTTP client for URL: one that verifies the gateway's
+// certificate with TLS.
+func (g *Gateway) Client() *http.Client {
+	if g.TLS == nil {
+		return http.DefaultClient
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: g.TLS.Clone()}}
+}
 
 // Pid is the process id of the running gateway, or 0.
 func (g *Gateway) Pid() int { return g.proc.Pid() }

@@ -2,6 +2,8 @@ package install
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -54,7 +56,7 @@ var _ = Describe("The chart's gateway", func() {
 		podLabels := labels.Set(d.Spec.Template.Labels)
 		svc := fromUnstructured[corev1.Service](m.named("Service", "toolplane-gateway"))
 		Expect(labels.SelectorFromSet(svc.Spec.Selector).Matches(podLabels)).To(BeTrue())
-		Expect(svc.Spec.Ports).To(ContainElement(And(HaveField("Port", BeEquivalentTo(80)), HaveField("TargetPort.StrVal", "mcp"))))
+		Expect(svc.Spec.Ports).To(ContainElement(And(HaveField("Port", BeEquivalentTo(443)), HaveField("TargetPort.StrVal", "mcp"))))
 		// The manager's Services must not select the gateway, and the
 		// gateway's must not select the manager.
 		for _, u := range m.ofKind("Service").manager() {
@@ -130,7 +132,16 @@ var _ = Describe("The chart's gateway", func() {
 	})
 
 	It("signs transaction tokens under auth with a key it generates into a Secret, mounted where the gateway reads it", func() {
-		Expect(helmTemplate("toolplane", "toolplane-system").ofKind("Secret").gateway()).To(BeEmpty(),
+		// The gateway's Secrets by name: the serving certificate's is there
+		// with TLS on, whatever the auth.
+		secretNames := func(m manifests) []string {
+			var names []string
+			for _, u := range m.ofKind("Secret").gateway() {
+				names = append(names, u.GetName())
+			}
+			return names
+		}
+		Expect(secretNames(helmTemplate("toolplane", "toolplane-system"))).NotTo(ContainElement("toolplane-gateway-txn-keys"),
 			"with auth=none no token is minted, so no key is made")
 		m := helmTemplate("toolplane", "toolplane-system", "--set", "gateway.auth=kubernetes")
 		d := fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane-gateway"))
@@ -152,7 +163,7 @@ var _ = Describe("The chart's gateway", func() {
 
 		By("gateway.txnToken.existingSecret mounts a Secret of the user's instead")
 		m = helmTemplate("toolplane", "toolplane-system", "--set", "gateway.auth=kubernetes", "--set", "gateway.txnToken.existingSecret=mine")
-		Expect(m.ofKind("Secret").gateway()).To(BeEmpty())
+		Expect(secretNames(m)).NotTo(ContainElement("toolplane-gateway-txn-keys"))
 		d = fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane-gateway"))
 		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "mine")))
 	})
@@ -286,6 +297,9 @@ func runChartGateway(ctx context.Context, m manifests) *harness.Gateway {
 		Args:           args,
 		LogPath:        filepath.Join(GinkgoT().TempDir(), "gateway.log"),
 	}
+	if flagValue(c.Args, "--tls-cert-file") != "" {
+		gw.Args, gw.TLS = chartGatewayTLS(m, d, c, args)
+	}
 	printLogOnFailure("gateway", gw.LogPath)
 	// Start returns once /readyz answers: once it holds the table.
 	Expect(gw.Start(ctx)).To(Succeed())
@@ -300,7 +314,7 @@ func gatewayTable(ctx context.Context, gw *harness.Gateway) *spec.Table {
 	GinkgoHelper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, gw.URL()+"/v1/tools", nil)
 	Expect(err).NotTo(HaveOccurred())
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := gw.Client().Do(req)
 	Expect(err).NotTo(HaveOccurred())
 	defer resp.Body.Close()
 	Expect(resp.StatusCode).To(Equal(http.StatusOK))
@@ -309,4 +323,43 @@ func gatewayTable(ctx context.Context, gw *harness.Gateway) *spec.Table {
 	t := &spec.Table{}
 	Expect(json.Unmarshal(b, t)).To(Succeed())
 	return t
+}
+
+// chartGatewayTLS puts the rendering's generated serving pair where the
+// gateway's --tls-cert-file and --tls-key-file name it, as the Secret
+// volume would, and returns the arguments pointing there and a client
+// configuration that trusts only the CA ConfigMap agents are told to
+// trust, for the Service's name: what an agent in the cluster checks.
+func chartGatewayTLS(m manifests, d *appsv1.Deployment, c corev1.Container, args []string) ([]string, *tls.Config) {
+	GinkgoHelper()
+	var secretName, mountPath string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Name == "tls" {
+			secretName = v.Secret.SecretName
+		}
+	}
+	for _, vm := range c.VolumeMounts {
+		if vm.Name == "tls" {
+			mountPath = vm.MountPath
+		}
+	}
+	Expect(secretName).NotTo(BeEmpty(), "--tls-cert-file without a tls Secret volume")
+	secret := fromUnstructured[corev1.Secret](m.named("Secret", secretName))
+	dir := GinkgoT().TempDir()
+	for _, key := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey} {
+		Expect(os.WriteFile(filepath.Join(dir, key), secret.Data[key], 0o600)).To(Succeed())
+	}
+	args = slices.Clone(args)
+	for i, a := range args {
+		if name, path, ok := strings.Cut(a, "="); ok && (name == "--tls-cert-file" || name == "--tls-key-file") {
+			rel, err := filepath.Rel(mountPath, path)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(rel).NotTo(HavePrefix(".."), "%s is not in the tls volume's mount %s", a, mountPath)
+			args[i] = name + "=" + filepath.Join(dir, rel)
+		}
+	}
+	ca := fromUnstructured[corev1.ConfigMap](m.named("ConfigMap", d.Name+"-ca"))
+	roots := x509.NewCertPool()
+	Expect(roots.AppendCertsFromPEM([]byte(ca.Data["ca.crt"]))).To(BeTrue(), "ConfigMap %s holds no PEM CA", ca.Name)
+	return args, &tls.Config{RootCAs: roots, ServerName: fmt.Sprintf("%s.%s.svc", d.Name, d.Namespace), MinVersion: tls.VersionTLS12}
 }
