@@ -60,11 +60,12 @@ type parkEvent struct {
 
 // parkedCall is a backend call that may wait for its client's input.
 type parkedCall struct {
-	id, owner, tool string
-	rl              *relay // the relay the backend's call reports through
-	events          chan parkEvent
-	answers         chan mcp.InputResponse
-	cancel          context.CancelFunc
+	id, owner string
+	tool      string // the backend's route and the tool's name there
+	rl        *relay // the relay the backend's call reports through
+	events    chan parkEvent
+	answers   chan mcp.InputResponse
+	cancel    context.CancelFunc
 	// done ends with the backend's call: the SDK's context for the
 	// backend's question does not.
 	done <-chan struct{}
@@ -95,10 +96,13 @@ func (g *Gateway) parkable(ctx context.Context, c *Caller, route, name string, a
 	if c != nil {
 		owner = c.Key()
 	}
+	// A parked call is its tool's at its backend: two ToolSets may serve
+	// tools of one name.
+	tool := route + "\x00" + name
 	if id, ok := strings.CutPrefix(rl.req.Params.RequestState, parkPrefix); ok {
-		return g.resume(ctx, rl, owner, id, name)
+		return g.resume(ctx, rl, owner, id, tool)
 	}
-	pc := &parkedCall{id: rand.Text(), owner: owner, tool: name, rl: rl,
+	pc := &parkedCall{id: rand.Text(), owner: owner, tool: tool, rl: rl,
 		events: make(chan parkEvent), answers: make(chan mcp.InputResponse)}
 	// The backend's call outlives this request when it parks: its context
 	// keeps the request's values and not its end; the request's waiting
@@ -159,12 +163,19 @@ func (g *Gateway) park(pc *parkedCall, ask mcp.InputRequest) bool {
 }
 
 // unpark takes the call id out of the parked ones, or returns nil.
-func (g *Gateway) unpark(id string) *parkedCall {
+func (g *Gateway) unpark(id string) *parkedCall { return g.unparkFor(id, nil) }
+
+// unparkFor takes the call id out of the parked ones when mine says it is
+// the retry's (nil: whoever asks), or returns nil. The check is made under
+// the lock, so that a retry that is not the call's own leaves it as it
+// was: parked under its own timeout, which no one else's retry renews, and
+// there for its own client's retry at every moment.
+func (g *Gateway) unparkFor(id string, mine func(*parkedCall) bool) *parkedCall {
 	p := &g.parked
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pc := p.calls[id]
-	if pc == nil {
+	if pc == nil || (mine != nil && !mine(pc)) {
 		return nil
 	}
 	delete(p.calls, id)
@@ -177,13 +188,9 @@ func (g *Gateway) unpark(id string) *parkedCall {
 
 // resume delivers the client's answer to the parked call id and waits for
 // what its backend does next.
-func (g *Gateway) resume(ctx context.Context, rl *relay, owner, id, name string) (*mcp.CallToolResult, string, string) {
-	pc := g.unpark(id)
-	if pc != nil && (pc.owner != owner || pc.tool != name) {
-		// Not this caller's, or not this tool's: it stays parked for its own.
-		g.park(pc, pc.asked)
-		pc = nil
-	}
+func (g *Gateway) resume(ctx context.Context, rl *relay, owner, id, tool string) (*mcp.CallToolResult, string, string) {
+	// Not this caller's, or not this tool's: it stays parked for its own.
+	pc := g.unparkFor(id, func(pc *parkedCall) bool { return pc.owner == owner && pc.tool == tool })
 	if pc == nil {
 		return errorResult(fmt.Sprintf("no call of this tool waits for input under this requestState at this gateway: it ended, waited longer than %s, or waits at another replica; call the tool again", parkTimeout)), outcomeToolError, ""
 	}

@@ -1,0 +1,68 @@
+package gateway_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toolplane/toolplane/internal/gateway"
+)
+
+// Attacks on the gateway by a hostile caller, tenant or workload that once
+// worked; each test here failed before its fix.
+
+// metaCanElicit2026 is the _meta of a stateless 2026-07-28 tools/call from
+// a client that can answer elicitation.
+const metaCanElicit2026 = `"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+	`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+
+// callResult posts a 2026-07-28 tools/call of name with the params extra
+// and returns its result.
+func callResult(t *testing.T, url, name, extra string) map[string]any {
+	t.Helper()
+	reply := replyOf(t, postCall(t, url, name, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`",`+extra+metaCanElicit2026+`}}`))
+	res, _ := reply["result"].(map[string]any)
+	if res == nil {
+		t.Fatalf("no result: %v", reply)
+	}
+	return res
+}
+
+// TestAForeignRetryDoesNotKeepAParkedCallAlive: a retry that names a
+// parked call and is not its own (another tool's, or another caller's)
+// leaves it as it was. It used to take the call out and park it again,
+// with a fresh timeout: whoever knew a requestState could keep the
+// backend's call, its connection and goroutine alive past the park
+// timeout for as long as they liked, and the call was absent for its own
+// client's retry meanwhile.
+func TestAForeignRetryDoesNotKeepAParkedCallAlive(t *testing.T) {
+	const wait = 1500 * time.Millisecond
+	defer gateway.SetParkTimeout(wait)()
+	r := new(routes)
+	r.set("ask25.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2025(), false))
+	r.set("ask26.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2026(new(atomic.Int32)), true))
+	g, url := newGateway(t, r, gateway.Options{})
+	if err := g.SetTable(table(mcpTableTools("apps", "ask25", "/mcp", "ask_2025"), mcpTableTools("apps", "ask26", "/mcp", "ask_2026"))); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res := callResult(t, url+"/mcp", "ask_2025", "")
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" {
+		t.Fatalf("first answer %v", res)
+	}
+	answer := `"requestState":"` + state + `","inputResponses":{"toolplane":{"action":"accept","content":{"color":"red"}}},`
+	// Retries that are not the call's own, until well past its timeout.
+	for time.Since(start) < 2*wait {
+		res := callResult(t, url+"/mcp", "ask_2026", answer)
+		if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "no call of this tool waits") {
+			t.Fatalf("a foreign retry: %v", res)
+		}
+	}
+	res = callResult(t, url+"/mcp", "ask_2025", answer)
+	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "waited longer than") {
+		t.Errorf("the parked call outlived its timeout of %s under foreign retries: %v", wait, res)
+	}
+}
