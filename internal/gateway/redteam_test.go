@@ -1,7 +1,12 @@
 package gateway_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -64,5 +69,73 @@ func TestAForeignRetryDoesNotKeepAParkedCallAlive(t *testing.T) {
 	res = callResult(t, url+"/mcp", "ask_2025", answer)
 	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "waited longer than") {
 		t.Errorf("the parked call outlived its timeout of %s under foreign retries: %v", wait, res)
+	}
+}
+
+// clientFrom is an HTTP client whose connections come from the loopback
+// address ip, another client's address to the gateway.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+// callFrom is callResult from hc.
+func callFrom(t *testing.T, hc *http.Client, url, name, extra string) map[string]any {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `",` + extra + metaCanElicit2026 + `}}`
+	req, _ := http.NewRequestWithContext(bounded(t), http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", name)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if i := bytes.Index(b, []byte("data: ")); i >= 0 {
+		b = bytes.TrimSpace(b[i+len("data: "):])
+	}
+	var reply struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := json.Unmarshal(b, &reply); err != nil || reply.Result == nil {
+		t.Fatalf("no result: %s", b)
+	}
+	return reply.Result
+}
+
+// TestOneAnonymousClientDoesNotTakeEveryonesParkedCalls: without auth
+// every caller was one ("" owner) to the per-caller bound of parked calls,
+// so one client that parked eight calls and never answered left every
+// other client's questions refused ("too many calls wait") for the park
+// timeout. Without auth the bound is per client address, as the call
+// limit is.
+func TestOneAnonymousClientDoesNotTakeEveryonesParkedCalls(t *testing.T) {
+	r := new(routes)
+	r.set("ask25.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2025(), false))
+	g, url := newGateway(t, r, gateway.Options{})
+	if err := g.SetTable(table(mcpTableTools("apps", "ask25", "/mcp", "ask_2025"))); err != nil {
+		t.Fatal(err)
+	}
+	hostile, other := clientFrom("127.0.0.1"), clientFrom("127.0.0.2")
+	for i := range 8 {
+		if res := callFrom(t, hostile, url+"/mcp", "ask_2025", ""); res["resultType"] != "input_required" {
+			t.Fatalf("call %d: %v", i, res)
+		}
+	}
+	if res := callFrom(t, hostile, url+"/mcp", "ask_2025", ""); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "too many calls wait") {
+		t.Errorf("the hostile client's ninth parked call: %v", res)
+	}
+	res := callFrom(t, other, url+"/mcp", "ask_2025", "")
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" {
+		t.Fatalf("another client's call was refused: %v", res)
+	}
+	res = callFrom(t, other, url+"/mcp", "ask_2025", `"requestState":"`+state+`","inputResponses":{"toolplane":{"action":"accept","content":{"color":"red"}}},`)
+	if res["isError"] == true || !strings.Contains(fmt.Sprint(res["content"]), "accept red") {
+		t.Errorf("another client's answered call: %v", res)
 	}
 }

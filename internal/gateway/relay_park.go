@@ -61,11 +61,14 @@ type parkEvent struct {
 // parkedCall is a backend call that may wait for its client's input.
 type parkedCall struct {
 	id, owner string
-	tool      string // the backend's route and the tool's name there
-	rl        *relay // the relay the backend's call reports through
-	events    chan parkEvent
-	answers   chan mcp.InputResponse
-	cancel    context.CancelFunc
+	// quota is whose maxParkedPerCaller it counts against: the owner, or
+	// without auth (every caller's owner is "") the client's address.
+	quota   string
+	tool    string // the backend's route and the tool's name there
+	rl      *relay // the relay the backend's call reports through
+	events  chan parkEvent
+	answers chan mcp.InputResponse
+	cancel  context.CancelFunc
 	// done ends with the backend's call: the SDK's context for the
 	// backend's question does not.
 	done <-chan struct{}
@@ -92,9 +95,10 @@ func (r *relay) parks() bool { return r != nil && r.modern && (r.elicit || r.sam
 // the parked call that the client's requestState names.
 func (g *Gateway) parkable(ctx context.Context, c *Caller, route, name string, args json.RawMessage, header, out http.Header) (*mcp.CallToolResult, string, string) {
 	rl := relayFrom(ctx)
-	owner := ""
+	owner, quota := "", limitKeyOf(nil, header)
 	if c != nil {
 		owner = c.Key()
+		quota = owner
 	}
 	// A parked call is its tool's at its backend: two ToolSets may serve
 	// tools of one name.
@@ -102,7 +106,7 @@ func (g *Gateway) parkable(ctx context.Context, c *Caller, route, name string, a
 	if id, ok := strings.CutPrefix(rl.req.Params.RequestState, parkPrefix); ok {
 		return g.resume(ctx, rl, owner, id, tool)
 	}
-	pc := &parkedCall{id: rand.Text(), owner: owner, tool: tool, rl: rl,
+	pc := &parkedCall{id: rand.Text(), owner: owner, quota: quota, tool: tool, rl: rl,
 		events: make(chan parkEvent), answers: make(chan mcp.InputResponse)}
 	// The backend's call outlives this request when it parks: its context
 	// keeps the request's values and not its end; the request's waiting
@@ -148,11 +152,11 @@ func (g *Gateway) park(pc *parkedCall, ask mcp.InputRequest) bool {
 	if p.calls == nil {
 		p.calls, p.byCaller = map[string]*parkedCall{}, map[string]int{}
 	}
-	if len(p.calls) >= maxParked || p.byCaller[pc.owner] >= maxParkedPerCaller {
+	if len(p.calls) >= maxParked || p.byCaller[pc.quota] >= maxParkedPerCaller {
 		return false
 	}
 	p.calls[pc.id] = pc
-	p.byCaller[pc.owner]++
+	p.byCaller[pc.quota]++
 	pc.asked = ask
 	pc.timer = time.AfterFunc(parkTimeout, func() {
 		if g.unpark(pc.id) != nil {
@@ -179,8 +183,8 @@ func (g *Gateway) unparkFor(id string, mine func(*parkedCall) bool) *parkedCall 
 		return nil
 	}
 	delete(p.calls, id)
-	if p.byCaller[pc.owner]--; p.byCaller[pc.owner] <= 0 {
-		delete(p.byCaller, pc.owner)
+	if p.byCaller[pc.quota]--; p.byCaller[pc.quota] <= 0 {
+		delete(p.byCaller, pc.quota)
 	}
 	pc.timer.Stop()
 	return pc
