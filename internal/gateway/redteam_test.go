@@ -139,3 +139,40 @@ func TestOneAnonymousClientDoesNotTakeEveryonesParkedCalls(t *testing.T) {
 		t.Errorf("another client's answered call: %v", res)
 	}
 }
+
+// TestAParkedCallsResultIsAuditedWithItsRetry: the backend's call of a
+// parked call reported its result bytes to the first request's audit
+// record, which had been written already (a data race, and the retry that
+// got the result was audited with none).
+func TestAParkedCallsResultIsAuditedWithItsRetry(t *testing.T) {
+	r := new(routes)
+	r.set("ask25.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2025(), false))
+	var buf syncBuffer
+	g, url := newGateway(t, r, gateway.Options{AuditLog: &buf})
+	if err := g.SetTable(table(mcpTableTools("apps", "ask25", "/mcp", "ask_2025"))); err != nil {
+		t.Fatal(err)
+	}
+	res := callResult(t, url+"/mcp", "ask_2025", "")
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" {
+		t.Fatalf("first answer %v", res)
+	}
+	res = callResult(t, url+"/mcp", "ask_2025", `"requestState":"`+state+`","inputResponses":{"toolplane":{"action":"accept","content":{"color":"red"}}},`)
+	if res["isError"] == true || !strings.Contains(fmt.Sprint(res["content"]), "accept red") {
+		t.Fatalf("the answered call: %v", res)
+	}
+	var lines []auditLine
+	for deadline := time.Now().Add(10 * time.Second); len(lines) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("audit lines: %s", buf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+		lines = auditLines(t, buf.String())
+	}
+	if lines[0].Outcome != "input_required" || lines[1].Outcome != "ok" {
+		t.Fatalf("outcomes %q, %q", lines[0].Outcome, lines[1].Outcome)
+	}
+	if lines[1].ResultBytes == 0 {
+		t.Errorf("the retry that got the result is audited with resultBytes 0")
+	}
+}

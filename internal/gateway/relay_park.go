@@ -56,6 +56,7 @@ type parkEvent struct {
 	ask             mcp.InputRequest
 	res             *mcp.CallToolResult
 	outcome, detail string
+	resultBytes     int64 // read from the backend, for the audit line
 }
 
 // parkedCall is a backend call that may wait for its client's input.
@@ -111,13 +112,17 @@ func (g *Gateway) parkable(ctx context.Context, c *Caller, route, name string, a
 	// The backend's call outlives this request when it parks: its context
 	// keeps the request's values and not its end; the request's waiting
 	// (wait) or the park's timeout cancel it.
-	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// It reports what it read to a call info of its own: the request that
+	// started it may be over (and audited) when it ends; the request that
+	// gets its result takes the figure (waitParked).
+	own := &callInfo{}
+	bctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), callInfoKey{}, own))
 	pc.cancel, pc.done = cancel, bctx.Done()
 	rl.setPark(pc)
 	go func() {
 		res, outcome, detail := g.mcpRoundTrip(bctx, route, name, args, header, out)
 		select {
-		case pc.events <- parkEvent{res: res, outcome: outcome, detail: detail}:
+		case pc.events <- parkEvent{res: res, outcome: outcome, detail: detail, resultBytes: own.resultBytes}:
 		case <-bctx.Done():
 		}
 	}()
@@ -131,6 +136,9 @@ func (g *Gateway) waitParked(ctx context.Context, pc *parkedCall) (*mcp.CallTool
 	case ev := <-pc.events:
 		if ev.ask == nil {
 			pc.cancel()
+			if ci := callInfoFrom(ctx); ci != nil {
+				ci.resultBytes = ev.resultBytes
+			}
 			return ev.res, ev.outcome, ev.detail
 		}
 		if !g.park(pc, ev.ask) {
