@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/toolplane/toolplane/internal/gateway"
+	"github.com/toolplane/toolplane/toolkit"
 )
 
 // Attacks on the gateway by a hostile caller, tenant or workload that once
@@ -174,5 +178,51 @@ func TestAParkedCallsResultIsAuditedWithItsRetry(t *testing.T) {
 	}
 	if lines[1].ResultBytes == 0 {
 		t.Errorf("the retry that got the result is audited with resultBytes 0")
+	}
+}
+
+// TestOneNamespaceDoesNotHoldEveryCallSlot: one tenant whose workload
+// answers slowly, called often enough by that tenant, held every one of
+// the gateway's call slots, and every other tenant's calls waited the call
+// timeout and failed busy. A namespace now holds at most a share of the
+// slots; its further calls wait for its own.
+func TestOneNamespaceDoesNotHoldEveryCallSlot(t *testing.T) {
+	var entered atomic.Int32
+	slow := newWorkload(t, "hostile", "slow", "", toolkit.MustNew("slow", "Answers at the call timeout", func(ctx context.Context, _ struct{}) (string, error) {
+		entered.Add(1)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	fast := newWorkload(t, "team", "tools", "", echoTool("a"))
+	const slots = 4
+	g, url := newGateway(t, (&routes{}).add(slow, fast), gateway.Options{MaxConcurrentCalls: slots, CallTimeout: 5 * time.Second})
+	if err := g.SetTable(table(slow.tableTools(), fast.tableTools())); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, url+"/mcp", "2026-07-28", nil, nil)
+	ctx, cancel := context.WithCancel(bounded(t))
+	defer cancel()
+	done := make(chan struct{}, slots)
+	for range slots {
+		go func() {
+			_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"})
+			done <- struct{}{}
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); entered.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow tool was never called")
+		}
+	}
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x", "count": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("another namespace's call while one namespace calls a slow tool %d times: %v %s", slots, err, text(res))
+	}
+	if n := entered.Load(); n > slots/4 {
+		t.Errorf("%d calls of one namespace in flight, over its share of %d", n, slots/4)
+	}
+	cancel()
+	for range slots {
+		<-done
 	}
 }
