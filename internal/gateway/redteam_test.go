@@ -226,3 +226,39 @@ func TestOneNamespaceDoesNotHoldEveryCallSlot(t *testing.T) {
 		<-done
 	}
 }
+
+// callAsFrom is callFrom with the bearer token tok.
+func callAsFrom(t *testing.T, url, tok, name, extra string) map[string]any {
+	t.Helper()
+	return callFrom(t, &http.Client{Transport: headerTransport{"Authorization": "Bearer " + tok}}, url, name, extra)
+}
+
+// TestAParkedCallIsItsCallersOnly: a caller who learns another's
+// requestState (a shared log, a proxy) and may call the same tool cannot
+// answer the other's parked call nor take its result; the call stays
+// parked for its own caller, who gets the result.
+func TestAParkedCallIsItsCallersOnly(t *testing.T) {
+	r := new(routes)
+	r.set("ask25.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2025(), false))
+	f := newFakeAPI()
+	alice, mallory := f.token("alice"), f.token("mallory")
+	f.grant("alice", "apps", "ask_2025")
+	f.grant("mallory", "apps", "ask_2025")
+	g, url := newGateway(t, r, gateway.Options{Auth: &gateway.KubernetesAuth{Client: f}})
+	if err := g.SetTable(table(mcpTableTools("apps", "ask25", "/mcp", "ask_2025"))); err != nil {
+		t.Fatal(err)
+	}
+	res := callAsFrom(t, url+"/mcp", alice, "ask_2025", "")
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" {
+		t.Fatalf("alice's first answer %v", res)
+	}
+	res = callAsFrom(t, url+"/mcp", mallory, "ask_2025", `"requestState":"`+state+`","inputResponses":{"toolplane":{"action":"accept","content":{"color":"mallory"}}},`)
+	if res["isError"] != true || strings.Contains(fmt.Sprint(res["content"]), "accept") {
+		t.Errorf("mallory's retry with alice's state: %v", res)
+	}
+	res = callAsFrom(t, url+"/mcp", alice, "ask_2025", `"requestState":"`+state+`","inputResponses":{"toolplane":{"action":"accept","content":{"color":"red"}}},`)
+	if res["isError"] == true || fmt.Sprint(res["content"]) != fmt.Sprint([]any{map[string]any{"type": "text", "text": "accept red"}}) {
+		t.Errorf("alice's retry: %v", res)
+	}
+}
