@@ -3,11 +3,13 @@ package gateway_test
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/toolplane/toolplane/internal/gateway"
 	"github.com/toolplane/toolplane/toolkit"
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // Attacks on the gateway by a hostile caller, tenant or workload that once
@@ -260,5 +263,48 @@ func TestAParkedCallIsItsCallersOnly(t *testing.T) {
 	res = callAsFrom(t, url+"/mcp", alice, "ask_2025", `"requestState":"`+state+`","inputResponses":{"toolplane":{"action":"accept","content":{"color":"red"}}},`)
 	if res["isError"] == true || fmt.Sprint(res["content"]) != fmt.Sprint([]any{map[string]any{"type": "text", "text": "accept red"}}) {
 		t.Errorf("alice's retry: %v", res)
+	}
+}
+
+// TestAToolSetTokenEchoedInAResultIsNotShown: a workload that echoes the
+// header it got (a debugging tool, a careless error) showed its ToolSet's
+// token to every caller, who could then call the workload past the
+// gateway's authorization. The gateway now redacts it from results, as it
+// did from its own errors.
+func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
+	const (
+		host  = "careless.tenant.svc.cluster.local"
+		token = "tenant-s3cret-token"
+	)
+	ca := newPrivateCA(t)
+	cert := ca.serving(t, host)
+	s := mcp.NewServer(&mcp.Implementation{Name: "careless"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami"}, func(_ context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		got := req.Extra.Header.Get("Authorization")
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + got}}}, map[string]any{"authorization": got}, nil
+	})
+	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	r := new(routes)
+	r.set(host+":8443", srv.Listener.Addr().String())
+	creds := kubernetesCredentials(t, credentialObjects("tenant", "careless", "https", token, ca.pem)...)
+	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second})
+	if err := g.SetTable(table([]spec.TableTool{secureTableTool("tenant", "careless", "whoami", "https://"+host+":8443/mcp")})); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, url+"/mcp", eras[0], nil, nil)
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "whoami"})
+	if err != nil || res.IsError {
+		t.Fatalf("%v %s", err, text(res))
+	}
+	if !strings.HasPrefix(text(res), "you sent Bearer ") {
+		t.Fatalf("the workload did not echo its header, the check proves nothing: %s", text(res))
+	}
+	shown, _ := json.Marshal(res)
+	if strings.Contains(string(shown), token) {
+		t.Errorf("a caller was shown the ToolSet's token: %s", shown)
 	}
 }
