@@ -269,8 +269,8 @@ func TestAParkedCallIsItsCallersOnly(t *testing.T) {
 // TestAToolSetTokenEchoedInAResultIsNotShown: a workload that echoes the
 // header it got (a debugging tool, a careless error) showed its ToolSet's
 // token to every caller, who could then call the workload past the
-// gateway's authorization. The gateway now redacts it from results, as it
-// did from its own errors.
+// gateway's authorization. The gateway now redacts it from results and
+// relayed notifications, as it did from its own errors.
 func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
 	const (
 		host  = "careless.tenant.svc.cluster.local"
@@ -279,8 +279,12 @@ func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
 	ca := newPrivateCA(t)
 	cert := ca.serving(t, host)
 	s := mcp.NewServer(&mcp.Implementation{Name: "careless"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "whoami"}, func(_ context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
 		got := req.Extra.Header.Get("Authorization")
+		if token := req.Params.GetProgressToken(); token != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Message: "you sent " + got})
+		}
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "careless", Data: map[string]any{"authorization": got}})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + got}}}, map[string]any{"authorization": got}, nil
 	})
 	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
@@ -295,10 +299,20 @@ func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
 	if err := g.SetTable(table([]spec.TableTool{secureTableTool("tenant", "careless", "whoami", "https://"+host+":8443/mcp")})); err != nil {
 		t.Fatal(err)
 	}
-	cs := connect(t, url+"/mcp", eras[0], nil, nil)
-	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "whoami"})
-	if err != nil || res.IsError {
-		t.Fatalf("%v %s", err, text(res))
+	var h heard
+	cs := connectWith(t, url+"/mcp", "2026-07-28", h.options(nil))
+	res := callWithProgress(t, cs, "2026-07-28", "whoami", nil)
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	progress, logs := h.await(t, 1, 1)
+	if len(progress) != 1 || len(logs) != 1 {
+		t.Fatalf("heard %d progress and %d log notifications, want 1 and 1", len(progress), len(logs))
+	}
+	for _, n := range []any{progress[0], logs[0]} {
+		if b, _ := json.Marshal(n); strings.Contains(string(b), token) {
+			t.Errorf("a caller heard the ToolSet's token: %s", b)
+		}
 	}
 	if !strings.HasPrefix(text(res), "you sent Bearer ") {
 		t.Fatalf("the workload did not echo its header, the check proves nothing: %s", text(res))
