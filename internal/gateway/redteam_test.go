@@ -322,3 +322,47 @@ func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
 		t.Errorf("a caller was shown the ToolSet's token: %s", shown)
 	}
 }
+
+// TestSearchSessionsAreBoundedAsOthersAre: a 2025-era session opened at
+// /mcp/search skipped the session bounds (per client, per caller, in all)
+// and the session lifetime that /mcp applies, so one client could open
+// sessions there without end.
+func TestSearchSessionsAreBoundedAsOthersAre(t *testing.T) {
+	g, url := newGateway(t, nil, gateway.Options{Sessions: true, MaxSessionsPerClient: 2})
+	if err := g.SetTable(table()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := bounded(t)
+	// Each path from an address of its own.
+	for path, ip := range map[string]string{"/mcp/search": "127.0.0.2", "/mcp/namespaces/team/search": "127.0.0.3"} {
+		hc := clientFrom(ip)
+		t.Run(path, func(t *testing.T) {
+			var status []int
+			for range 4 {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+path, strings.NewReader(
+					`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				status = append(status, resp.StatusCode)
+				if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+					t.Cleanup(func() {
+						req, _ := http.NewRequest(http.MethodDelete, url+path, nil)
+						req.Header.Set("Mcp-Session-Id", id)
+						if resp, err := hc.Do(req); err == nil {
+							resp.Body.Close()
+						}
+					})
+				}
+			}
+			if status[0] != http.StatusOK || status[3] != http.StatusTooManyRequests {
+				t.Errorf("four sessions from one address at %s: statuses %v, want the last refused (429)", path, status)
+			}
+		})
+	}
+}
