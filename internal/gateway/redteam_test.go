@@ -287,17 +287,39 @@ func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
 		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "careless", Data: map[string]any{"authorization": got}})
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + got}}}, map[string]any{"authorization": got}, nil
 	})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "you sent " + req.Extra.Header.Get("Authorization"), RequestedSchema: askSchema})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action}}}, nil, nil
+	})
 	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{Stateless: true, DisableLocalhostProtection: true}))
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
 	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
 	srv.StartTLS()
 	t.Cleanup(srv.Close)
 	r := new(routes)
 	r.set(host+":8443", srv.Listener.Addr().String())
 	creds := kubernetesCredentials(t, credentialObjects("tenant", "careless", "https", token, ca.pem)...)
-	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second})
-	if err := g.SetTable(table([]spec.TableTool{secureTableTool("tenant", "careless", "whoami", "https://"+host+":8443/mcp")})); err != nil {
+	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second, Sessions: true})
+	if err := g.SetTable(table([]spec.TableTool{secureTableTool("tenant", "careless", "whoami", "https://"+host+":8443/mcp"),
+		secureTableTool("tenant", "careless", "ask", "https://"+host+":8443/mcp")})); err != nil {
 		t.Fatal(err)
+	}
+	// A question for the user, relayed to a 2025 client in its session.
+	var asked atomic.Value
+	ask := connectWith(t, url+"/mcp", "2025-11-25", &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Store(req.Params.Message)
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	if res, err := ask.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask"}); err != nil || res.IsError {
+		t.Fatalf("%v %s", err, text(res))
+	}
+	if m, _ := asked.Load().(string); !strings.HasPrefix(m, "you sent ") || strings.Contains(m, token) {
+		t.Errorf("the client was asked %q", m)
 	}
 	var h heard
 	cs := connectWith(t, url+"/mcp", "2026-07-28", h.options(nil))

@@ -302,7 +302,10 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 	req, rctx, _ := r.target()
 	ctx, stop := joined(rctx, ctx)
 	defer stop()
-	res, err := req.Session.Elicit(ctx, p)
+	// The ToolSet's token reaches no caller (backend.redactResult).
+	q := *p
+	q.Message = backendFrom(rctx).redact(p.Message)
+	res, err := req.Session.Elicit(ctx, &q)
 	if err != nil {
 		return nil, r.refuse("the tool asked for user input, and the client did not answer: " + clip(err.Error(), 256))
 	}
