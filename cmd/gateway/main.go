@@ -65,7 +65,7 @@ func main() {
 	flag.StringVar(&tableNamespace, "table-namespace", "toolplane-system", "The namespace of the tool-table ConfigMaps; the only namespace the gateway reads.")
 	flag.StringVar(&tableName, "table-name", "toolplane-tools", "The name of the tool-table ConfigMap.")
 	flag.DurationVar(&o.CallTimeout, "call-timeout", gateway.DefaultCallTimeout, "How long one tools/call may take; a workload slower than this gives the caller an error result.")
-	flag.IntVar(&o.MaxConcurrentCalls, "max-concurrent-calls", gateway.DefaultMaxConcurrentCalls, "The most calls in flight to workloads at once.")
+	flag.IntVar(&o.MaxConcurrentCalls, "max-concurrent-calls", gateway.DefaultMaxConcurrentCalls, "The most calls in flight to workloads at once (one namespace's ToolSets hold at most a quarter of them).")
 	flag.IntVar(&o.PageSize, "page-size", gateway.DefaultPageSize, "Tools per tools/list page.")
 	flag.DurationVar(&o.ListTTL, "list-ttl", gateway.DefaultListTTL, "The ttlMs that 2026-07-28 clients may cache a tools/list page for; negative sends 0.")
 	flag.BoolVar(&o.Sessions, "sessions", false, "Give 2025-era MCP clients sessions, so that list_changed reaches them; needs sticky sessions with more than one replica.")

@@ -1,8 +1,10 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -12,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/singleflight"
 
@@ -420,4 +423,24 @@ func (b *backend) refused(outcome, detail string) (string, string) {
 		return outcomeBadReply, fmt.Sprintf("the workload answered HTTP %d %s", st, http.StatusText(st))
 	}
 	return outcome, detail
+}
+
+// redactResult is res with b's token replaced wherever a workload echoed
+// it (a debugging tool that shows the header it got, say): the token lets
+// its holder call the workload past the gateway's authorization, so no
+// caller may see it. A result whose text cannot be redacted in place is
+// withheld.
+func (b *backend) redactResult(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if b == nil || b.token == "" || res == nil {
+		return res
+	}
+	raw, err := json.Marshal(res)
+	if err != nil || !bytes.Contains(raw, []byte(b.token)) {
+		return res
+	}
+	var out mcp.CallToolResult
+	if err := json.Unmarshal(bytes.ReplaceAll(raw, []byte(b.token), []byte("[redacted]")), &out); err != nil {
+		return errorResult("the workload's result carried its ToolSet's credentials, and the gateway withheld it")
+	}
+	return &out
 }

@@ -74,7 +74,7 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 			res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header, out)
 		}
 		outcome, detail = be.refused(outcome, detail)
-		detail = be.redact(detail)
+		detail, res = be.redact(detail), be.redactResult(res)
 		g.circuits.record(tool.ToolSet, be.probe, callResult(parent, outcome))
 		endSpan(span, outcome, detail)
 	}
@@ -104,10 +104,16 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 // acquire takes a call slot within ctx; if it cannot, it says why as an
 // outcome and a detail.
 func (g *Gateway) acquire(ctx context.Context) (release func(), outcome, detail string) {
+	// First the call's namespace's share of the slots (call_share.go).
+	mine, outcome, detail := g.acquireShare(ctx)
+	if mine == nil {
+		return nil, outcome, detail
+	}
 	select {
 	case g.slots <- struct{}{}:
-		return func() { <-g.slots }, "", ""
+		return func() { <-g.slots; mine() }, "", ""
 	case <-ctx.Done():
+		mine()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			return nil, outcomeBusy, fmt.Sprintf("the gateway stayed at its limit of %d concurrent calls for the call timeout of %s", cap(g.slots), g.opts.CallTimeout)
 		}

@@ -60,6 +60,7 @@ type Gateway struct {
 
 	client *http.Client
 	slots  chan struct{}
+	shares callShares // each namespace's share of slots (call_share.go)
 
 	// backends keeps the ToolSets' credentials and clients (nil without
 	// Options.Credentials), circuits their health (backend.go, circuit.go).

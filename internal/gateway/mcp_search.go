@@ -70,9 +70,20 @@ func (g *Gateway) serveSearchMCP(w http.ResponseWriter, r *http.Request) {
 	r.Header.Set(searchHeader, "1")
 	g.metrics.inFlight.Inc()
 	defer g.metrics.inFlight.Dec()
+	// The bounds of serveMCP: the caller's streams, and a new session's
+	// count and lifetime.
+	release, ok := g.acquireCallerStream(w, r)
+	if !ok {
+		return
+	}
+	defer release()
 	r.Header.Del(statefulHeader)
 	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
 		r.Header.Set(statefulHeader, "1")
+		if r.Method == http.MethodPost && r.Header.Get("Mcp-Session-Id") == "" {
+			g.sessionLimits.serveNew(w, r, g.sessions)
+			return
+		}
 		g.sessions.ServeHTTP(w, r)
 		return
 	}

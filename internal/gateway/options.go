@@ -97,7 +97,9 @@ type Options struct {
 	CallTimeout time.Duration
 	// MaxConcurrentCalls bounds the calls in flight to workloads, across
 	// every client, so that a burst of slow calls cannot exhaust the
-	// gateway's connections and memory. A call waits for a slot within its
+	// gateway's connections and memory; the ToolSets of one namespace hold
+	// at most a quarter of them (at least one), so that one tenant's slow
+	// workload cannot hold them all. A call waits for a slot within its
 	// timeout. Zero means [DefaultMaxConcurrentCalls].
 	MaxConcurrentCalls int
 	// PageSize is the number of tools in one tools/list page; a client

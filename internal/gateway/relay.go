@@ -239,7 +239,7 @@ func (r *relay) progressFromBackend(_ context.Context, p *mcp.ProgressNotificati
 	}
 	req, ctx, token := r.target()
 	r.wrote(req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-		ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: p.Message,
+		ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: backendFrom(ctx).redact(p.Message),
 	}))
 }
 
@@ -254,7 +254,16 @@ func (r *relay) logFromBackend(_ context.Context, p *mcp.LoggingMessageParams) {
 	// The session's Log applies the client's level: _meta's in 2026-07-28,
 	// the session's in 2025.
 	req, ctx, _ := r.target()
-	r.wrote(req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: p.Level, Logger: p.Logger, Data: json.RawMessage(data)}))
+	// The ToolSet's token, which a workload may log, reaches no caller
+	// (backend.redactResult).
+	be := backendFrom(ctx)
+	if red := be.redact(string(data)); red != string(data) {
+		if !json.Valid([]byte(red)) {
+			return
+		}
+		data = []byte(red)
+	}
+	r.wrote(req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: p.Level, Logger: be.redact(p.Logger), Data: json.RawMessage(data)}))
 }
 
 // errNotRelayed answers a backend's request that the gateway could not
@@ -293,7 +302,10 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 	req, rctx, _ := r.target()
 	ctx, stop := joined(rctx, ctx)
 	defer stop()
-	res, err := req.Session.Elicit(ctx, p)
+	// The ToolSet's token reaches no caller (backend.redactResult).
+	q := *p
+	q.Message = backendFrom(rctx).redact(p.Message)
+	res, err := req.Session.Elicit(ctx, &q)
 	if err != nil {
 		return nil, r.refuse("the tool asked for user input, and the client did not answer: " + clip(err.Error(), 256))
 	}

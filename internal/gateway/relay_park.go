@@ -56,15 +56,20 @@ type parkEvent struct {
 	ask             mcp.InputRequest
 	res             *mcp.CallToolResult
 	outcome, detail string
+	resultBytes     int64 // read from the backend, for the audit line
 }
 
 // parkedCall is a backend call that may wait for its client's input.
 type parkedCall struct {
-	id, owner, tool string
-	rl              *relay // the relay the backend's call reports through
-	events          chan parkEvent
-	answers         chan mcp.InputResponse
-	cancel          context.CancelFunc
+	id, owner string
+	// quota is whose maxParkedPerCaller it counts against: the owner, or
+	// without auth (every caller's owner is "") the client's address.
+	quota   string
+	tool    string // the backend's route and the tool's name there
+	rl      *relay // the relay the backend's call reports through
+	events  chan parkEvent
+	answers chan mcp.InputResponse
+	cancel  context.CancelFunc
 	// done ends with the backend's call: the SDK's context for the
 	// backend's question does not.
 	done <-chan struct{}
@@ -91,25 +96,33 @@ func (r *relay) parks() bool { return r != nil && r.modern && (r.elicit || r.sam
 // the parked call that the client's requestState names.
 func (g *Gateway) parkable(ctx context.Context, c *Caller, route, name string, args json.RawMessage, header, out http.Header) (*mcp.CallToolResult, string, string) {
 	rl := relayFrom(ctx)
-	owner := ""
+	owner, quota := "", limitKeyOf(nil, header)
 	if c != nil {
 		owner = c.Key()
+		quota = owner
 	}
+	// A parked call is its tool's at its backend: two ToolSets may serve
+	// tools of one name.
+	tool := route + "\x00" + name
 	if id, ok := strings.CutPrefix(rl.req.Params.RequestState, parkPrefix); ok {
-		return g.resume(ctx, rl, owner, id, name)
+		return g.resume(ctx, rl, owner, id, tool)
 	}
-	pc := &parkedCall{id: rand.Text(), owner: owner, tool: name, rl: rl,
+	pc := &parkedCall{id: rand.Text(), owner: owner, quota: quota, tool: tool, rl: rl,
 		events: make(chan parkEvent), answers: make(chan mcp.InputResponse)}
 	// The backend's call outlives this request when it parks: its context
 	// keeps the request's values and not its end; the request's waiting
 	// (wait) or the park's timeout cancel it.
-	bctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	// It reports what it read to a call info of its own: the request that
+	// started it may be over (and audited) when it ends; the request that
+	// gets its result takes the figure (waitParked).
+	own := &callInfo{}
+	bctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), callInfoKey{}, own))
 	pc.cancel, pc.done = cancel, bctx.Done()
 	rl.setPark(pc)
 	go func() {
 		res, outcome, detail := g.mcpRoundTrip(bctx, route, name, args, header, out)
 		select {
-		case pc.events <- parkEvent{res: res, outcome: outcome, detail: detail}:
+		case pc.events <- parkEvent{res: res, outcome: outcome, detail: detail, resultBytes: own.resultBytes}:
 		case <-bctx.Done():
 		}
 	}()
@@ -123,6 +136,9 @@ func (g *Gateway) waitParked(ctx context.Context, pc *parkedCall) (*mcp.CallTool
 	case ev := <-pc.events:
 		if ev.ask == nil {
 			pc.cancel()
+			if ci := callInfoFrom(ctx); ci != nil {
+				ci.resultBytes = ev.resultBytes
+			}
 			return ev.res, ev.outcome, ev.detail
 		}
 		if !g.park(pc, ev.ask) {
@@ -144,11 +160,11 @@ func (g *Gateway) park(pc *parkedCall, ask mcp.InputRequest) bool {
 	if p.calls == nil {
 		p.calls, p.byCaller = map[string]*parkedCall{}, map[string]int{}
 	}
-	if len(p.calls) >= maxParked || p.byCaller[pc.owner] >= maxParkedPerCaller {
+	if len(p.calls) >= maxParked || p.byCaller[pc.quota] >= maxParkedPerCaller {
 		return false
 	}
 	p.calls[pc.id] = pc
-	p.byCaller[pc.owner]++
+	p.byCaller[pc.quota]++
 	pc.asked = ask
 	pc.timer = time.AfterFunc(parkTimeout, func() {
 		if g.unpark(pc.id) != nil {
@@ -159,17 +175,24 @@ func (g *Gateway) park(pc *parkedCall, ask mcp.InputRequest) bool {
 }
 
 // unpark takes the call id out of the parked ones, or returns nil.
-func (g *Gateway) unpark(id string) *parkedCall {
+func (g *Gateway) unpark(id string) *parkedCall { return g.unparkFor(id, nil) }
+
+// unparkFor takes the call id out of the parked ones when mine says it is
+// the retry's (nil: whoever asks), or returns nil. The check is made under
+// the lock, so that a retry that is not the call's own leaves it as it
+// was: parked under its own timeout, which no one else's retry renews, and
+// there for its own client's retry at every moment.
+func (g *Gateway) unparkFor(id string, mine func(*parkedCall) bool) *parkedCall {
 	p := &g.parked
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	pc := p.calls[id]
-	if pc == nil {
+	if pc == nil || (mine != nil && !mine(pc)) {
 		return nil
 	}
 	delete(p.calls, id)
-	if p.byCaller[pc.owner]--; p.byCaller[pc.owner] <= 0 {
-		delete(p.byCaller, pc.owner)
+	if p.byCaller[pc.quota]--; p.byCaller[pc.quota] <= 0 {
+		delete(p.byCaller, pc.quota)
 	}
 	pc.timer.Stop()
 	return pc
@@ -177,13 +200,9 @@ func (g *Gateway) unpark(id string) *parkedCall {
 
 // resume delivers the client's answer to the parked call id and waits for
 // what its backend does next.
-func (g *Gateway) resume(ctx context.Context, rl *relay, owner, id, name string) (*mcp.CallToolResult, string, string) {
-	pc := g.unpark(id)
-	if pc != nil && (pc.owner != owner || pc.tool != name) {
-		// Not this caller's, or not this tool's: it stays parked for its own.
-		g.park(pc, pc.asked)
-		pc = nil
-	}
+func (g *Gateway) resume(ctx context.Context, rl *relay, owner, id, tool string) (*mcp.CallToolResult, string, string) {
+	// Not this caller's, or not this tool's: it stays parked for its own.
+	pc := g.unparkFor(id, func(pc *parkedCall) bool { return pc.owner == owner && pc.tool == tool })
 	if pc == nil {
 		return errorResult(fmt.Sprintf("no call of this tool waits for input under this requestState at this gateway: it ended, waited longer than %s, or waits at another replica; call the tool again", parkTimeout)), outcomeToolError, ""
 	}

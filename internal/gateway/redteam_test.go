@@ -1,0 +1,390 @@
+package gateway_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolplane/toolplane/internal/gateway"
+	"github.com/toolplane/toolplane/toolkit"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// Attacks on the gateway by a hostile caller, tenant or workload that once
+// worked; each test here failed before its fix.
+
+// metaCanElicit2026 is the _meta of a stateless 2026-07-28 tools/call from
+// a client that can answer elicitation.
+const metaCanElicit2026 = `"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28",` +
+	`"io.modelcontextprotocol/clientCapabilities":{"elicitation":{"form":{}}}}`
+
+// callResult posts a 2026-07-28 tools/call of name with the params extra
+// and returns its result.
+func callResult(t *testing.T, url, name, extra string) map[string]any {
+	t.Helper()
+	reply := replyOf(t, postCall(t, url, name, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+name+`",`+extra+metaCanElicit2026+`}}`))
+	res, _ := reply["result"].(map[string]any)
+	if res == nil {
+		t.Fatalf("no result: %v", reply)
+	}
+	return res
+}
+
+// TestAForeignRetryDoesNotKeepAParkedCallAlive: a retry that names a
+// parked call and is not its own (another tool's, or another caller's)
+// leaves it as it was. It used to take the call out and park it again,
+// with a fresh timeout: whoever knew a requestState could keep the
+// backend's call, its connection and goroutine alive past the park
+// timeout for as long as they liked, and the call was absent for its own
+// client's retry meanwhile.
+func TestAForeignRetryDoesNotKeepAParkedCallAlive(t *testing.T) {
+	const wait = 1500 * time.Millisecond
+	defer gateway.SetParkTimeout(wait)()
+	r := new(routes)
+	r.set("ask25.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2025(), false))
+	r.set("ask26.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2026(new(atomic.Int32)), true))
+	g, url := newGateway(t, r, gateway.Options{})
+	if err := g.SetTable(table(mcpTableTools("apps", "ask25", "/mcp", "ask_2025"), mcpTableTools("apps", "ask26", "/mcp", "ask_2026"))); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	res := callResult(t, url+"/mcp", "ask_2025", "")
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" {
+		t.Fatalf("first answer %v", res)
+	}
+	answer := `"requestState":"` + state + `","inputResponses":{"toolplane":{"action":"accept","content":{"color":"red"}}},`
+	// Retries that are not the call's own, until well past its timeout.
+	for time.Since(start) < 2*wait {
+		res := callResult(t, url+"/mcp", "ask_2026", answer)
+		if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "no call of this tool waits") {
+			t.Fatalf("a foreign retry: %v", res)
+		}
+	}
+	res = callResult(t, url+"/mcp", "ask_2025", answer)
+	if res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "waited longer than") {
+		t.Errorf("the parked call outlived its timeout of %s under foreign retries: %v", wait, res)
+	}
+}
+
+// clientFrom is an HTTP client whose connections come from the loopback
+// address ip, another client's address to the gateway.
+func clientFrom(ip string) *http.Client {
+	d := &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	return &http.Client{Transport: &http.Transport{DialContext: d.DialContext}}
+}
+
+// callFrom is callResult from hc.
+func callFrom(t *testing.T, hc *http.Client, url, name, extra string) map[string]any {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `",` + extra + metaCanElicit2026 + `}}`
+	req, _ := http.NewRequestWithContext(bounded(t), http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+	req.Header.Set("Mcp-Method", "tools/call")
+	req.Header.Set("Mcp-Name", name)
+	resp, err := hc.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if i := bytes.Index(b, []byte("data: ")); i >= 0 {
+		b = bytes.TrimSpace(b[i+len("data: "):])
+	}
+	var reply struct {
+		Result map[string]any `json:"result"`
+	}
+	if err := json.Unmarshal(b, &reply); err != nil || reply.Result == nil {
+		t.Fatalf("no result: %s", b)
+	}
+	return reply.Result
+}
+
+// TestOneAnonymousClientDoesNotTakeEveryonesParkedCalls: without auth
+// every caller was one ("" owner) to the per-caller bound of parked calls,
+// so one client that parked eight calls and never answered left every
+// other client's questions refused ("too many calls wait") for the park
+// timeout. Without auth the bound is per client address, as the call
+// limit is.
+func TestOneAnonymousClientDoesNotTakeEveryonesParkedCalls(t *testing.T) {
+	r := new(routes)
+	r.set("ask25.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2025(), false))
+	g, url := newGateway(t, r, gateway.Options{})
+	if err := g.SetTable(table(mcpTableTools("apps", "ask25", "/mcp", "ask_2025"))); err != nil {
+		t.Fatal(err)
+	}
+	hostile, other := clientFrom("127.0.0.1"), clientFrom("127.0.0.2")
+	for i := range 8 {
+		if res := callFrom(t, hostile, url+"/mcp", "ask_2025", ""); res["resultType"] != "input_required" {
+			t.Fatalf("call %d: %v", i, res)
+		}
+	}
+	if res := callFrom(t, hostile, url+"/mcp", "ask_2025", ""); res["isError"] != true || !strings.Contains(fmt.Sprint(res["content"]), "too many calls wait") {
+		t.Errorf("the hostile client's ninth parked call: %v", res)
+	}
+	res := callFrom(t, other, url+"/mcp", "ask_2025", "")
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" {
+		t.Fatalf("another client's call was refused: %v", res)
+	}
+	res = callFrom(t, other, url+"/mcp", "ask_2025", `"requestState":"`+state+`","inputResponses":{"toolplane":{"action":"accept","content":{"color":"red"}}},`)
+	if res["isError"] == true || !strings.Contains(fmt.Sprint(res["content"]), "accept red") {
+		t.Errorf("another client's answered call: %v", res)
+	}
+}
+
+// TestAParkedCallsResultIsAuditedWithItsRetry: the backend's call of a
+// parked call reported its result bytes to the first request's audit
+// record, which had been written already (a data race, and the retry that
+// got the result was audited with none).
+func TestAParkedCallsResultIsAuditedWithItsRetry(t *testing.T) {
+	r := new(routes)
+	r.set("ask25.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2025(), false))
+	var buf syncBuffer
+	g, url := newGateway(t, r, gateway.Options{AuditLog: &buf})
+	if err := g.SetTable(table(mcpTableTools("apps", "ask25", "/mcp", "ask_2025"))); err != nil {
+		t.Fatal(err)
+	}
+	res := callResult(t, url+"/mcp", "ask_2025", "")
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" {
+		t.Fatalf("first answer %v", res)
+	}
+	res = callResult(t, url+"/mcp", "ask_2025", `"requestState":"`+state+`","inputResponses":{"toolplane":{"action":"accept","content":{"color":"red"}}},`)
+	if res["isError"] == true || !strings.Contains(fmt.Sprint(res["content"]), "accept red") {
+		t.Fatalf("the answered call: %v", res)
+	}
+	var lines []auditLine
+	for deadline := time.Now().Add(10 * time.Second); len(lines) < 2; {
+		if time.Now().After(deadline) {
+			t.Fatalf("audit lines: %s", buf.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+		lines = auditLines(t, buf.String())
+	}
+	if lines[0].Outcome != "input_required" || lines[1].Outcome != "ok" {
+		t.Fatalf("outcomes %q, %q", lines[0].Outcome, lines[1].Outcome)
+	}
+	if lines[1].ResultBytes == 0 {
+		t.Errorf("the retry that got the result is audited with resultBytes 0")
+	}
+}
+
+// TestOneNamespaceDoesNotHoldEveryCallSlot: one tenant whose workload
+// answers slowly, called often enough by that tenant, held every one of
+// the gateway's call slots, and every other tenant's calls waited the call
+// timeout and failed busy. A namespace now holds at most a share of the
+// slots; its further calls wait for its own.
+func TestOneNamespaceDoesNotHoldEveryCallSlot(t *testing.T) {
+	var entered atomic.Int32
+	slow := newWorkload(t, "hostile", "slow", "", toolkit.MustNew("slow", "Answers at the call timeout", func(ctx context.Context, _ struct{}) (string, error) {
+		entered.Add(1)
+		<-ctx.Done()
+		return "", ctx.Err()
+	}))
+	fast := newWorkload(t, "team", "tools", "", echoTool("a"))
+	const slots = 4
+	g, url := newGateway(t, (&routes{}).add(slow, fast), gateway.Options{MaxConcurrentCalls: slots, CallTimeout: 5 * time.Second})
+	if err := g.SetTable(table(slow.tableTools(), fast.tableTools())); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, url+"/mcp", "2026-07-28", nil, nil)
+	ctx, cancel := context.WithCancel(bounded(t))
+	defer cancel()
+	done := make(chan struct{}, slots)
+	for range slots {
+		go func() {
+			_, _ = cs.CallTool(ctx, &mcp.CallToolParams{Name: "slow"})
+			done <- struct{}{}
+		}()
+	}
+	for deadline := time.Now().Add(10 * time.Second); entered.Load() == 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the slow tool was never called")
+		}
+	}
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x", "count": 1}})
+	if err != nil || res.IsError {
+		t.Fatalf("another namespace's call while one namespace calls a slow tool %d times: %v %s", slots, err, text(res))
+	}
+	if n := entered.Load(); n > slots/4 {
+		t.Errorf("%d calls of one namespace in flight, over its share of %d", n, slots/4)
+	}
+	cancel()
+	for range slots {
+		<-done
+	}
+}
+
+// callAsFrom is callFrom with the bearer token tok.
+func callAsFrom(t *testing.T, url, tok, name, extra string) map[string]any {
+	t.Helper()
+	return callFrom(t, &http.Client{Transport: headerTransport{"Authorization": "Bearer " + tok}}, url, name, extra)
+}
+
+// TestAParkedCallIsItsCallersOnly: a caller who learns another's
+// requestState (a shared log, a proxy) and may call the same tool cannot
+// answer the other's parked call nor take its result; the call stays
+// parked for its own caller, who gets the result.
+func TestAParkedCallIsItsCallersOnly(t *testing.T) {
+	r := new(routes)
+	r.set("ask25.apps.svc.cluster.local:8080", mcpBackend(t, askingServer2025(), false))
+	f := newFakeAPI()
+	alice, mallory := f.token("alice"), f.token("mallory")
+	f.grant("alice", "apps", "ask_2025")
+	f.grant("mallory", "apps", "ask_2025")
+	g, url := newGateway(t, r, gateway.Options{Auth: &gateway.KubernetesAuth{Client: f}})
+	if err := g.SetTable(table(mcpTableTools("apps", "ask25", "/mcp", "ask_2025"))); err != nil {
+		t.Fatal(err)
+	}
+	res := callAsFrom(t, url+"/mcp", alice, "ask_2025", "")
+	state, _ := res["requestState"].(string)
+	if res["resultType"] != "input_required" || state == "" {
+		t.Fatalf("alice's first answer %v", res)
+	}
+	res = callAsFrom(t, url+"/mcp", mallory, "ask_2025", `"requestState":"`+state+`","inputResponses":{"toolplane":{"action":"accept","content":{"color":"mallory"}}},`)
+	if res["isError"] != true || strings.Contains(fmt.Sprint(res["content"]), "accept") {
+		t.Errorf("mallory's retry with alice's state: %v", res)
+	}
+	res = callAsFrom(t, url+"/mcp", alice, "ask_2025", `"requestState":"`+state+`","inputResponses":{"toolplane":{"action":"accept","content":{"color":"red"}}},`)
+	if res["isError"] == true || fmt.Sprint(res["content"]) != fmt.Sprint([]any{map[string]any{"type": "text", "text": "accept red"}}) {
+		t.Errorf("alice's retry: %v", res)
+	}
+}
+
+// TestAToolSetTokenEchoedInAResultIsNotShown: a workload that echoes the
+// header it got (a debugging tool, a careless error) showed its ToolSet's
+// token to every caller, who could then call the workload past the
+// gateway's authorization. The gateway now redacts it from results and
+// relayed notifications, as it did from its own errors.
+func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
+	const (
+		host  = "careless.tenant.svc.cluster.local"
+		token = "tenant-s3cret-token"
+	)
+	ca := newPrivateCA(t)
+	cert := ca.serving(t, host)
+	s := mcp.NewServer(&mcp.Implementation{Name: "careless"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "whoami"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		got := req.Extra.Header.Get("Authorization")
+		if token := req.Params.GetProgressToken(); token != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Message: "you sent " + got})
+		}
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "careless", Data: map[string]any{"authorization": got}})
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + got}}}, map[string]any{"authorization": got}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "you sent " + req.Extra.Header.Get("Authorization"), RequestedSchema: askSchema})
+		if err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action}}}, nil, nil
+	})
+	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	r := new(routes)
+	r.set(host+":8443", srv.Listener.Addr().String())
+	creds := kubernetesCredentials(t, credentialObjects("tenant", "careless", "https", token, ca.pem)...)
+	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second, Sessions: true})
+	if err := g.SetTable(table([]spec.TableTool{secureTableTool("tenant", "careless", "whoami", "https://"+host+":8443/mcp"),
+		secureTableTool("tenant", "careless", "ask", "https://"+host+":8443/mcp")})); err != nil {
+		t.Fatal(err)
+	}
+	// A question for the user, relayed to a 2025 client in its session.
+	var asked atomic.Value
+	ask := connectWith(t, url+"/mcp", "2025-11-25", &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Store(req.Params.Message)
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	if res, err := ask.CallTool(bounded(t), &mcp.CallToolParams{Name: "ask"}); err != nil || res.IsError {
+		t.Fatalf("%v %s", err, text(res))
+	}
+	if m, _ := asked.Load().(string); !strings.HasPrefix(m, "you sent ") || strings.Contains(m, token) {
+		t.Errorf("the client was asked %q", m)
+	}
+	var h heard
+	cs := connectWith(t, url+"/mcp", "2026-07-28", h.options(nil))
+	res := callWithProgress(t, cs, "2026-07-28", "whoami", nil)
+	if res.IsError {
+		t.Fatal(text(res))
+	}
+	progress, logs := h.await(t, 1, 1)
+	if len(progress) != 1 || len(logs) != 1 {
+		t.Fatalf("heard %d progress and %d log notifications, want 1 and 1", len(progress), len(logs))
+	}
+	for _, n := range []any{progress[0], logs[0]} {
+		if b, _ := json.Marshal(n); strings.Contains(string(b), token) {
+			t.Errorf("a caller heard the ToolSet's token: %s", b)
+		}
+	}
+	if !strings.HasPrefix(text(res), "you sent Bearer ") {
+		t.Fatalf("the workload did not echo its header, the check proves nothing: %s", text(res))
+	}
+	shown, _ := json.Marshal(res)
+	if strings.Contains(string(shown), token) {
+		t.Errorf("a caller was shown the ToolSet's token: %s", shown)
+	}
+}
+
+// TestSearchSessionsAreBoundedAsOthersAre: a 2025-era session opened at
+// /mcp/search skipped the session bounds (per client, per caller, in all)
+// and the session lifetime that /mcp applies, so one client could open
+// sessions there without end.
+func TestSearchSessionsAreBoundedAsOthersAre(t *testing.T) {
+	g, url := newGateway(t, nil, gateway.Options{Sessions: true, MaxSessionsPerClient: 2})
+	if err := g.SetTable(table()); err != nil {
+		t.Fatal(err)
+	}
+	ctx := bounded(t)
+	// Each path from an address of its own.
+	for path, ip := range map[string]string{"/mcp/search": "127.0.0.2", "/mcp/namespaces/team/search": "127.0.0.3"} {
+		hc := clientFrom(ip)
+		t.Run(path, func(t *testing.T) {
+			var status []int
+			for range 4 {
+				req, _ := http.NewRequestWithContext(ctx, http.MethodPost, url+path, strings.NewReader(
+					`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+				req.Header.Set("Content-Type", "application/json")
+				req.Header.Set("Accept", "application/json, text/event-stream")
+				resp, err := hc.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				_, _ = io.Copy(io.Discard, resp.Body)
+				resp.Body.Close()
+				status = append(status, resp.StatusCode)
+				if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+					t.Cleanup(func() {
+						req, _ := http.NewRequest(http.MethodDelete, url+path, nil)
+						req.Header.Set("Mcp-Session-Id", id)
+						if resp, err := hc.Do(req); err == nil {
+							resp.Body.Close()
+						}
+					})
+				}
+			}
+			if status[0] != http.StatusOK || status[3] != http.StatusTooManyRequests {
+				t.Errorf("four sessions from one address at %s: statuses %v, want the last refused (429)", path, status)
+			}
+		})
+	}
+}
