@@ -17,8 +17,9 @@ import (
 // slots; a call over its namespace's share waits for one of that
 // namespace's own calls to end, holding no slot meanwhile.
 
-// namespaceShareDivisor: a namespace may hold at most
-// MaxConcurrentCalls/namespaceShareDivisor (at least one) of the slots.
+// namespaceShareDivisor: by default a namespace may hold at most
+// MaxConcurrentCalls/namespaceShareDivisor (at least one) of the slots
+// (Options.MaxConcurrentCallsPerNamespace).
 const namespaceShareDivisor = 4
 
 // callShares bounds the calls in flight per namespace. The zero value is
@@ -63,7 +64,7 @@ func (s *callShares) acquire(ctx context.Context, ns string, n int) (release fun
 }
 
 // namespaceShare is how many call slots one namespace may hold.
-func (g *Gateway) namespaceShare() int { return max(1, cap(g.slots)/namespaceShareDivisor) }
+func (g *Gateway) namespaceShare() int { return g.opts.MaxConcurrentCallsPerNamespace }
 
 // acquireShare takes a place in the share of the namespace of ctx's
 // backend within ctx, or says why it cannot as an outcome and a detail.

@@ -97,11 +97,17 @@ type Options struct {
 	CallTimeout time.Duration
 	// MaxConcurrentCalls bounds the calls in flight to workloads, across
 	// every client, so that a burst of slow calls cannot exhaust the
-	// gateway's connections and memory; the ToolSets of one namespace hold
-	// at most a quarter of them (at least one), so that one tenant's slow
-	// workload cannot hold them all. A call waits for a slot within its
+	// gateway's connections and memory. A call waits for a slot within its
 	// timeout. Zero means [DefaultMaxConcurrentCalls].
 	MaxConcurrentCalls int
+	// MaxConcurrentCallsPerNamespace bounds the calls in flight to the
+	// ToolSets of one namespace, so that one tenant's slow workload cannot
+	// hold every slot of MaxConcurrentCalls; a call over its namespace's
+	// share waits for one of that namespace's own calls to end, holding
+	// no slot meanwhile. Zero means a quarter of MaxConcurrentCalls (at
+	// least one); a gateway that serves one tenant may set it to
+	// MaxConcurrentCalls.
+	MaxConcurrentCallsPerNamespace int
 	// PageSize is the number of tools in one tools/list page; a client
 	// follows nextCursor for the rest. A page that holds the whole table
 	// of a large cluster would be megabytes of JSON that many clients read
@@ -348,6 +354,10 @@ func (o Options) withDefaults() Options {
 	if o.MaxConcurrentCalls <= 0 {
 		o.MaxConcurrentCalls = DefaultMaxConcurrentCalls
 	}
+	if o.MaxConcurrentCallsPerNamespace <= 0 {
+		o.MaxConcurrentCallsPerNamespace = max(1, o.MaxConcurrentCalls/namespaceShareDivisor)
+	}
+	o.MaxConcurrentCallsPerNamespace = min(o.MaxConcurrentCallsPerNamespace, o.MaxConcurrentCalls)
 	if o.PageSize <= 0 {
 		o.PageSize = DefaultPageSize
 	}
