@@ -284,7 +284,7 @@ func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
 		if token := req.Params.GetProgressToken(); token != nil {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Message: "you sent " + got})
 		}
-		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "careless", Data: map[string]any{"authorization": got}})
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "careless", Data: map[string]any{"authorization": got}}) //nolint:staticcheck // relays the deprecated logging on purpose
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + got}}}, map[string]any{"authorization": got}, nil
 	})
 	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
