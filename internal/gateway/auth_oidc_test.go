@@ -18,30 +18,12 @@ import (
 )
 
 // authConfig is an AuthenticationConfiguration trusting op for audience,
-// with the prefixes a cluster admin would choose.
+// with the prefixes a cluster admin would choose and a claim rule.
 func authConfig(op *harness.OpenIDProvider, audience string) string {
-	var ca strings.Builder
-	for _, l := range strings.Split(strings.TrimSpace(string(op.CA)), "\n") {
-		ca.WriteString("        " + l + "\n")
-	}
-	return fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
-kind: AuthenticationConfiguration
-jwt:
-- issuer:
-    url: %s
-    audiences: [%s]
-    certificateAuthority: |
-%s  claimMappings:
-    username:
-      claim: sub
-      prefix: "oidc:"
-    groups:
-      claim: groups
-      prefix: "oidc:"
-  claimValidationRules:
+	return op.AuthenticationConfiguration(audience, `  claimValidationRules:
   - expression: "claims.sub != 'banned'"
     message: banned
-`, op.Issuer, audience, ca.String())
+`)
 }
 
 func startOP(t *testing.T, clients ...harness.OIDCClient) *harness.OpenIDProvider {

@@ -149,7 +149,7 @@ var _ = Describe("The gateway with --auth=kubernetes,oidc", Ordered, func() {
 			resolve[k] = v
 		}
 		cfg := filepath.Join(workDir, "authentication-config.yaml")
-		Expect(os.WriteFile(cfg, []byte(authenticationConfig(op)), 0o600)).To(Succeed())
+		Expect(os.WriteFile(cfg, []byte(op.AuthenticationConfiguration(tokenAudience, "")), 0o600)).To(Succeed())
 		addr, err := harness.FreeAddr()
 		Expect(err).NotTo(HaveOccurred())
 		auditPath = filepath.Join(workDir, "audit-oidc.log")
@@ -419,30 +419,6 @@ func (h headerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		r.Header.Set(k, v)
 	}
 	return http.DefaultTransport.RoundTrip(r)
-}
-
-// authenticationConfig trusts op for the gateway's audience, mapping sub
-// and groups with the prefix oidc:, as a cluster admin would.
-func authenticationConfig(op *harness.OpenIDProvider) string {
-	var ca strings.Builder
-	for _, l := range strings.Split(strings.TrimSpace(string(op.CA)), "\n") {
-		ca.WriteString("        " + l + "\n")
-	}
-	return fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
-kind: AuthenticationConfiguration
-jwt:
-- issuer:
-    url: %s
-    audiences: [%s]
-    certificateAuthority: |
-%s  claimMappings:
-    username:
-      claim: sub
-      prefix: "oidc:"
-    groups:
-      claim: groups
-      prefix: "oidc:"
-`, op.Issuer, tokenAudience, ca.String())
 }
 
 // signedInTypeScriptClient runs the TypeScript SDK client against url as

@@ -95,7 +95,7 @@ var _ = Describe("The caller at the tool, with --txn-token-key-dir", Ordered, fu
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(op.Close)
 		cfg := filepath.Join(workDir, "authentication-config-txn.yaml")
-		Expect(os.WriteFile(cfg, []byte(authenticationConfig(op)), 0o600)).To(Succeed())
+		Expect(os.WriteFile(cfg, []byte(op.AuthenticationConfiguration(tokenAudience, "")), 0o600)).To(Succeed())
 
 		By("starting a gateway that authenticates ServiceAccounts and the IdP's users, and mints their tokens")
 		toolsAddr, err := harness.FreeAddr()

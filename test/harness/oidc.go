@@ -108,6 +108,33 @@ func StartOpenIDProvider(dir string, clients ...OIDCClient) (*OpenIDProvider, er
 // HTTPClient returns a client that trusts the provider's certificate.
 func (p *OpenIDProvider) HTTPClient() *http.Client { return p.srv.Client() }
 
+// AuthenticationConfiguration is an apiserver.config.k8s.io
+// AuthenticationConfiguration trusting p (its CA inline) for audience,
+// mapping sub and groups with the prefix "oidc:", as a cluster admin
+// would; extra, if any, is YAML appended to the issuer's entry (say,
+// claimValidationRules), indented by two spaces.
+func (p *OpenIDProvider) AuthenticationConfiguration(audience, extra string) string {
+	var ca strings.Builder
+	for _, l := range strings.Split(strings.TrimSpace(string(p.CA)), "\n") {
+		ca.WriteString("        " + l + "\n")
+	}
+	return fmt.Sprintf(`apiVersion: apiserver.config.k8s.io/v1
+kind: AuthenticationConfiguration
+jwt:
+- issuer:
+    url: %s
+    audiences: [%s]
+    certificateAuthority: |
+%s  claimMappings:
+    username:
+      claim: sub
+      prefix: "oidc:"
+    groups:
+      claim: groups
+      prefix: "oidc:"
+%s`, p.Issuer, audience, ca.String(), extra)
+}
+
 // Token gets an access token for a client with the client_credentials
 // grant (client_secret_basic), at the token endpoint of the provider's
 // discovery document. It reads the response as any client would, but for
