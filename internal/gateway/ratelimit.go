@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"container/list"
+	"crypto/sha256"
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sync"
@@ -28,7 +30,9 @@ import (
 // the owner refused costs the caller nothing.
 
 // maxCallBuckets bounds the buckets kept, caller buckets and ToolSet
-// buckets each: about 200 bytes apiece, so 64k of them is about 13 MiB.
+// buckets each: about 250 bytes apiece (keys are SHA-256 digests, so a
+// caller's user name, however long its IdP made it, costs 32 bytes), so
+// 64k of them is about 16 MiB.
 // Only idle buckets are evicted first (a full bucket is the same as a new
 // one); past the bound, the least recently used one goes, which at worst
 // forgets the spending of the caller who has been idle longest.
@@ -46,24 +50,43 @@ type callLimits struct {
 	mu      sync.Mutex
 	max     int
 	lru     *list.List // of *bucket, most recently used first
-	buckets map[string]*list.Element
+	buckets map[bucketKey]*list.Element
+}
+
+// bucketKey is the SHA-256 of what a bucket counts: the caller and the
+// tool, or the ToolSet. Hashing bounds a key's memory whatever the length
+// of the names in it.
+type bucketKey [sha256.Size]byte
+
+func keyOf(parts ...string) bucketKey {
+	h := sha256.New()
+	var n [binary.MaxVarintLen64]byte
+	for _, p := range parts {
+		// Each part length-prefixed, so that no two lists of parts hash
+		// the same bytes, whatever the parts hold.
+		h.Write(n[:binary.PutUvarint(n[:], uint64(len(p)))])
+		h.Write([]byte(p))
+	}
+	var k bucketKey
+	h.Sum(k[:0])
+	return k
 }
 
 type bucket struct {
-	key string
+	key bucketKey
 	lim *rate.Limiter
 	per int // calls per minute it was made for
 }
 
 func newCallLimits(max int) *callLimits {
-	return &callLimits{max: max, lru: list.New(), buckets: map[string]*list.Element{}}
+	return &callLimits{max: max, lru: list.New(), buckets: map[bucketKey]*list.Element{}}
 }
 
 // reserve takes one call from key's bucket of perMinute calls per minute
 // (made if it is new, or changed if the rate did). It returns the
 // reservation, to cancel if the call does not go ahead, or how long until
 // a call would be allowed.
-func (l *callLimits) reserve(key string, perMinute int, now time.Time) (*rate.Reservation, time.Duration) {
+func (l *callLimits) reserve(key bucketKey, perMinute int, now time.Time) (*rate.Reservation, time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var b *bucket
@@ -139,14 +162,14 @@ func (g *Gateway) limitCall(key string, s *snapshot, i int) *limited {
 	now := time.Now()
 	var mine *rate.Reservation
 	if n := g.opts.MaxCallsPerCallerPerMinute; n > 0 && key != "" {
-		r, after := g.callerLimits.reserve(key+"\x00"+tool.Name, n, now)
+		r, after := g.callerLimits.reserve(keyOf(key, tool.Name), n, now)
 		if r == nil {
 			return &limited{limit: limitCaller, after: after, per: n}
 		}
 		mine = r
 	}
 	if n := tool.CallsPerMinute; n > 0 {
-		owner := tool.ToolSet.String() + "\x00" + tool.ToolSetUID
+		owner := keyOf(tool.ToolSet.String(), tool.ToolSetUID)
 		if r, after := g.toolSetLimits.reserve(owner, n, now); r == nil {
 			if mine != nil {
 				mine.CancelAt(now)
