@@ -32,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/internal/credentials"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -354,8 +355,8 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	creds, credErr := loadCredentials(ctx, r.APIReader, ts)
-	if credErr != nil && !errors.Is(credErr, errInvalidCredentials) {
+	creds, credErr := credentials.Load(ctx, r.APIReader, ts, ts.Spec.Scheme == "https")
+	if credErr != nil && !errors.Is(credErr, credentials.ErrInvalid) {
 		return ctrl.Result{}, credErr
 	}
 
@@ -458,7 +459,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	if contracts, err = r.checkContracts(ctx, ts, before.Status.Tools, offered, len(rd.docs) > 0, mem, now); err != nil {
 		return ctrl.Result{}, err
 	}
-	if _, missing := errors.AsType[*missingReference](credErr); missing {
+	if _, missing := errors.AsType[*credentials.MissingReference](credErr); missing {
 		// Nothing watches Secrets: look again soon (toolset_references.go).
 		requeue = min(requeue, referenceRetry(r.Ceilings))
 	}

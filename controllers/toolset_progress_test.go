@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/internal/credentials"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -74,7 +75,7 @@ func TestEveryConditionCurrent(t *testing.T) {
 			setRetained(ts, nil)
 		},
 		"missing Secret": func(ts *v1alpha1.ToolSet) {
-			rd := round{selected: 1, credErr: &missingReference{kind: "Secret", name: "s", key: "k"}}
+			rd := round{selected: 1, credErr: &credentials.MissingReference{Kind: credentials.KindSecret, Name: "s", Key: "k"}}
 			r.setStatus(ts, rd, assembly{}, nil, nil, false, mem())
 		},
 		"held through an outage": func(ts *v1alpha1.ToolSet) {

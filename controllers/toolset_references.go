@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/internal/credentials"
 )
 
 // A ToolSet whose Secret or CA ConfigMap (or a key of one) is missing waits
@@ -24,33 +25,14 @@ func referenceRetry(c Ceilings) time.Duration {
 	return max(c.MinInterval, DefaultMinInterval)
 }
 
-// missingReference is a Secret or ConfigMap that a ToolSet names and that
-// does not exist, or lacks the key. Its text names the object and the key,
-// never a value.
-type missingReference struct {
-	kind, name, key string
-	// keyOnly is set when the object exists and only the key is missing.
-	keyOnly bool
-}
-
-func (e *missingReference) Error() string {
-	if e.keyOnly {
-		return e.kind + " " + e.name + " has no key \"" + e.key + "\""
-	}
-	return e.kind + " " + e.name + " not found"
-}
-
-// Is makes a missing reference a credential the user must fix.
-func (e *missingReference) Is(target error) bool { return target == errInvalidCredentials }
-
-// reason is the Ready reason of a ToolSet waiting for the reference.
-func (e *missingReference) reason() string {
+// referenceReason is the Ready reason of a ToolSet waiting for m.
+func referenceReason(m *credentials.MissingReference) string {
 	switch {
-	case e.kind == "Secret" && e.keyOnly:
+	case m.Kind == credentials.KindSecret && m.KeyOnly:
 		return v1alpha1.ReasonSecretKeyNotFound
-	case e.kind == "Secret":
+	case m.Kind == credentials.KindSecret:
 		return v1alpha1.ReasonSecretNotFound
-	case e.keyOnly:
+	case m.KeyOnly:
 		return v1alpha1.ReasonConfigMapKeyNotFound
 	}
 	return v1alpha1.ReasonConfigMapNotFound
@@ -60,8 +42,8 @@ func (e *missingReference) reason() string {
 // missing-reference reasons, or InvalidSpec for a value the user must fix
 // (an empty token, a CA bundle without a certificate).
 func credentialReason(err error) string {
-	if m, ok := errors.AsType[*missingReference](err); ok {
-		return m.reason()
+	if m, ok := errors.AsType[*credentials.MissingReference](err); ok {
+		return referenceReason(m)
 	}
 	return v1alpha1.ReasonInvalidSpec
 }

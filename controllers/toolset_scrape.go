@@ -3,10 +3,6 @@ package controllers
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -23,12 +19,11 @@ import (
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/internal/credentials"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -245,7 +240,7 @@ type scrapeTarget struct {
 	// interval is the ToolSet's effective interval: idle connections are
 	// kept across it.
 	interval time.Duration
-	creds    *credentials
+	creds    *credentials.Credentials
 }
 
 // podResult is how one Pod's scrape went.
@@ -373,8 +368,8 @@ func (s *scraper) fetch(ctx context.Context, c *http.Client, t scrapeTarget, tar
 	}
 	// Only ever over TLS, whatever the spec says: validateSpec refuses a
 	// token with scheme http before any scrape, and this holds if it did not.
-	if t.creds != nil && t.creds.token != "" && req.URL.Scheme == "https" {
-		req.Header.Set("Authorization", "Bearer "+t.creds.token)
+	if t.creds != nil && t.creds.BearerToken != "" && req.URL.Scheme == "https" {
+		req.Header.Set("Authorization", "Bearer "+t.creds.BearerToken)
 	}
 
 	resp, err := c.Do(req)
@@ -473,7 +468,7 @@ func resolvePort(pod *corev1.Pod, port intstr.IntOrString) (int32, error) {
 func (t scrapeTarget) clientSettings() string {
 	tlsKey := ""
 	if t.creds != nil {
-		tlsKey = t.creds.tlsKey
+		tlsKey = t.creds.TLSKey
 	}
 	return t.spec.Scheme + ";" + t.timeout.String() + ";" + t.interval.String() + ";" + tlsKey
 }
@@ -511,7 +506,7 @@ func (t scrapeTarget) newClient(idle int) *http.Client {
 		ForceAttemptHTTP2:      false,
 	}
 	if t.creds != nil {
-		tr.TLSClientConfig = t.creds.tls
+		tr.TLSClientConfig = t.creds.TLS
 	}
 	return &http.Client{
 		Transport: tr,
@@ -525,112 +520,4 @@ func (t scrapeTarget) newClient(idle int) *http.Client {
 			return nil
 		},
 	}
-}
-
-// credentials are the secrets of one ToolSet's scrapes. They are read fresh
-// for every round and never logged, written to status or put in an error.
-type credentials struct {
-	token string
-	tls   *tls.Config
-	// tlsKey identifies the TLS settings, the CA bundle by its digest, so
-	// that a ToolSet's client is rebuilt when they change.
-	tlsKey string
-}
-
-// errInvalidCredentials marks a credential the user must fix: a missing
-// Secret, ConfigMap or key (a *missingReference, with a Ready reason of its
-// own), an empty token, a CA bundle with no certificate.
-var errInvalidCredentials = errors.New("invalid credentials")
-
-// loadCredentials reads the bearer token and the CA bundle of a ToolSet
-// through the uncached API reader, so that the operator never caches a
-// Secret's data (it watches their names only: see toolset_secrets.go).
-func loadCredentials(ctx context.Context, reader client.Reader, ts *v1alpha1.ToolSet) (*credentials, error) {
-	creds := &credentials{}
-	if a := ts.Spec.Authorization; a != nil {
-		raw, err := readKey(ctx, reader, &corev1.Secret{}, ts.Namespace, a.BearerToken)
-		if err != nil {
-			return nil, fmt.Errorf("reading spec.authorization.bearerToken: %w", err)
-		}
-		token := strings.TrimSpace(string(raw))
-		if token == "" {
-			return nil, fmt.Errorf("reading spec.authorization.bearerToken: %w: key %q of Secret %s is empty", errInvalidCredentials, a.BearerToken.Key, a.BearerToken.Name)
-		}
-		if strings.ContainsAny(token, "\r\n\x00") {
-			return nil, fmt.Errorf("reading spec.authorization.bearerToken: %w: key %q of Secret %s is not a valid header value", errInvalidCredentials, a.BearerToken.Key, a.BearerToken.Name)
-		}
-		creds.token = token
-	}
-	if ts.Spec.Scheme == "https" {
-		cfg := &tls.Config{MinVersion: tls.VersionTLS12}
-		key := sha256.New()
-		if t := ts.Spec.TLS; t != nil {
-			cfg.ServerName = t.ServerName
-			cfg.InsecureSkipVerify = t.InsecureSkipVerify //nolint:gosec // the user asked for it, for testing
-			fmt.Fprintf(key, "%q;%t;", t.ServerName, t.InsecureSkipVerify)
-			if ca := t.CA; ca != nil {
-				pool, pem, err := loadCA(ctx, reader, ts.Namespace, ca)
-				if err != nil {
-					return nil, fmt.Errorf("reading spec.tls.ca: %w", err)
-				}
-				cfg.RootCAs = pool
-				key.Write(pem)
-			}
-		}
-		creds.tls, creds.tlsKey = cfg, "https:"+hex.EncodeToString(key.Sum(nil))
-	}
-	return creds, nil
-}
-
-// loadCA returns the CA bundle as a pool, and as read.
-func loadCA(ctx context.Context, reader client.Reader, ns string, ca *v1alpha1.CASource) (*x509.CertPool, []byte, error) {
-	var (
-		raw []byte
-		err error
-		ref v1alpha1.KeyReference
-	)
-	if ca.Secret != nil {
-		ref = *ca.Secret
-		raw, err = readKey(ctx, reader, &corev1.Secret{}, ns, ref)
-	} else if ca.ConfigMap != nil {
-		ref = *ca.ConfigMap
-		raw, err = readKey(ctx, reader, &corev1.ConfigMap{}, ns, ref)
-	}
-	if err != nil {
-		return nil, nil, err
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(raw) {
-		return nil, nil, fmt.Errorf("%w: key %q of %s holds no PEM certificate", errInvalidCredentials, ref.Key, ref.Name)
-	}
-	return pool, raw, nil
-}
-
-// readKey reads one key of a Secret or ConfigMap. Its errors name the object
-// and key, never the value.
-func readKey(ctx context.Context, reader client.Reader, obj client.Object, ns string, ref v1alpha1.KeyReference) ([]byte, error) {
-	kind := "ConfigMap"
-	if _, ok := obj.(*corev1.Secret); ok {
-		kind = "Secret"
-	}
-	if err := reader.Get(ctx, types.NamespacedName{Namespace: ns, Name: ref.Name}, obj); err != nil {
-		if apierrors.IsNotFound(err) {
-			return nil, &missingReference{kind: kind, name: ref.Name, key: ref.Key}
-		}
-		return nil, fmt.Errorf("getting %s %s: %w", kind, ref.Name, err)
-	}
-	switch o := obj.(type) {
-	case *corev1.Secret:
-		if v, ok := o.Data[ref.Key]; ok {
-			return v, nil
-		}
-	case *corev1.ConfigMap:
-		if v, ok := o.Data[ref.Key]; ok {
-			return []byte(v), nil
-		}
-		if v, ok := o.BinaryData[ref.Key]; ok {
-			return v, nil
-		}
-	}
-	return nil, &missingReference{kind: kind, name: ref.Name, key: ref.Key, keyOnly: true}
 }

@@ -46,7 +46,7 @@ func (s *scraper) listMCP(ctx context.Context, c *http.Client, t scrapeTarget, t
 	defer charge.release()
 	rt := &mcpRoundTripper{base: c.Transport, ctx: ctx, limit: s.maxBytes, left: s.maxBytes, decodeLimit: s.decodeLimit(), charge: charge}
 	if t.creds != nil {
-		rt.token = t.creds.token
+		rt.token = t.creds.BearerToken
 	}
 	hc := &http.Client{
 		Transport: rt,

@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/internal/credentials"
 	"github.com/toolplane/toolplane/toolkit"
 	"github.com/toolplane/toolplane/toolkit/server"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -39,7 +40,7 @@ func mcpTarget(maxTools int32, timeout time.Duration) scrapeTarget {
 	return scrapeTarget{
 		spec:    &v1alpha1.ToolSetSpec{Protocol: v1alpha1.ProtocolMCP, Scheme: "http", Limits: v1alpha1.Limits{MaxTools: maxTools}},
 		timeout: timeout,
-		creds:   &credentials{token: "t0ken"},
+		creds:   &credentials.Credentials{BearerToken: "t0ken"},
 	}
 }
 
@@ -160,7 +161,7 @@ func TestListMCPFromAGoSDKServerOfTheNewEra(t *testing.T) {
 	pool.AddCert(srv.Certificate())
 	tgt := mcpTarget(0, 10*time.Second)
 	tgt.spec.Scheme = "https"
-	tgt.creds.tls = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	tgt.creds.TLS = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
 	doc, err := listMCPOnce(newScraper(1, 0), tgt, srv.URL+spec.MCPPath, nil)
 	if err != nil {
 		t.Fatal(err)

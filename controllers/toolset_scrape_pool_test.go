@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/internal/credentials"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -198,8 +199,8 @@ func TestScrapeClientIsRebuiltWhenTLSChanges(t *testing.T) {
 	pods := loopbackPods(t, srvs...)
 	pool := x509.NewCertPool()
 	pool.AddCert(srvs[0].Certificate())
-	creds := func(bundle string) *credentials {
-		return &credentials{tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, tlsKey: "https:" + bundle}
+	creds := func(bundle string) *credentials.Credentials {
+		return &credentials.Credentials{TLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, TLSKey: "https:" + bundle}
 	}
 	s := newScraper(4, 0)
 	tgt := scrapeTarget{
@@ -233,31 +234,6 @@ func TestScrapeClientIsRebuiltWhenTLSChanges(t *testing.T) {
 	scrapeRound(t, s, other, pods)
 	if got := conns.opened.Load(); got != 6 {
 		t.Errorf("after another ToolSet's 2 rounds: %d connections, want 6", got)
-	}
-}
-
-// TestLoadCredentialsKeysTLSSettings derives the client's TLS key from what
-// it is built from, and from no secret.
-func TestLoadCredentialsKeysTLSSettings(t *testing.T) {
-	ts := &v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{Scheme: "https", TLS: &v1alpha1.TLSConfig{ServerName: "a.example"}}}
-	a, err := loadCredentials(context.Background(), nil, ts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ts.Spec.TLS.ServerName = "b.example"
-	b, err := loadCredentials(context.Background(), nil, ts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.tlsKey == "" || a.tlsKey == b.tlsKey {
-		t.Errorf("TLS keys %q and %q: want distinct and set", a.tlsKey, b.tlsKey)
-	}
-	plain, err := loadCredentials(context.Background(), nil, &v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{Scheme: "http"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if plain.tlsKey != "" {
-		t.Errorf("plain http has TLS key %q", plain.tlsKey)
 	}
 }
 
@@ -304,7 +280,7 @@ func BenchmarkScrapeRound(b *testing.B) {
 	for _, scheme := range []string{"http", "https"} {
 		b.Run(scheme, func(b *testing.B) {
 			var srvs []*httptest.Server
-			var creds *credentials
+			var creds *credentials.Credentials
 			pool := x509.NewCertPool()
 			for range 4 {
 				srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -317,7 +293,7 @@ func BenchmarkScrapeRound(b *testing.B) {
 				if scheme == "https" {
 					srv.StartTLS()
 					pool.AddCert(srv.Certificate())
-					creds = &credentials{tls: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, tlsKey: "https:bench"}
+					creds = &credentials.Credentials{TLS: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, TLSKey: "https:bench"}
 				} else {
 					srv.Start()
 				}

@@ -23,6 +23,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/internal/credentials"
 	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -276,7 +277,7 @@ func TestFetch(t *testing.T) {
 		return scrapeTarget{
 			spec:    &v1alpha1.ToolSetSpec{Path: spec.DefaultPath, Scheme: "http", Limits: v1alpha1.Limits{MaxTools: maxTools}},
 			timeout: 2 * time.Second,
-			creds:   &credentials{token: "t0ken"},
+			creds:   &credentials.Credentials{BearerToken: "t0ken"},
 		}
 	}
 	serve := func(h http.HandlerFunc) string {
@@ -387,7 +388,7 @@ func TestFetch(t *testing.T) {
 		}
 		tls := target(0)
 		tls.spec.Scheme = "https"
-		tls.creds.tls = secure.Client().Transport.(*http.Transport).TLSClientConfig
+		tls.creds.TLS = secure.Client().Transport.(*http.Transport).TLSClientConfig
 		if _, err := fetch(newScraper(1, 0), tls, secure.URL+spec.DefaultPath, nil); err != nil {
 			t.Fatal(err)
 		}

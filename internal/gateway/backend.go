@@ -68,7 +68,7 @@ const (
 	// client (one with TLS settings of its own).
 	backendIdleConns = 8
 	// maxTLSBackends bounds the ToolSets whose own clients (and CA pools,
-	// each at most maxCABytes of PEM) are kept at once: past it, the one
+	// each at most credentials.MaxCABytes of PEM) are kept at once: past it, the one
 	// that expires first is dropped, and read again on its next call.
 	maxTLSBackends = 128
 )
