@@ -375,16 +375,17 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 	}
 
 	// The client-facing server listens through the gateway's connection
-	// bounds (--max-conns, --max-conns-per-client), and TLS within them.
+	// bounds (--max-conns, --max-conns-per-client), and TLS within them:
+	// a connection over a bound is answered 429 or 503 over TLS too.
+	tlsConfig, err := cert.tlsConfig(ctx, log, o.Auth != nil)
+	if err != nil {
+		return err
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	client, err := cert.listener(ctx, log, g.Listener(l), o.Auth != nil)
-	if err != nil {
-		_ = l.Close()
-		return err
-	}
+	client := g.TLSListener(l, tlsConfig)
 	listeners := map[*http.Server]net.Listener{servers[0]: client}
 	errs := make(chan error, len(servers))
 	for _, s := range servers {
