@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -59,6 +60,7 @@ func main() {
 	flag.StringVar(&cert.keyFile, "tls-key-file", "", "The PEM private key of --tls-cert-file.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address that serves /healthz and /readyz (ready once a good tool table is held).")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8082", `The address that serves Prometheus metrics at /metrics; "0" disables it.`)
+	flag.StringVar(&srv.pprofAddr, "pprof-bind-address", "", `The address that serves net/http/pprof at /debug/pprof/, for profiling, to anyone who reaches it: loopback only; empty or "0" disables it.`)
 	flag.BoolVar(&metricsSecure, "metrics-secure", true,
 		"Serve metrics over HTTPS, only to clients the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview). "+
 			"False serves plain HTTP to anyone who reaches the port.")
@@ -240,8 +242,12 @@ type signIn struct{ config, publicURL, scopes string }
 
 // serverTimeouts are the timeouts of the client-facing server. It has no
 // WriteTimeout: that would end every notification stream; each write gets
-// a deadline of its own instead (gateway.Options.WriteTimeout).
-type serverTimeouts struct{ readHeader, read, idle time.Duration }
+// a deadline of its own instead (gateway.Options.WriteTimeout). pprofAddr
+// is the address of net/http/pprof ("" or "0": none).
+type serverTimeouts struct {
+	readHeader, read, idle time.Duration
+	pprofAddr              string
+}
 
 func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bool, tableNamespace, tableName, authMode string,
 	ka *gateway.KubernetesAuth, authQPS float32, authBurst int, srv serverTimeouts, sso signIn, cert servingCert, o gateway.Options) error {
@@ -372,6 +378,18 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 			}
 		}
 		servers = append(servers, s)
+	}
+
+	if srv.pprofAddr != "" && srv.pprofAddr != "0" {
+		m := http.NewServeMux()
+		m.HandleFunc("/debug/pprof/", pprof.Index)
+		m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		// A CPU profile or trace lasts as long as it is asked to.
+		servers = append(servers, &http.Server{Addr: srv.pprofAddr, Handler: m, ReadHeaderTimeout: srv.readHeader,
+			ReadTimeout: srv.read, IdleTimeout: srv.idle, MaxHeaderBytes: maxHeaderBytes})
 	}
 
 	// The client-facing server listens through the gateway's connection
