@@ -106,9 +106,16 @@ func run(ctx context.Context, c config) (res result, err error) {
 
 	step("starting two gateway replicas")
 	gws := make([]*harness.Gateway, 2)
+	pprofAddrs := make([]string, len(gws))
 	for i := range gws {
 		gws[i] = &harness.Gateway{Bin: gwBin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace, Resolve: resolve,
 			LogPath: filepath.Join(c.workDir, fmt.Sprintf("gateway-%d.log", i))}
+		if c.cpuProfile != "" {
+			if pprofAddrs[i], err = harness.FreeAddr(); err != nil {
+				return res, err
+			}
+			gws[i].Args = []string{"--pprof-bind-address", pprofAddrs[i]}
+		}
 		if err := gws[i].Start(ctx); err != nil {
 			return res, err
 		}
@@ -140,8 +147,10 @@ func run(ctx context.Context, c config) (res result, err error) {
 	if err != nil {
 		return res, err
 	}
+	profiled := startProfiles(ctx, c.cpuProfile, pprofAddrs, c.duration)
 	gThr, err := attack(ctx, "gateway", gateway, 0, c.clients, c.duration)
-	if err != nil {
+	err = errors.Join(err, profiled())
+	if err := errors.Join(err, checkRefusals(ctx, gws)); err != nil {
 		return res, err
 	}
 	res.rpsDirect, res.rpsGateway = dThr.all.Throughput, gThr.all.Throughput
@@ -158,7 +167,7 @@ func run(ctx context.Context, c config) (res result, err error) {
 		return res, err
 	}
 	gLat, err := attack(ctx, "gateway", gateway, rate, c.clients, c.duration)
-	if err != nil {
+	if err := errors.Join(err, checkRefusals(ctx, gws)); err != nil {
 		return res, err
 	}
 	res.p50Added = gLat.all.Latencies.P50 - dLat.all.Latencies.P50
@@ -181,6 +190,28 @@ func run(ctx context.Context, c config) (res result, err error) {
 		res.rssMiB = max(res.rssMiB, peak)
 	}
 	return res, nil
+}
+
+// checkRefusals says what each replica has refused at its bounds so far,
+// and fails if any refused anything: the bench's clients are legitimate, and a
+// figure over refusals would flatter the gateway (a refused call also
+// fails its phase; this says which bound it was).
+func checkRefusals(ctx context.Context, gws []*harness.Gateway) error {
+	var errs []error
+	for i, g := range gws {
+		r, err := refusals(ctx, g.MetricsAddr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gateway %d: reading its refusals: %w", i, err))
+			continue
+		}
+		step("gateway %d refused:%s", i, formatRefusals(r))
+		for reason, n := range r {
+			if n > 0 {
+				errs = append(errs, fmt.Errorf("gateway %d refused %.0f at its %s bound", i, n, reason))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // table returns n tools in the table's format, spread over namespaces
