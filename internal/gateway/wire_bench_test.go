@@ -14,7 +14,7 @@ import (
 // BenchmarkCallOnTheWire is one tools/call as make bench-gateway sends it:
 // the bytes the Go SDK client posts, replayed by a plain HTTP client (so
 // the client's own decoding is not counted), at each era, through a
-// gateway without auth; and, as the baseline, the same arguments posted to
+// gateway without auth (holding the one tool, or 10,000 more too); and, as the baseline, the same arguments posted to
 // the workload's invoke endpoint directly:
 //
 //	go test -run '^$' -bench BenchmarkCallOnTheWire -benchtime 2s ./internal/gateway/
@@ -28,6 +28,12 @@ func BenchmarkCallOnTheWire(b *testing.B) {
 	if err := g.SetTable(table(wl.tableTools())); err != nil {
 		b.Fatal(err)
 	}
+	// And one that holds 10,000 other tools besides, as make bench-gateway's
+	// replicas do: the garbage collector scans the table on every cycle.
+	big, bigURL := newGateway(b, new(routes).add(wl), gateway.Options{})
+	if err := big.SetTable(table(bigTable(10_000).Tools, wl.tableTools())); err != nil {
+		b.Fatal(err)
+	}
 	args := `{"text":"ab","count":3}`
 	call2026 := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crm_echo","arguments":` + args + `,` + meta2026 + `}}`
 	call2025 := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crm_echo","arguments":` + args + `}}`
@@ -38,6 +44,8 @@ func BenchmarkCallOnTheWire(b *testing.B) {
 	}{
 		{"direct", wl.srv.URL + spec.InvokePrefix + "echo", args, http.Header{"Content-Type": {"application/json"}}, `"echo":"ababab"`},
 		{"gateway-2026", url + "/mcp", call2026, http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+			"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"crm_echo"}}, `"echo":"ababab"`},
+		{"gateway-2026-10k", bigURL + "/mcp", call2026, http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 			"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"crm_echo"}}, `"echo":"ababab"`},
 		{"gateway-2025", url + "/mcp", call2025, http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 			"Mcp-Protocol-Version": {"2025-11-25"}}, `"echo":"ababab"`},
