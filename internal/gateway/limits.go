@@ -435,8 +435,8 @@ func (g *Gateway) TLSListener(l net.Listener, cfg *tls.Config) net.Listener {
 // answered at once, and a connection beyond those (a flood, not a client)
 // is closed as it is accepted. A refusal reads the request's header (at
 // most maxRefusedHeader bytes) and what body arrives within the time,
-// answers, and closes only when the client has closed too, or at the
-// timeout: a connection closed with a request unread would be reset, and
+// answers (within the time again), and closes only when the client has
+// closed too, or at the timeout: a connection closed with a request unread would be reset, and
 // the client would lose the answer with it.
 const (
 	maxRefusing      = 64
@@ -504,8 +504,13 @@ func (l *limitListener) refuse(c net.Conn, reason string) {
 		return
 	}
 	// The body, as far as it comes in time and within MaxBodyBytes, so
-	// that the close does not reset the connection under the answer.
-	_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, l.g.opts.MaxBodyBytes))
+	// that the close does not reset the connection under the answer; a
+	// client that expects 100-continue sends none until told to.
+	if !strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, l.g.opts.MaxBodyBytes))
+	}
+	// The answer gets its own time, however long the body took.
+	_ = c.SetDeadline(time.Now().Add(refuseTimeout))
 	status, why := http.StatusTooManyRequests, "too many connections are open from your address; reuse one, or retry later"
 	if reason == refusedConns {
 		status, why = http.StatusServiceUnavailable, "the gateway holds as many connections as it may; retry later"
