@@ -143,15 +143,27 @@ func run(ctx context.Context, c config) (res result, err error) {
 	}
 
 	step("throughput: %d clients for %s per path", c.clients, c.duration)
+	wlCPU := cpuOf(wl.Pid())
 	dThr, err := attack(ctx, "direct", direct, 0, c.clients, c.duration)
 	if err != nil {
 		return res, err
 	}
+	wlCPU = cpuOf(wl.Pid()) - wlCPU
 	profiled := startProfiles(ctx, c.cpuProfile, pprofAddrs, c.duration)
+	gwCPU, wlGwCPU := cpuOf(gws[0].Pid())+cpuOf(gws[1].Pid()), cpuOf(wl.Pid())
 	gThr, err := attack(ctx, "gateway", gateway, 0, c.clients, c.duration)
+	gwCPU, wlGwCPU = cpuOf(gws[0].Pid())+cpuOf(gws[1].Pid())-gwCPU, cpuOf(wl.Pid())-wlGwCPU
 	err = errors.Join(err, profiled())
 	if err := errors.Join(err, checkRefusals(ctx, gws)); err != nil {
 		return res, err
+	}
+	// CPU per call, which a shared machine distorts far less than the
+	// rates: the workload's on the direct path; the replicas' and the
+	// workload's on the gateway path.
+	if dThr.all.Requests > 0 && gThr.all.Requests > 0 {
+		per := func(d time.Duration, n uint64) float64 { return float64(d.Microseconds()) / float64(n) }
+		step("throughput: CPU per call: direct: workload %.0f µs; gateway: replicas %.0f µs, workload %.0f µs",
+			per(wlCPU, dThr.all.Requests), per(gwCPU, gThr.all.Requests), per(wlGwCPU, gThr.all.Requests))
 	}
 	res.rpsDirect, res.rpsGateway = dThr.all.Throughput, gThr.all.Throughput
 	step("throughput: direct %.0f/s, gateway %.0f/s (2026-07-28 %.0f/s, 2025-11-25 %.0f/s)",
@@ -190,6 +202,15 @@ func run(ctx context.Context, c config) (res result, err error) {
 		res.rssMiB = max(res.rssMiB, peak)
 	}
 	return res, nil
+}
+
+// cpuOf is the CPU time of process pid so far, 0 if it cannot be read.
+func cpuOf(pid int) time.Duration {
+	st, err := harness.ReadProcStats(pid)
+	if err != nil {
+		return 0
+	}
+	return st.CPU
 }
 
 // checkRefusals says what each replica has refused at its bounds so far,
