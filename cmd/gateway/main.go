@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strings"
@@ -59,6 +60,7 @@ func main() {
 	flag.StringVar(&cert.keyFile, "tls-key-file", "", "The PEM private key of --tls-cert-file.")
 	flag.StringVar(&probeAddr, "health-probe-bind-address", ":8081", "The address that serves /healthz and /readyz (ready once a good tool table is held).")
 	flag.StringVar(&metricsAddr, "metrics-bind-address", ":8082", `The address that serves Prometheus metrics at /metrics; "0" disables it.`)
+	flag.StringVar(&srv.pprofAddr, "pprof-bind-address", "", `The address that serves net/http/pprof at /debug/pprof/, for profiling, to anyone who reaches it: loopback only; empty or "0" disables it.`)
 	flag.BoolVar(&metricsSecure, "metrics-secure", true,
 		"Serve metrics over HTTPS, only to clients the API server authenticates (TokenReview) and authorizes for GET /metrics (SubjectAccessReview). "+
 			"False serves plain HTTP to anyone who reaches the port.")
@@ -79,8 +81,8 @@ func main() {
 	flag.DurationVar(&srv.read, "read-timeout", defaultReadTimeout, "How long a client may take to send a whole request, header and body.")
 	flag.DurationVar(&srv.idle, "idle-timeout", defaultIdleTimeout, "How long a keep-alive connection may wait for its next request.")
 	flag.DurationVar(&o.WriteTimeout, "write-timeout", gateway.DefaultWriteTimeout, "How long one write of a response or stream may block; a client that does not read is dropped after it.")
-	flag.IntVar(&o.MaxConns, "max-conns", gateway.DefaultMaxConns, "The most client connections open at once; more are closed when accepted.")
-	flag.IntVar(&o.MaxConnsPerClient, "max-conns-per-client", gateway.DefaultMaxConnsPerClient, "The most connections open at once from one client address (raise it behind a proxy).")
+	flag.IntVar(&o.MaxConns, "max-conns", gateway.DefaultMaxConns, "The most client connections open at once; the request of one more is answered 503 with Retry-After, and the connection closed.")
+	flag.IntVar(&o.MaxConnsPerClient, "max-conns-per-client", gateway.DefaultMaxConnsPerClient, "The most connections open at once from one client address (raise it behind a proxy); the request of one more is answered 429 with Retry-After, and the connection closed.")
 	flag.IntVar(&o.MaxConcurrentLists, "max-concurrent-lists", gateway.DefaultMaxConcurrentLists, "The most tools/list requests answered at once, until their page is written; more wait, then get 503.")
 	flag.IntVar(&o.MaxStreams, "max-streams", gateway.DefaultMaxStreams, "The most notification streams (subscriptions/listen, a session's GET) open at once; more get 429.")
 	flag.IntVar(&o.MaxStreamsPerClient, "max-streams-per-client", gateway.DefaultMaxStreamsPerClient, "The most notification streams open at once from one client address, and for one authenticated caller.")
@@ -240,8 +242,12 @@ type signIn struct{ config, publicURL, scopes string }
 
 // serverTimeouts are the timeouts of the client-facing server. It has no
 // WriteTimeout: that would end every notification stream; each write gets
-// a deadline of its own instead (gateway.Options.WriteTimeout).
-type serverTimeouts struct{ readHeader, read, idle time.Duration }
+// a deadline of its own instead (gateway.Options.WriteTimeout). pprofAddr
+// is the address of net/http/pprof ("" or "0": none).
+type serverTimeouts struct {
+	readHeader, read, idle time.Duration
+	pprofAddr              string
+}
 
 func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bool, tableNamespace, tableName, authMode string,
 	ka *gateway.KubernetesAuth, authQPS float32, authBurst int, srv serverTimeouts, sso signIn, cert servingCert, o gateway.Options) error {
@@ -374,17 +380,30 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 		servers = append(servers, s)
 	}
 
+	if srv.pprofAddr != "" && srv.pprofAddr != "0" {
+		m := http.NewServeMux()
+		m.HandleFunc("/debug/pprof/", pprof.Index)
+		m.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		m.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		m.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		m.HandleFunc("/debug/pprof/trace", pprof.Trace)
+		// A CPU profile or trace lasts as long as it is asked to.
+		servers = append(servers, &http.Server{Addr: srv.pprofAddr, Handler: m, ReadHeaderTimeout: srv.readHeader,
+			ReadTimeout: srv.read, IdleTimeout: srv.idle, MaxHeaderBytes: maxHeaderBytes})
+	}
+
 	// The client-facing server listens through the gateway's connection
-	// bounds (--max-conns, --max-conns-per-client), and TLS within them.
+	// bounds (--max-conns, --max-conns-per-client), and TLS within them:
+	// a connection over a bound is answered 429 or 503 over TLS too.
+	tlsConfig, err := cert.tlsConfig(ctx, log, o.Auth != nil)
+	if err != nil {
+		return err
+	}
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("listening on %s: %w", addr, err)
 	}
-	client, err := cert.listener(ctx, log, g.Listener(l), o.Auth != nil)
-	if err != nil {
-		_ = l.Close()
-		return err
-	}
+	client := g.TLSListener(l, tlsConfig)
 	listeners := map[*http.Server]net.Listener{servers[0]: client}
 	errs := make(chan error, len(servers))
 	for _, s := range servers {

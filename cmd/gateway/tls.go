@@ -39,11 +39,22 @@ func (c servingCert) check() error {
 // HTTP/1.1 only; HTTP/2 would multiplex many requests over one connection
 // past those bounds (and bring Rapid Reset, CVE-2023-44487, with it).
 func (c servingCert) listener(ctx context.Context, log *slog.Logger, l net.Listener, auth bool) (net.Listener, error) {
+	cfg, err := c.tlsConfig(ctx, log, auth)
+	if err != nil || cfg == nil {
+		return l, err
+	}
+	return tls.NewListener(l, cfg), nil
+}
+
+// tlsConfig is the client-facing listener's TLS configuration, watching
+// the certificate files until ctx ends; nil when there are none (plain
+// HTTP), as listener says.
+func (c servingCert) tlsConfig(ctx context.Context, log *slog.Logger, auth bool) (*tls.Config, error) {
 	if c.certFile == "" {
 		if auth {
 			log.Warn("Serving plain HTTP with authentication on: bearer tokens cross the network in cleartext; give --tls-cert-file and --tls-key-file")
 		}
-		return l, nil
+		return nil, nil
 	}
 	w, err := certwatcher.New(c.certFile, c.keyFile)
 	if err != nil {
@@ -54,7 +65,7 @@ func (c servingCert) listener(ctx context.Context, log *slog.Logger, l net.Liste
 			log.Error("Stopped watching the serving certificate: a rotation is not picked up until a restart", "error", err)
 		}
 	}()
-	return tls.NewListener(l, c.config(w)), nil
+	return c.config(w), nil
 }
 
 // config is the client-facing listener's TLS configuration, with its

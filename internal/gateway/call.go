@@ -285,8 +285,19 @@ func (g *Gateway) failure(ctx context.Context, err error) (*mcp.CallToolResult, 
 
 // decodeResult reads a CallToolResult as the workload sent it. The SDK's
 // decoding keeps every content type; structuredContent is kept as raw JSON,
-// so that numbers pass through exactly.
+// so that numbers pass through exactly. The common result of a toolkit
+// workload, text content only, is read by decodeTextResult without the
+// SDK's decoder, whose every use costs a 32 KiB buffer; anything else
+// takes the SDK's.
 func decodeResult(b []byte) (*mcp.CallToolResult, error) {
+	if res := decodeTextResult(b); res != nil {
+		return res, nil
+	}
+	return decodeAnyResult(b)
+}
+
+// decodeAnyResult is decodeResult with the SDK's decoder.
+func decodeAnyResult(b []byte) (*mcp.CallToolResult, error) {
 	var res mcp.CallToolResult
 	if err := json.Unmarshal(b, &res); err != nil {
 		return nil, err
@@ -304,6 +315,54 @@ func decodeResult(b []byte) (*mcp.CallToolResult, error) {
 		res.StructuredContent = raw.StructuredContent
 	}
 	return &res, nil
+}
+
+// decodeTextResult reads b as a result of the members content (of text
+// blocks that have only type and text), structuredContent, isError and
+// _meta, spelled exactly so, as the SDK reads them; it returns nil for any
+// other result, or one that does not decode, for the SDK to decide.
+func decodeTextResult(b []byte) *mcp.CallToolResult {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(b, &members) != nil {
+		return nil
+	}
+	var res mcp.CallToolResult
+	for k, v := range members {
+		switch k {
+		case "content":
+			var blocks []map[string]json.RawMessage
+			if json.Unmarshal(v, &blocks) != nil || blocks == nil {
+				return nil
+			}
+			res.Content = make([]mcp.Content, 0, len(blocks))
+			for _, blk := range blocks {
+				var typ, text string
+				if len(blk) != 2 || json.Unmarshal(blk["type"], &typ) != nil || typ != "text" ||
+					blk["text"] == nil || json.Unmarshal(blk["text"], &text) != nil {
+					return nil
+				}
+				res.Content = append(res.Content, &mcp.TextContent{Text: text})
+			}
+		case "structuredContent":
+			if string(v) != "null" {
+				res.StructuredContent = v
+			}
+		case "isError":
+			if json.Unmarshal(v, &res.IsError) != nil {
+				return nil
+			}
+		case "_meta":
+			if json.Unmarshal(v, &res.Meta) != nil {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	if res.Content == nil {
+		return nil
+	}
+	return &res
 }
 
 func statusDetail(status int, body []byte) string {

@@ -1,9 +1,11 @@
 package gateway
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -238,15 +240,21 @@ const (
 // rpcError answers with a JSON-RPC error that has no id, as for a request
 // that could not be read.
 func rpcError(w http.ResponseWriter, status, code int, message string) {
+	b := rpcErrorBody(code, message)
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.WriteHeader(status)
+	_, _ = w.Write(b)
+}
+
+// rpcErrorBody is a JSON-RPC error response without an id.
+func rpcErrorBody(code int, message string) []byte {
 	b, _ := json.Marshal(map[string]any{
 		"jsonrpc": "2.0",
 		"id":      nil,
 		"error":   map[string]any{"code": code, "message": message},
 	})
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("X-Content-Type-Options", "nosniff")
-	w.WriteHeader(status)
-	_, _ = w.Write(b)
+	return b
 }
 
 // deadlineWriter sets the connection's write deadline to timeout from now
@@ -406,18 +414,42 @@ func (b *budget) release(n int64) {
 }
 
 // Listener returns l with the connection bounds of [Options.MaxConns] and
-// [Options.MaxConnsPerClient]: a connection over either is closed as soon
-// as it is accepted, before anything is read from it. Serve the gateway's
-// [http.Server] on it.
-func (g *Gateway) Listener(l net.Listener) net.Listener {
-	return &limitListener{Listener: l, g: g,
-		conns: newCounter(g.opts.MaxConns, g.opts.MaxConnsPerClient, refusedConns, refusedConnsPerClient)}
+// [Options.MaxConnsPerClient]: a connection over either is answered, with
+// nothing of it served, 503 (over MaxConns) or 429 (over
+// MaxConnsPerClient) with Retry-After and Connection: close, so that a
+// client sees a status it can retry on, never a reset. Serve the gateway's
+// [http.Server] on it. [Gateway.TLSListener] is the same over TLS.
+func (g *Gateway) Listener(l net.Listener) net.Listener { return g.TLSListener(l, nil) }
+
+// TLSListener is [Gateway.Listener] serving TLS with cfg (plain TCP when cfg
+// is nil), as [tls.NewListener] does: connections are counted as accepted,
+// before any handshake, and one over a bound is answered over TLS too.
+func (g *Gateway) TLSListener(l net.Listener, cfg *tls.Config) net.Listener {
+	return &limitListener{Listener: l, g: g, tls: cfg,
+		conns:    newCounter(g.opts.MaxConns, g.opts.MaxConnsPerClient, refusedConns, refusedConnsPerClient),
+		refusing: make(chan struct{}, maxRefusing)}
 }
+
+// The refusal of a connection over a bound costs a goroutine, a buffer and,
+// over TLS, a handshake, for refuseTimeout at most: at most maxRefusing are
+// answered at once, and a connection beyond those (a flood, not a client)
+// is closed as it is accepted. A refusal reads the request's header (at
+// most maxRefusedHeader bytes) and what body arrives within the time,
+// answers (within the time again), and closes only when the client has
+// closed too, or at the timeout: a connection closed with a request unread would be reset, and
+// the client would lose the answer with it.
+const (
+	maxRefusing      = 64
+	refuseTimeout    = 2 * time.Second
+	maxRefusedHeader = 64 << 10
+)
 
 type limitListener struct {
 	net.Listener
-	g     *Gateway
-	conns *counter
+	g        *Gateway
+	tls      *tls.Config
+	conns    *counter
+	refusing chan struct{}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -429,15 +461,73 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		client := clientKey(c.RemoteAddr().String())
 		if reason := l.conns.acquire(client); reason != "" {
 			l.g.metrics.refused.WithLabelValues(reason).Inc()
-			_ = c.Close()
+			select {
+			case l.refusing <- struct{}{}:
+				go func() {
+					defer func() { <-l.refusing }()
+					l.refuse(c, reason)
+				}()
+			default:
+				_ = c.Close()
+			}
 			continue
 		}
 		l.g.metrics.conns.Inc()
-		return &limitConn{Conn: c, release: func() {
+		var conn net.Conn = &limitConn{Conn: c, release: func() {
 			l.conns.release(client)
 			l.g.metrics.conns.Dec()
-		}}, nil
+		}}
+		if l.tls != nil {
+			conn = tls.Server(conn, l.tls)
+		}
+		return conn, nil
 	}
+}
+
+// refuse answers the request on c, a connection over the bound reason,
+// with a status and a JSON-RPC error (as the other bounds do), and closes
+// c.
+func (l *limitListener) refuse(c net.Conn, reason string) {
+	raw := c
+	defer func() { _ = raw.Close() }()
+	_ = c.SetDeadline(time.Now().Add(refuseTimeout))
+	if l.tls != nil {
+		tc := tls.Server(c, l.tls)
+		if err := tc.Handshake(); err != nil {
+			return
+		}
+		c = tc
+	}
+	br := bufio.NewReaderSize(io.LimitReader(c, maxRefusedHeader), 4<<10)
+	req, err := http.ReadRequest(br)
+	if err != nil {
+		return
+	}
+	// The body, as far as it comes in time and within MaxBodyBytes, so
+	// that the close does not reset the connection under the answer; a
+	// client that expects 100-continue sends none until told to.
+	if !strings.EqualFold(req.Header.Get("Expect"), "100-continue") {
+		_, _ = io.Copy(io.Discard, io.LimitReader(req.Body, l.g.opts.MaxBodyBytes))
+	}
+	// The answer gets its own time, however long the body took.
+	_ = c.SetDeadline(time.Now().Add(refuseTimeout))
+	status, why := http.StatusTooManyRequests, "too many connections are open from your address; reuse one, or retry later"
+	if reason == refusedConns {
+		status, why = http.StatusServiceUnavailable, "the gateway holds as many connections as it may; retry later"
+	}
+	body := rpcErrorBody(codeServerBusy, why)
+	resp := &http.Response{StatusCode: status, ProtoMajor: 1, ProtoMinor: 1, Close: true,
+		Header:        http.Header{"Content-Type": {"application/json"}, "X-Content-Type-Options": {"nosniff"}, "Retry-After": {"1"}},
+		ContentLength: int64(len(body)), Body: io.NopCloser(bytes.NewReader(body))}
+	if err := resp.Write(c); err != nil {
+		return
+	}
+	// Half-close, then wait for the client's close (or the deadline):
+	// whatever it still sends is read and dropped.
+	if cw, ok := c.(interface{ CloseWrite() error }); ok {
+		_ = cw.CloseWrite()
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(c, l.g.opts.MaxBodyBytes))
 }
 
 type limitConn struct {

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -166,9 +165,12 @@ func TestSessionsAreBoundedPerClientAndEndAtTheirLifetime(t *testing.T) {
 	}
 }
 
-func TestListenerClosesConnectionsOverThePerClientBound(t *testing.T) {
+func TestListenerAnswersConnectionsOverThePerClientBound(t *testing.T) {
 	g := gateway.New(&gateway.Options{MaxConnsPerClient: 2})
 	defer g.Close()
+	if err := g.SetTable(table()); err != nil {
+		t.Fatal(err)
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -176,40 +178,57 @@ func TestListenerClosesConnectionsOverThePerClientBound(t *testing.T) {
 	srv := &http.Server{Handler: g, ReadHeaderTimeout: 10 * time.Second}
 	go func() { _ = srv.Serve(g.Listener(l)) }()
 	defer srv.Close()
+	get := func(c net.Conn) (*http.Response, error) {
+		_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(c, "GET /v1/tools HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return resp, err
+	}
 	var conns []net.Conn
-	for range 3 {
+	for i := range 3 {
 		c, err := net.Dial("tcp", l.Addr().String())
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
 		conns = append(conns, c)
-	}
-	closed := 0
-	for _, c := range conns {
-		_ = c.SetReadDeadline(time.Now().Add(time.Second))
-		_, err := c.Read(make([]byte, 1))
-		var ne net.Error
-		if !errors.As(err, &ne) || !ne.Timeout() {
-			closed++
+		resp, err := get(c)
+		switch {
+		case err != nil:
+			t.Fatalf("connection %d: %v", i, err)
+		case i < 2 && resp.StatusCode != http.StatusOK:
+			t.Errorf("connection %d within the bound of 2: status %d", i, resp.StatusCode)
+		case i == 2 && (resp.StatusCode != http.StatusTooManyRequests || !resp.Close || resp.Header.Get("Retry-After") == ""):
+			t.Errorf("connection 3 over the bound of 2: status %d, close %v, Retry-After %q; want 429, close, Retry-After",
+				resp.StatusCode, resp.Close, resp.Header.Get("Retry-After"))
 		}
 	}
-	if closed != 1 {
-		t.Errorf("%d of 3 connections from one address were closed, want 1 over the bound of 2", closed)
+	// The refused connection is closed after its answer.
+	if _, err := conns[2].Read(make([]byte, 1)); err == nil {
+		t.Error("the refused connection is still open")
 	}
 	// A closed connection frees its slot.
 	conns[0].Close()
 	conns[1].Close()
-	time.Sleep(100 * time.Millisecond)
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	fmt.Fprintf(c, "GET /v1/tools HTTP/1.1\r\nHost: x\r\n\r\n")
-	st, err := bufio.NewReader(c).ReadString('\n')
-	if err != nil || !strings.HasPrefix(st, "HTTP/1.1 ") {
-		t.Errorf("a connection after two closed: %q, %v", st, err)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		c, err := net.Dial("tcp", l.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := get(c)
+		c.Close()
+		if err == nil && resp.StatusCode == http.StatusOK {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("a connection after two closed: %v, %v", resp, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 }
 

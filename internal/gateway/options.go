@@ -162,8 +162,8 @@ type Options struct {
 	WriteTimeout time.Duration
 	// MaxConns and MaxConnsPerClient bound the client connections of a
 	// listener from [Gateway.Listener], in all and from one address (idle
-	// keep-alive ones included); a connection over either is closed at
-	// once. Behind a proxy every client has the proxy's address: raise
+	// keep-alive ones included); the request of a connection over either
+	// is answered 503 or 429 with Retry-After, and the connection closed. Behind a proxy every client has the proxy's address: raise
 	// MaxConnsPerClient there. Zero means [DefaultMaxConns] and
 	// [DefaultMaxConnsPerClient].
 	MaxConns, MaxConnsPerClient int

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -130,7 +131,8 @@ func checkResult(r *vegeta.Result) error {
 // recordCall connects the Go SDK client to endpoint at era, calls tool once,
 // and returns the tools/call request it sent.
 func recordCall(ctx context.Context, endpoint, era, tool string) (callTemplate, error) {
-	rec := &recorder{}
+	rec := &recorder{base: &http.Transport{}}
+	defer rec.base.CloseIdleConnections()
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench-gateway", Version: "1.0.0"}, nil)
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -161,6 +163,7 @@ func recordCall(ctx context.Context, endpoint, era, tool string) (callTemplate, 
 
 // recorder is a transport that keeps the last tools/call request it sends.
 type recorder struct {
+	base *http.Transport
 	mu   sync.Mutex
 	call *callTemplate
 }
@@ -179,7 +182,7 @@ func (rt *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 			rt.mu.Unlock()
 		}
 	}
-	return http.DefaultTransport.RoundTrip(r)
+	return rt.base.RoundTrip(r)
 }
 
 // metrics are one phase's figures, for every request and per era.
@@ -192,8 +195,20 @@ type metrics struct {
 // path answers when rate is 0, else open-loop at rate requests per second.
 // A failed call fails it.
 func attack(ctx context.Context, name string, tr targeter, rate, clients int, du time.Duration) (metrics, error) {
+	// At most clients connections to each host, all kept alive: as many
+	// as clients closed-loop callers need, and what each replica's
+	// --max-conns-per-client (64) admits from the one loopback address.
+	// They are closed when the phase ends, so that one phase's idle
+	// connections do not count against the next's.
+	ht := &http.Transport{
+		DialContext:         (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConnsPerHost: clients,
+		MaxConnsPerHost:     clients,
+	}
+	defer ht.CloseIdleConnections()
 	opts := []func(*vegeta.Attacker){
-		vegeta.Workers(uint64(clients)), vegeta.Connections(clients), vegeta.MaxConnections(4 * clients),
+		vegeta.Client(&http.Client{Transport: ht}),
+		vegeta.Workers(uint64(clients)), vegeta.Connections(clients), vegeta.MaxConnections(clients),
 		vegeta.KeepAlive(true), vegeta.HTTP2(false), vegeta.Timeout(30 * time.Second), vegeta.MaxBody(64 << 10),
 	}
 	pace := vegeta.Rate{Freq: rate, Per: time.Second}

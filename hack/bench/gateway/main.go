@@ -58,6 +58,7 @@ type config struct {
 	latencyLoad float64
 	latencyRate int
 	workDir     string
+	cpuProfile  string
 }
 
 func main() {
@@ -72,6 +73,7 @@ func main() {
 	flag.Float64Var(&c.latencyLoad, "latency-load", 0.5, "The latency phases' offered rate, as a share of the lower of the two measured throughputs.")
 	flag.IntVar(&c.latencyRate, "latency-rate", 0, "The latency phases' offered rate in requests per second; 0 derives it from --latency-load.")
 	flag.StringVar(&c.workDir, "work-dir", "", "Where the kubeconfig and the processes' logs go (default: a temporary directory, removed after a successful run).")
+	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "A directory to write each replica's CPU profile of the gateway throughput phase to (gateway-N.cpu.pprof), taken over --pprof-bind-address; empty takes none.")
 	flag.Parse()
 	if c.tools <= 0 || c.namespaces <= 0 || c.clients <= 0 || c.duration <= 0 || c.warmup < 0 ||
 		c.latencyLoad <= 0 || c.latencyLoad > 1 || c.latencyRate < 0 {

@@ -106,9 +106,16 @@ func run(ctx context.Context, c config) (res result, err error) {
 
 	step("starting two gateway replicas")
 	gws := make([]*harness.Gateway, 2)
+	pprofAddrs := make([]string, len(gws))
 	for i := range gws {
 		gws[i] = &harness.Gateway{Bin: gwBin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace, Resolve: resolve,
 			LogPath: filepath.Join(c.workDir, fmt.Sprintf("gateway-%d.log", i))}
+		if c.cpuProfile != "" {
+			if pprofAddrs[i], err = harness.FreeAddr(); err != nil {
+				return res, err
+			}
+			gws[i].Args = []string{"--pprof-bind-address", pprofAddrs[i]}
+		}
 		if err := gws[i].Start(ctx); err != nil {
 			return res, err
 		}
@@ -136,13 +143,27 @@ func run(ctx context.Context, c config) (res result, err error) {
 	}
 
 	step("throughput: %d clients for %s per path", c.clients, c.duration)
+	wlCPU := cpuOf(wl.Pid())
 	dThr, err := attack(ctx, "direct", direct, 0, c.clients, c.duration)
 	if err != nil {
 		return res, err
 	}
+	wlCPU = cpuOf(wl.Pid()) - wlCPU
+	profiled := startProfiles(ctx, c.cpuProfile, pprofAddrs, c.duration)
+	gwCPU, wlGwCPU := cpuOf(gws[0].Pid())+cpuOf(gws[1].Pid()), cpuOf(wl.Pid())
 	gThr, err := attack(ctx, "gateway", gateway, 0, c.clients, c.duration)
-	if err != nil {
+	gwCPU, wlGwCPU = cpuOf(gws[0].Pid())+cpuOf(gws[1].Pid())-gwCPU, cpuOf(wl.Pid())-wlGwCPU
+	err = errors.Join(err, profiled())
+	if err := errors.Join(err, checkRefusals(ctx, gws)); err != nil {
 		return res, err
+	}
+	// CPU per call, which a shared machine distorts far less than the
+	// rates: the workload's on the direct path; the replicas' and the
+	// workload's on the gateway path.
+	if dThr.all.Requests > 0 && gThr.all.Requests > 0 {
+		per := func(d time.Duration, n uint64) float64 { return float64(d.Microseconds()) / float64(n) }
+		step("throughput: CPU per call: direct: workload %.0f µs; gateway: replicas %.0f µs, workload %.0f µs",
+			per(wlCPU, dThr.all.Requests), per(gwCPU, gThr.all.Requests), per(wlGwCPU, gThr.all.Requests))
 	}
 	res.rpsDirect, res.rpsGateway = dThr.all.Throughput, gThr.all.Throughput
 	step("throughput: direct %.0f/s, gateway %.0f/s (2026-07-28 %.0f/s, 2025-11-25 %.0f/s)",
@@ -158,7 +179,7 @@ func run(ctx context.Context, c config) (res result, err error) {
 		return res, err
 	}
 	gLat, err := attack(ctx, "gateway", gateway, rate, c.clients, c.duration)
-	if err != nil {
+	if err := errors.Join(err, checkRefusals(ctx, gws)); err != nil {
 		return res, err
 	}
 	res.p50Added = gLat.all.Latencies.P50 - dLat.all.Latencies.P50
@@ -181,6 +202,37 @@ func run(ctx context.Context, c config) (res result, err error) {
 		res.rssMiB = max(res.rssMiB, peak)
 	}
 	return res, nil
+}
+
+// cpuOf is the CPU time of process pid so far, 0 if it cannot be read.
+func cpuOf(pid int) time.Duration {
+	st, err := harness.ReadProcStats(pid)
+	if err != nil {
+		return 0
+	}
+	return st.CPU
+}
+
+// checkRefusals says what each replica has refused at its bounds so far,
+// and fails if any refused anything: the bench's clients are legitimate, and a
+// figure over refusals would flatter the gateway (a refused call also
+// fails its phase; this says which bound it was).
+func checkRefusals(ctx context.Context, gws []*harness.Gateway) error {
+	var errs []error
+	for i, g := range gws {
+		r, err := refusals(ctx, g.MetricsAddr)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("gateway %d: reading its refusals: %w", i, err))
+			continue
+		}
+		step("gateway %d refused:%s", i, formatRefusals(r))
+		for reason, n := range r {
+			if n > 0 {
+				errs = append(errs, fmt.Errorf("gateway %d refused %.0f at its %s bound", i, n, reason))
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // table returns n tools in the table's format, spread over namespaces
