@@ -175,8 +175,10 @@ type callParams struct {
 // reports whether it did; the SDK answers the rest.
 func (t *mcpTasks) call(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) bool {
 	var p callParams
-	if json.Unmarshal(req.Params, &p) != nil {
-		return false // the SDK says what is wrong with it
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		// Not passed on: the SDK, which knows no task, would run the call.
+		t.reply(w, r, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid tools/call params: " + err.Error()})
+		return true
 	}
 	exec, exists := t.execution(p.Name)
 	switch {

@@ -149,6 +149,8 @@ func TestMCPTasksFollowTaskSupport(t *testing.T) {
 	}
 
 	rpc(t, srv.URL, "tools/call", `{"name":"must","arguments":{}}`).wantError(t, -32601, "must be called as a task")
+	rpc(t, srv.URL, "tools/call", `{"name":"must","arguments":{},"task":{"ttl":"soon"}}`).wantError(t, -32602, "invalid tools/call params")
+	rpc(t, srv.URL, "tools/call", `{"name":"must","arguments":{},"task":{"ttl":1e999}}`).wantError(t, -32602, "invalid tools/call params")
 	rpc(t, srv.URL, "tools/call", `{"name":"never","arguments":{"text":"x"},"task":{}}`).wantError(t, -32601, "cannot be called as a task")
 	if r := rpc(t, srv.URL, "tools/call", `{"name":"never","arguments":{"text":"x"}}`); r.err != nil || !strings.Contains(string(r.result), `"echo":"x"`) {
 		t.Errorf("an ordinary call: %s %+v", r.result, r.err)
