@@ -246,3 +246,42 @@ func TestMCPTasksAreOffWithoutTaskTools(t *testing.T) {
 		t.Errorf("tasks/list: %d %s %+v, want the SDK's refusal", r.status, r.result, r.err)
 	}
 }
+
+// FuzzMCPTasksFront sends the tasks front any message: it never panics,
+// and every reply is a status the SDK or the front gives.
+//
+//	go test ./server -run '^$' -fuzz FuzzMCPTasksFront -fuzztime 30s
+func FuzzMCPTasksFront(f *testing.F) {
+	reg := new(toolkit.Registry)
+	quickTask := must(toolkit.New("quick", "Returns at once.", echo, toolkit.TaskSupport(spec.TaskSupportRequired)))
+	if err := reg.Add(quickTask); err != nil {
+		f.Fatal(err)
+	}
+	h := server.New(reg, &server.Options{MaxTasksPerCaller: 4, MaxTasks: 8})
+	f.Cleanup(func() { h.Close() })
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"quick","arguments":{"text":"x"},"task":{"ttl":1000}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"quick","arguments":{"text":"x"}}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"tasks/get","params":{"taskId":"x"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tasks/list","params":null}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":[1]}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tasks/list"}]`,
+		`{"jsonrpc":"2.0","method":"tasks/list"}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, spec.MCPPath, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
+		defer cancel()
+		h.ServeHTTP(rec, req.WithContext(ctx))
+		if rec.Code >= 500 {
+			t.Fatalf("%q: %d %s", body, rec.Code, rec.Body)
+		}
+	})
+}
