@@ -181,5 +181,5 @@ func digestOf(t spec.TableTool) string {
 	if t.SchemaDigest != "" {
 		return t.SchemaDigest
 	}
-	return spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations)
+	return spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations, t.Execution)
 }

@@ -48,7 +48,7 @@ var _ = Describe("The ToolSet reconciler's contract checks", func() {
 		createToolSet(ctx, ts)
 		entries := eventuallyInTable(ctx, ts, HaveLen(2))
 		Expect(entries[1].Name).To(Equal("bc_refund"))
-		Expect(entries[1].SchemaDigest).To(Equal(spec.SchemaDigest(entries[1].InputSchema, entries[1].OutputSchema, entries[1].Annotations)))
+		Expect(entries[1].SchemaDigest).To(Equal(spec.SchemaDigest(entries[1].InputSchema, entries[1].OutputSchema, entries[1].Annotations, entries[1].Execution)))
 		Expect(entries[1].SchemaDigest).To(HavePrefix("sha256:"))
 
 		By("a compatible change: a new optional property")

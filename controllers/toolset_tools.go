@@ -285,6 +285,9 @@ func validateTool(published string, t spec.Tool, limits v1alpha1.Limits, bounds 
 	if err := bounds.check(&t); err != nil {
 		return err
 	}
+	if err := t.Execution.Validate(); err != nil {
+		return fmt.Errorf("%w, not %q", err, truncate(t.Execution.TaskSupport, 80))
+	}
 	if err := validateSchema("inputSchema", t.InputSchema, limits.MaxSchemaBytes, true); err != nil {
 		return err
 	}
@@ -376,8 +379,9 @@ func tableTool(ts *v1alpha1.ToolSet, ep toolSetEndpoints, published string, t sp
 		InputSchema:  t.InputSchema,
 		OutputSchema: t.OutputSchema,
 		Annotations:  t.Annotations,
+		Execution:    t.Execution,
 		Meta:         t.Meta,
-		SchemaDigest: spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations),
+		SchemaDigest: spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations, t.Execution),
 		ToolSet:      spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name},
 		ToolSetUID:   string(ts.UID),
 	}

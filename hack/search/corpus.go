@@ -74,7 +74,7 @@ func loadTable(dir string) (*spec.Table, error) {
 			tools = append(tools, spec.TableTool{
 				Name: name, SourceName: t.Name, Title: t.Title, Description: t.Description,
 				InputSchema: in, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Meta: t.Meta,
-				SchemaDigest: spec.SchemaDigest(in, t.OutputSchema, t.Annotations),
+				SchemaDigest: spec.SchemaDigest(in, t.OutputSchema, t.Annotations, nil),
 				ToolSet:      spec.ObjectReference{Namespace: ns, Name: ns + "-mcp"},
 				Protocol:     spec.ProtocolMCP,
 				Endpoints:    &spec.Endpoints{MCP: "http://" + ns + "-mcp." + ns + ".svc:8080/mcp"},

@@ -128,7 +128,7 @@ func mcpTool(t *spec.TableTool) *mcp.Tool {
 	return server.MCPTool(spec.Tool{
 		Name: t.Name, Title: t.Title, Description: t.Description,
 		InputSchema: t.InputSchema, OutputSchema: t.OutputSchema,
-		Annotations: t.Annotations, Meta: t.Meta,
+		Annotations: t.Annotations, Execution: t.Execution, Meta: t.Meta,
 	})
 }
 

@@ -25,13 +25,17 @@ func CanonicalJSON(raw []byte) ([]byte, error) {
 // SchemaDigest returns "sha256:<hex>" over a tool's contract with its
 // callers: the canonical JSON ([CanonicalJSON]) of the object
 //
-//	{"annotations": …, "inputSchema": …, "outputSchema": …}
+//	{"annotations": …, "execution": …, "inputSchema": …, "outputSchema": …}
 //
-// where an absent member is left out. Descriptions outside the schemas, the
+// where an absent member is left out, and an execution whose taskSupport
+// is MCP's default (forbidden) is absent: a tool that says so and one that
+// leaves it out have the same contract, and digests from before execution
+// existed stay as they were. Execution is part of the contract because it
+// changes how a caller must call the tool. Descriptions outside the schemas, the
 // title and _meta are not part of it. Equal contracts give equal digests
 // whatever whitespace or key order their schemas arrived with, so agents can
 // cache a tool's schema by its digest and notice drift.
-func SchemaDigest(inputSchema, outputSchema json.RawMessage, annotations *Annotations) string {
+func SchemaDigest(inputSchema, outputSchema json.RawMessage, annotations *Annotations, execution *Execution) string {
 	parts := map[string]json.RawMessage{}
 	add := func(key string, raw []byte) {
 		if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
@@ -51,12 +55,17 @@ func SchemaDigest(inputSchema, outputSchema json.RawMessage, annotations *Annota
 		b, _ := json.Marshal(annotations)
 		add("annotations", b)
 	}
+	if execution != nil && execution.TaskSupport != "" && execution.TaskSupport != TaskSupportForbidden {
+		b, _ := json.Marshal(execution)
+		add("execution", b)
+	}
 	b, _ := json.Marshal(parts)
 	sum := sha256.Sum256(b)
 	return "sha256:" + hex.EncodeToString(sum[:])
 }
 
-// SchemaDigest returns [SchemaDigest] of the tool's schemas and annotations.
+// SchemaDigest returns [SchemaDigest] of the tool's schemas, annotations
+// and execution.
 func (t *Tool) SchemaDigest() string {
-	return SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations)
+	return SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations, t.Execution)
 }

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"slices"
 	"strings"
 )
@@ -58,7 +59,57 @@ type Tool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
-	Meta         map[string]any  `json:"_meta,omitempty"`
+	// Execution says whether the tool may, must or must not be called as a
+	// task (MCP 2025-11-25 tasks). Nil means MCP's default: forbidden.
+	Execution *Execution     `json:"execution,omitempty"`
+	Meta      map[string]any `json:"_meta,omitempty"`
+}
+
+// Execution is MCP's tool execution object (2025-11-25): how a tool may be
+// called. It is part of the tool's contract with its callers: a tool whose
+// task support becomes required can no longer be called the ordinary way.
+type Execution struct {
+	// TaskSupport is one of [TaskSupportForbidden], [TaskSupportOptional]
+	// and [TaskSupportRequired]; empty means forbidden.
+	TaskSupport string `json:"taskSupport,omitempty"`
+}
+
+// Values of [Execution.TaskSupport].
+const (
+	// TaskSupportForbidden: the tool is called the ordinary way only. It is
+	// MCP's default.
+	TaskSupportForbidden = "forbidden"
+	// TaskSupportOptional: a caller may call the tool as a task, or not.
+	TaskSupportOptional = "optional"
+	// TaskSupportRequired: a caller must call the tool as a task.
+	TaskSupportRequired = "required"
+)
+
+// ErrTaskSupport is the error of an [Execution] whose taskSupport MCP does
+// not define.
+var ErrTaskSupport = errors.New(`execution.taskSupport must be "forbidden", "optional" or "required"`)
+
+// Validate reports whether e is an execution object MCP defines. A nil e is
+// valid.
+func (e *Execution) Validate() error {
+	if e == nil {
+		return nil
+	}
+	switch e.TaskSupport {
+	case "", TaskSupportForbidden, TaskSupportOptional, TaskSupportRequired:
+		return nil
+	}
+	return ErrTaskSupport
+}
+
+// Tasks reports whether a caller may call the tool as a task.
+func (e *Execution) Tasks() bool {
+	return e != nil && (e.TaskSupport == TaskSupportOptional || e.TaskSupport == TaskSupportRequired)
+}
+
+// TasksRequired reports whether a caller must call the tool as a task.
+func (e *Execution) TasksRequired() bool {
+	return e != nil && e.TaskSupport == TaskSupportRequired
 }
 
 // Annotations are MCP's tool annotations. They are hints to a client, not

@@ -28,9 +28,12 @@ type TableTool struct {
 	InputSchema  json.RawMessage `json:"inputSchema"`
 	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
 	Annotations  *Annotations    `json:"annotations,omitempty"`
-	Meta         map[string]any  `json:"_meta,omitempty"`
-	// SchemaDigest is [SchemaDigest] of InputSchema, OutputSchema and
-	// Annotations: it changes when the tool's contract with its callers
+	// Execution is the tool's [Execution]: whether it may be called as a
+	// task. Nil means forbidden; readers that do not know it ignore it.
+	Execution *Execution     `json:"execution,omitempty"`
+	Meta      map[string]any `json:"_meta,omitempty"`
+	// SchemaDigest is [SchemaDigest] of InputSchema, OutputSchema,
+	// Annotations and Execution: it changes when the tool's contract with its callers
 	// does. The operator sets it; it is empty in tables written before it
 	// existed.
 	SchemaDigest string          `json:"schemaDigest,omitempty"`

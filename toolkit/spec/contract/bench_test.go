@@ -17,7 +17,7 @@ func BenchmarkSchemaDigest(b *testing.B) {
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		t := &tools[i%len(tools)]
-		_ = spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations)
+		_ = spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations, t.Execution)
 	}
 }
 

@@ -42,16 +42,17 @@ type Version struct {
 	InputSchema  json.RawMessage
 	OutputSchema json.RawMessage
 	Annotations  *spec.Annotations
+	Execution    *spec.Execution
 }
 
 // FromTool returns the contract of a tool in a spec document.
 func FromTool(t spec.Tool) Version {
-	return Version{Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+	return Version{Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Execution: t.Execution}
 }
 
 // FromTableTool returns the contract of a tool in the tool table.
 func FromTableTool(t spec.TableTool) Version {
-	return Version{Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations}
+	return Version{Description: t.Description, InputSchema: t.InputSchema, OutputSchema: t.OutputSchema, Annotations: t.Annotations, Execution: t.Execution}
 }
 
 // Removed is the change of a tool that is no longer offered: always
@@ -80,6 +81,7 @@ func Compare(old, new Version) []Change {
 		c.add("description", false, "the description changed")
 	}
 	c.annotations(old.Annotations, new.Annotations)
+	c.execution(old.Execution, new.Execution)
 	c.schemaDoc("inputSchema", old.InputSchema, new.InputSchema, input)
 	c.schemaDoc("outputSchema", old.OutputSchema, new.OutputSchema, output)
 	slices.SortStableFunc(c.changes, func(a, b Change) int { return strings.Compare(a.Path, b.Path) })
@@ -133,6 +135,23 @@ func (c *comparer) add(path string, breaking bool, format string, args ...any) {
 		return
 	}
 	c.changes = append(c.changes, Change{Path: path, Breaking: breaking, Message: fmt.Sprintf(format, args...)})
+}
+
+// execution compares task support: a change is breaking when a way of
+// calling the tool that worked, as a task or not, no longer does.
+func (c *comparer) execution(old, new *spec.Execution) {
+	support := func(e *spec.Execution) string {
+		if e == nil || e.TaskSupport == "" {
+			return spec.TaskSupportForbidden
+		}
+		return e.TaskSupport
+	}
+	o, n := support(old), support(new)
+	if o == n {
+		return
+	}
+	breaking := (!old.TasksRequired() && new.TasksRequired()) || (old.Tasks() && !new.Tasks())
+	c.add("execution.taskSupport", breaking, "task support changed from %s to %s", o, n)
 }
 
 func (c *comparer) annotations(old, new *spec.Annotations) {

@@ -265,16 +265,56 @@ func TestCompareIsBoundedOnRefsThatDoubleAtEachLevel(t *testing.T) {
 }
 
 func TestSchemaDigest(t *testing.T) {
-	a := spec.SchemaDigest(json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`), nil, nil)
-	b := spec.SchemaDigest(json.RawMessage("{ \"properties\": {\"a\": {\"type\": \"string\"}},\n\"type\": \"object\" }"), json.RawMessage("null"), nil)
+	a := spec.SchemaDigest(json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`), nil, nil, nil)
+	b := spec.SchemaDigest(json.RawMessage("{ \"properties\": {\"a\": {\"type\": \"string\"}},\n\"type\": \"object\" }"), json.RawMessage("null"), nil, nil)
 	if a != b || !strings.HasPrefix(a, "sha256:") {
 		t.Fatalf("key order, whitespace and a null output schema must not change the digest: %s vs %s", a, b)
 	}
+	obj := json.RawMessage(`{"type":"object"}`)
+	plain := spec.SchemaDigest(obj, nil, nil, nil)
 	yes := true
-	if c := spec.SchemaDigest(json.RawMessage(`{"type":"object"}`), nil, &spec.Annotations{ReadOnlyHint: &yes}); c == spec.SchemaDigest(json.RawMessage(`{"type":"object"}`), nil, nil) {
+	if c := spec.SchemaDigest(obj, nil, &spec.Annotations{ReadOnlyHint: &yes}, nil); c == plain {
 		t.Fatal("annotations must change the digest")
 	}
-	if c := spec.SchemaDigest(json.RawMessage(`{"type":"object"}`), json.RawMessage(`{"type":"object"}`), nil); c == spec.SchemaDigest(json.RawMessage(`{"type":"object"}`), nil, nil) {
+	if c := spec.SchemaDigest(obj, obj, nil, nil); c == plain {
 		t.Fatal("an output schema must change the digest")
+	}
+	optional := spec.SchemaDigest(obj, nil, nil, &spec.Execution{TaskSupport: spec.TaskSupportOptional})
+	required := spec.SchemaDigest(obj, nil, nil, &spec.Execution{TaskSupport: spec.TaskSupportRequired})
+	if optional == plain || required == plain || optional == required {
+		t.Fatal("task support must change the digest")
+	}
+	for _, e := range []*spec.Execution{{}, {TaskSupport: spec.TaskSupportForbidden}} {
+		if c := spec.SchemaDigest(obj, nil, nil, e); c != plain {
+			t.Fatalf("execution %+v is MCP's default and must not change the digest", *e)
+		}
+	}
+}
+
+func TestCompareTaskSupport(t *testing.T) {
+	obj := json.RawMessage(`{"type":"object"}`)
+	v := func(ts string) contract.Version {
+		if ts == "none" {
+			return contract.Version{InputSchema: obj}
+		}
+		return contract.Version{InputSchema: obj, Execution: &spec.Execution{TaskSupport: ts}}
+	}
+	for _, tc := range []struct {
+		old, new string
+		changes  int
+		breaking bool
+	}{
+		{"none", "forbidden", 0, false},
+		{"none", "optional", 1, false},
+		{"required", "optional", 1, false},
+		{"none", "required", 1, true},
+		{"optional", "required", 1, true},
+		{"optional", "forbidden", 1, true},
+		{"required", "none", 1, true},
+	} {
+		changes := contract.Compare(v(tc.old), v(tc.new))
+		if len(changes) != tc.changes || (tc.changes > 0 && changes[0].Breaking != tc.breaking) {
+			t.Errorf("%s to %s: got %v, want %d change(s), breaking %v", tc.old, tc.new, changes, tc.changes, tc.breaking)
+		}
 	}
 }

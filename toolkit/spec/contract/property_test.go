@@ -65,7 +65,7 @@ func TestCompareProperties(t *testing.T) {
 		if b := contract.Breaking(contract.Compare(v, rm)); len(b) == 0 {
 			t.Fatalf("%s: property %s removed, yet nothing breaking", tool.Name, gone)
 		}
-		if spec.SchemaDigest(v.InputSchema, v.OutputSchema, v.Annotations) == spec.SchemaDigest(rm.InputSchema, rm.OutputSchema, rm.Annotations) {
+		if spec.SchemaDigest(v.InputSchema, v.OutputSchema, v.Annotations, nil) == spec.SchemaDigest(rm.InputSchema, rm.OutputSchema, rm.Annotations, nil) {
 			t.Fatalf("%s: a removed property left the digest as it was", tool.Name)
 		}
 	}
