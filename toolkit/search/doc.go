@@ -29,8 +29,8 @@
 // A word in camelCase is split into its parts and kept whole as well
 // (getIssueById, GitLab → git, lab, gitlab); a query reads it whole only, so
 // that a product's name counts once. A query's URLs stand for the word
-// "url", and its numbers and quoted text, the user's data, are not searched
-// for; two words in a row are also searched for as one (box plot finds
+// "url", a file's name for its kind of file (logo.png: logo, image file),
+// and its numbers and quoted text, the user's data, are not searched for; two words in a row are also searched for as one (box plot finds
 // boxplot). A query word also searches for its synonyms in a small built-in
 // thesaurus of software vocabulary (delete/remove/drop, folder/directory,
 // issue/ticket, sprint/cycle/iteration, …) at a lower weight, as one

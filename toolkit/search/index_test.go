@@ -401,3 +401,25 @@ func TestWordNetRelativesFindTheTool(t *testing.T) {
 		}
 	}
 }
+
+// A file's name in a task is a file of its kind: logo.png is an image
+// file, notes.txt a file, and the name without its extension stays a word.
+func TestFileNamesAreFilesOfTheirKind(t *testing.T) {
+	tb := table(
+		tool("fs", "fs", "fs_read_text_file", "Read a text file and return its contents.", ""),
+		tool("fs", "fs", "fs_read_media_file", "Read an image or audio file and return it base64-encoded.", ""),
+		tool("ci", "ci", "ci_lint", "Validate a gitlab-ci configuration.", ""),
+		tool("web", "web", "web_png", "Render a web page to PNG.", ""),
+	)
+	x := New(tb, nil)
+	for q, want := range map[string]string{
+		"open logo.png":                   "fs_read_media_file",
+		"open notes/todo.txt for me":      "fs_read_text_file",
+		"is this .gitlab-ci.yml valid?":   "ci_lint",
+		"play the intro.MP3 from the box": "fs_read_media_file",
+	} {
+		if got := names(tb, x.Search(context.Background(), q, Filter{})); len(got) == 0 || got[0] != want {
+			t.Errorf("%q: got %v, want %s first", q, got, want)
+		}
+	}
+}

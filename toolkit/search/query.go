@@ -297,17 +297,51 @@ func clipQuery(q string) string {
 // which are the user's data.
 func plainQuery(q string) string {
 	q = unquote(q)
-	if !strings.Contains(q, "://") && !strings.Contains(q, "www.") {
+	if !strings.Contains(q, ".") {
 		return q
 	}
 	f := strings.Fields(q)
 	for i, w := range f {
 		if l := strings.ToLower(w); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "www.") {
 			f[i] = "url"
+		} else if base, kind, ok := fileName(w); ok {
+			f[i] = base + " " + kind
 		}
 	}
 	return strings.Join(f, " ")
 }
+
+// fileName reports whether w is a file's name or path, by an extension of
+// a common kind, and returns it without the extension and what a tool
+// calls such a file: "file", or "image file" and the like. The extension
+// is not a word a tool is found by; the kind of file is.
+func fileName(w string) (base, kind string, ok bool) {
+	w = strings.TrimRight(w, ",;:!?)'\"")
+	dot := strings.LastIndexByte(w, '.')
+	if dot < 0 || dot == len(w)-1 {
+		return "", "", false
+	}
+	kind, ok = fileKinds[strings.ToLower(w[dot+1:])]
+	return w[:dot], kind, ok
+}
+
+// fileKinds is common file extensions, by what a tool calls the file.
+var fileKinds = func() map[string]string {
+	m := map[string]string{}
+	for kind, exts := range map[string]string{
+		"file":          "txt md markdown json yaml yml toml ini conf cfg env xml csv tsv log go py rb rs java kt c h cpp hpp cs php sh bash sql html htm css scss lock mod sum tf",
+		"image file":    "png jpg jpeg gif svg webp bmp ico tiff heic",
+		"audio file":    "mp3 wav ogg flac m4a aac",
+		"video file":    "mp4 mov avi mkv webm",
+		"document file": "pdf doc docx odt rtf xls xlsx ppt pptx",
+		"archive file":  "zip tar gz tgz bz2 xz 7z rar jar",
+	} {
+		for _, e := range strings.Fields(exts) {
+			m[e] = kind
+		}
+	}
+	return m
+}()
 
 // unquote drops the text a task quotes: "type \"hello there\" into the
 // box" searches by type and box, not by what to type.
