@@ -30,7 +30,8 @@
 // (getIssueById, GitLab → git, lab, gitlab); a query reads it whole only, so
 // that a product's name counts once. A query's URLs stand for the word
 // "url", a file's name for its kind of file (logo.png: logo, image file),
-// and its numbers and quoted text, the user's data, are not searched for; two words in a row are also searched for as one (box plot finds
+// an issue tracker's key (ENG-204) for the word "issue", and its numbers
+// and quoted text, the user's data, are not searched for; two words in a row are also searched for as one (box plot finds
 // boxplot). A query word also searches for its synonyms in a small built-in
 // thesaurus of software vocabulary (delete/remove/drop, folder/directory,
 // issue/ticket, sprint/cycle/iteration, …) at a lower weight, as one

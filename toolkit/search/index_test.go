@@ -423,3 +423,20 @@ func TestFileNamesAreFilesOfTheirKind(t *testing.T) {
 		}
 	}
 }
+
+// An issue tracker's key in a task (ENG-204) stands for an issue.
+func TestIssueKeysAreIssues(t *testing.T) {
+	tb := table(
+		tool("tracker", "tracker", "tracker_add_issue_to_project", "Add an issue to a project.", ""),
+		tool("tracker", "tracker", "tracker_create_project", "Create a project.", ""),
+	)
+	x := New(tb, nil)
+	if got := names(tb, x.Search(context.Background(), "put ENG-204 into the Onboarding project", Filter{})); len(got) == 0 || got[0] != "tracker_add_issue_to_project" {
+		t.Errorf("got %v, want tracker_add_issue_to_project first", got)
+	}
+	for w, want := range map[string]bool{"ENG-204": true, "PROJ2-7,": true, "eng-204": false, "E-1": false, "ENG-": false, "ENG-2a": false, "-204": false} {
+		if got := issueKey(w); got != want {
+			t.Errorf("issueKey(%q) = %v, want %v", w, got, want)
+		}
+	}
+}

@@ -297,7 +297,7 @@ func clipQuery(q string) string {
 // which are the user's data.
 func plainQuery(q string) string {
 	q = unquote(q)
-	if !strings.Contains(q, ".") {
+	if !strings.Contains(q, ".") && !strings.Contains(q, "-") {
 		return q
 	}
 	f := strings.Fields(q)
@@ -306,6 +306,8 @@ func plainQuery(q string) string {
 			f[i] = "url"
 		} else if base, kind, ok := fileName(w); ok {
 			f[i] = base + " " + kind
+		} else if issueKey(w) {
+			f[i] = "issue"
 		}
 	}
 	return strings.Join(f, " ")
@@ -463,4 +465,21 @@ func queryWords(q string) []string {
 		}
 	})
 	return out
+}
+
+// issueKey reports whether w is an issue tracker's key, a project's
+// capitals, a dash and a number (ENG-204, PROJ-17): the user's data, that
+// stands for an issue.
+func issueKey(w string) bool {
+	w = strings.TrimRight(w, ",;:!?)'\".")
+	k, n, ok := strings.Cut(w, "-")
+	if !ok || len(k) < 2 || len(k) > 10 || n == "" || !number(n) || k[0] < 'A' || k[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(k); i++ {
+		if (k[i] < 'A' || k[i] > 'Z') && (k[i] < '0' || k[i] > '9') {
+			return false
+		}
+	}
+	return true
 }
