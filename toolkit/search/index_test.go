@@ -440,3 +440,27 @@ func TestIssueKeysAreIssues(t *testing.T) {
 		}
 	}
 }
+
+// A query that asks a question favours the tools that only read; one that
+// asks for a change does not.
+func TestQuestionsFavourReadOnlyTools(t *testing.T) {
+	restart := tool("k8s", "k8s", "k8s_restart_pods", "Pods that are failing: restart them.", "")
+	list := tool("k8s", "k8s", "k8s_show_pods", "Pods that are failing: show them.", "")
+	list.Annotations = &spec.Annotations{ReadOnlyHint: ptr(true)}
+	tb := table(restart, list)
+	x := New(tb, nil)
+	for q, want := range map[string]string{
+		"which pods are failing?":    "k8s_show_pods",
+		"are any pods failing":       "k8s_show_pods",
+		"the pods are failing, help": "k8s_restart_pods",
+	} {
+		if got := names(tb, x.Search(context.Background(), q, Filter{})); len(got) != 2 || got[0] != want {
+			t.Errorf("%q: got %v, want %s first", q, got, want)
+		}
+	}
+	for q, want := range map[string]bool{"which pods?": true, "Is it up": true, "  what now": true, "show the pods": false, "isolate the pod": false} {
+		if got := question(q); got != want {
+			t.Errorf("question(%q) = %v, want %v", q, got, want)
+		}
+	}
+}

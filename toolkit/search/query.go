@@ -29,6 +29,9 @@ type scratch struct {
 	grp      []float32
 	gtouched []uint32
 	members  []member
+	// question is whether the query asks one: read-only tools score
+	// readBoost more.
+	question bool
 }
 
 // Search returns the tools that best match q and pass f, best first. A
@@ -37,7 +40,9 @@ type scratch struct {
 // in memory and does not wait.
 func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 	limit := f.limit()
-	q = plainQuery(clipQuery(q))
+	q = clipQuery(q)
+	asks := question(q)
+	q = plainQuery(q)
 	terms := queryTerms(q)
 	if len(terms) == 0 || len(x.table.Tools) == 0 {
 		return nil
@@ -45,6 +50,7 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 
 	s := x.getScratch()
 	defer x.pool.Put(s)
+	s.question = asks
 	qterms := expand(terms, queryWords(q))
 	if x.sem != nil {
 		if vs := x.vecs.Load(); vs != nil {
@@ -226,6 +232,13 @@ func (x *Index) score(terms []qterm, s *scratch) {
 			}
 		}
 		start = end
+	}
+	if s.question && readBoost > 0 {
+		for _, d := range s.touched {
+			if i := x.tableOf[d]; i >= 0 && x.docs[i].flags&flagReadOnly != 0 {
+				s.score[d] *= 1 + readBoost
+			}
+		}
 	}
 }
 
@@ -465,6 +478,28 @@ func queryWords(q string) []string {
 		}
 	})
 	return out
+}
+
+// readBoost is how much more a read-only tool (annotations.readOnlyHint)
+// scores for a query that asks a question: "which pods are failing?" wants
+// a tool that reads, not one that changes what it asks about. Chosen by
+// cross-validation on the tuning half (0.2 in three folds of four, 0.4 in
+// one).
+var readBoost float32 = 0.2
+
+// question reports whether q asks something: it ends in a question mark
+// or opens with an interrogative word.
+func question(q string) bool {
+	q = strings.TrimSpace(q)
+	if strings.HasSuffix(q, "?") {
+		return true
+	}
+	first, _, _ := strings.Cut(q, " ")
+	switch strings.ToLower(first) {
+	case "what", "which", "how", "who", "when", "where", "why", "whose", "is", "are", "was", "were", "does", "do", "did", "has", "have":
+		return true
+	}
+	return false
 }
 
 // issueKey reports whether w is an issue tracker's key, a project's
