@@ -31,7 +31,9 @@ func tuneParams() []param {
 		param{"k1", &bm25K1, []float32{0.6, 0.9, 1.2, 1.6, 2, 3}},
 		param{"exp", &expansionWeight, []float32{0, 0.2, 0.3, 0.4, 0.5, 0.6, 0.8, 1}},
 		param{"owner", &ownerWeight, []float32{0, 0.5, 1, 1.5, 2, 3, 4, 6}},
-		param{"exact", &exactWeight, []float32{0, 0.1, 0.2, 0.3, 0.4, 0.6}})
+		param{"exact", &exactWeight, []float32{0, 0.1, 0.2, 0.3, 0.4, 0.6}},
+		param{"wordnet", &wordnetWeight, []float32{0, 0.3, 0.5, 0.6, 0.7, 0.8, 0.9}},
+		param{"read", &readBoost, []float32{0, 0.1, 0.2, 0.4, 0.8}})
 }
 
 // evalTasks ranks tasks over tb and returns recall at 5 and 10 and MRR.

@@ -19,29 +19,32 @@
 //
 // Ranking is BM25F over the fields of a tool definition, each weighted and
 // length-normalized on its own: the published name (split on _ . - and
-// camelCase), the title, the description, the input schema's property
-// names, their descriptions and enum values, annotations as words and the
-// _meta category ([CategoryMeta]), the owner ToolSet's name and namespace
-// (which usually name the product, and count apart, so that "in GitLab"
-// favours GitLab's tools), and the name and description as written. Text is
-// split into words, lowercased, stripped of English stop words and stemmed
-// with the Snowball (Porter2) English stemmer (github.com/kljensen/snowball).
-// A word in camelCase is split into its parts and kept whole as well
+// camelCase), the title, the description, the input schema's property names,
+// their descriptions and enum values, annotations as words and the _meta
+// category ([CategoryMeta]), the owner ToolSet's name and namespace (which
+// usually name the product, and count apart, so that "in GitLab" favours
+// GitLab's tools), and the name and description as written. Text is split
+// into words, lowercased, stripped of English stop words and stemmed with
+// the Snowball (Porter2) English stemmer (github.com/kljensen/snowball). A
+// word in camelCase is split into its parts and kept whole as well
 // (getIssueById, GitLab → git, lab, gitlab); a query reads it whole only, so
 // that a product's name counts once. A query's URLs stand for the word
-// "url", and its numbers and quoted text, the user's data, are not searched
-// for; two words in a row are also searched for as one (box plot finds
-// boxplot). A query word also searches for its synonyms in a small built-in
-// thesaurus of software vocabulary (delete/remove/drop, folder/directory,
-// issue/ticket, sprint/cycle/iteration, …) at a lower weight, as one
-// concept with it: a tool scores by the best of a word and its synonyms,
-// not their sum, so that one that says "delete" and "remove" is not twice
-// the answer to "delete". Abbreviations (PR, MR, k8s, VM) search for what
-// they stand for. Past that small thesaurus, a query word also searches for
-// its relatives in WordNet 3.0, general English (synonyms of its most
-// frequent senses and their derived forms: car → automobile, high →
-// height, repay → refund), at a lower weight still and as one concept with
-// it too; the table of them (wordnet.txt, about 350 KB, embedded) is
+// "url", a file's name for its kind of file (logo.png: logo, image file), an
+// issue tracker's key (ENG-204) for the word "issue", and its numbers and
+// quoted text, the user's data, are not searched for; two words in a row are
+// also searched for as one (box plot finds boxplot). A query that asks a
+// question ("which pods are failing?") favours the tools whose annotations
+// say they only read. A query word also searches for its synonyms in a small
+// built-in thesaurus of software vocabulary (delete/remove/drop,
+// folder/directory, issue/ticket, sprint/cycle/iteration, …) at a lower
+// weight, as one concept with it: a tool scores by the best of a word and
+// its synonyms, not their sum, so that one that says "delete" and "remove"
+// is not twice the answer to "delete". Abbreviations (PR, MR, k8s, VM)
+// search for what they stand for. Past that small thesaurus, a query word
+// also searches for its relatives in WordNet 3.0, general English (synonyms
+// of its most frequent senses and their derived forms: car → automobile,
+// high → height, repay → refund), at a lower weight still and as one concept
+// with it too; the table of them (wordnet.txt, about 350 KB, embedded) is
 // generated from WordNet by TestGenerateWordNet, not written by hand, and
 // nothing of it comes from the tools or tasks of the evaluation corpus.
 //

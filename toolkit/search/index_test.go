@@ -401,3 +401,66 @@ func TestWordNetRelativesFindTheTool(t *testing.T) {
 		}
 	}
 }
+
+// A file's name in a task is a file of its kind: logo.png is an image
+// file, notes.txt a file, and the name without its extension stays a word.
+func TestFileNamesAreFilesOfTheirKind(t *testing.T) {
+	tb := table(
+		tool("fs", "fs", "fs_read_text_file", "Read a text file and return its contents.", ""),
+		tool("fs", "fs", "fs_read_media_file", "Read an image or audio file and return it base64-encoded.", ""),
+		tool("ci", "ci", "ci_lint", "Validate a gitlab-ci configuration.", ""),
+		tool("web", "web", "web_png", "Render a web page to PNG.", ""),
+	)
+	x := New(tb, nil)
+	for q, want := range map[string]string{
+		"open logo.png":                   "fs_read_media_file",
+		"open notes/todo.txt for me":      "fs_read_text_file",
+		"is this .gitlab-ci.yml valid?":   "ci_lint",
+		"play the intro.MP3 from the box": "fs_read_media_file",
+	} {
+		if got := names(tb, x.Search(context.Background(), q, Filter{})); len(got) == 0 || got[0] != want {
+			t.Errorf("%q: got %v, want %s first", q, got, want)
+		}
+	}
+}
+
+// An issue tracker's key in a task (ENG-204) stands for an issue.
+func TestIssueKeysAreIssues(t *testing.T) {
+	tb := table(
+		tool("tracker", "tracker", "tracker_add_issue_to_project", "Add an issue to a project.", ""),
+		tool("tracker", "tracker", "tracker_create_project", "Create a project.", ""),
+	)
+	x := New(tb, nil)
+	if got := names(tb, x.Search(context.Background(), "put ENG-204 into the Onboarding project", Filter{})); len(got) == 0 || got[0] != "tracker_add_issue_to_project" {
+		t.Errorf("got %v, want tracker_add_issue_to_project first", got)
+	}
+	for w, want := range map[string]bool{"ENG-204": true, "PROJ2-7,": true, "eng-204": false, "E-1": false, "ENG-": false, "ENG-2a": false, "-204": false} {
+		if got := issueKey(w); got != want {
+			t.Errorf("issueKey(%q) = %v, want %v", w, got, want)
+		}
+	}
+}
+
+// A query that asks a question favours the tools that only read; one that
+// asks for a change does not.
+func TestQuestionsFavourReadOnlyTools(t *testing.T) {
+	restart := tool("k8s", "k8s", "k8s_restart_pods", "Pods that are failing: restart them.", "")
+	list := tool("k8s", "k8s", "k8s_show_pods", "Pods that are failing: show them.", "")
+	list.Annotations = &spec.Annotations{ReadOnlyHint: ptr(true)}
+	tb := table(restart, list)
+	x := New(tb, nil)
+	for q, want := range map[string]string{
+		"which pods are failing?":    "k8s_show_pods",
+		"are any pods failing":       "k8s_show_pods",
+		"the pods are failing, help": "k8s_restart_pods",
+	} {
+		if got := names(tb, x.Search(context.Background(), q, Filter{})); len(got) != 2 || got[0] != want {
+			t.Errorf("%q: got %v, want %s first", q, got, want)
+		}
+	}
+	for q, want := range map[string]bool{"which pods?": true, "Is it up": true, "  what now": true, "show the pods": false, "isolate the pod": false} {
+		if got := question(q); got != want {
+			t.Errorf("question(%q) = %v, want %v", q, got, want)
+		}
+	}
+}

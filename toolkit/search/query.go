@@ -29,6 +29,9 @@ type scratch struct {
 	grp      []float32
 	gtouched []uint32
 	members  []member
+	// question is whether the query asks one: read-only tools score
+	// readBoost more.
+	question bool
 }
 
 // Search returns the tools that best match q and pass f, best first. A
@@ -37,7 +40,9 @@ type scratch struct {
 // in memory and does not wait.
 func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 	limit := f.limit()
-	q = plainQuery(clipQuery(q))
+	q = clipQuery(q)
+	asks := question(q)
+	q = plainQuery(q)
 	terms := queryTerms(q)
 	if len(terms) == 0 || len(x.table.Tools) == 0 {
 		return nil
@@ -45,6 +50,7 @@ func (x *Index) Search(ctx context.Context, q string, f Filter) []Hit {
 
 	s := x.getScratch()
 	defer x.pool.Put(s)
+	s.question = asks
 	qterms := expand(terms, queryWords(q))
 	if x.sem != nil {
 		if vs := x.vecs.Load(); vs != nil {
@@ -227,6 +233,13 @@ func (x *Index) score(terms []qterm, s *scratch) {
 		}
 		start = end
 	}
+	if s.question && readBoost > 0 {
+		for _, d := range s.touched {
+			if i := x.tableOf[d]; i >= 0 && x.docs[i].flags&flagReadOnly != 0 {
+				s.score[d] *= 1 + readBoost
+			}
+		}
+	}
 }
 
 // member is one term of a concept: its weight in the query times its idf,
@@ -297,17 +310,53 @@ func clipQuery(q string) string {
 // which are the user's data.
 func plainQuery(q string) string {
 	q = unquote(q)
-	if !strings.Contains(q, "://") && !strings.Contains(q, "www.") {
+	if !strings.Contains(q, ".") && !strings.Contains(q, "-") {
 		return q
 	}
 	f := strings.Fields(q)
 	for i, w := range f {
 		if l := strings.ToLower(w); strings.HasPrefix(l, "http://") || strings.HasPrefix(l, "https://") || strings.HasPrefix(l, "www.") {
 			f[i] = "url"
+		} else if base, kind, ok := fileName(w); ok {
+			f[i] = base + " " + kind
+		} else if issueKey(w) {
+			f[i] = "issue"
 		}
 	}
 	return strings.Join(f, " ")
 }
+
+// fileName reports whether w is a file's name or path, by an extension of
+// a common kind, and returns it without the extension and what a tool
+// calls such a file: "file", or "image file" and the like. The extension
+// is not a word a tool is found by; the kind of file is.
+func fileName(w string) (base, kind string, ok bool) {
+	w = strings.TrimRight(w, ",;:!?)'\"")
+	dot := strings.LastIndexByte(w, '.')
+	if dot < 0 || dot == len(w)-1 {
+		return "", "", false
+	}
+	kind, ok = fileKinds[strings.ToLower(w[dot+1:])]
+	return w[:dot], kind, ok
+}
+
+// fileKinds is common file extensions, by what a tool calls the file.
+var fileKinds = func() map[string]string {
+	m := map[string]string{}
+	for kind, exts := range map[string]string{
+		"file":          "txt md markdown json yaml yml toml ini conf cfg env xml csv tsv log go py rb rs java kt c h cpp hpp cs php sh bash sql html htm css scss lock mod sum tf",
+		"image file":    "png jpg jpeg gif svg webp bmp ico tiff heic",
+		"audio file":    "mp3 wav ogg flac m4a aac",
+		"video file":    "mp4 mov avi mkv webm",
+		"document file": "pdf doc docx odt rtf xls xlsx ppt pptx",
+		"archive file":  "zip tar gz tgz bz2 xz 7z rar jar",
+	} {
+		for _, e := range strings.Fields(exts) {
+			m[e] = kind
+		}
+	}
+	return m
+}()
 
 // unquote drops the text a task quotes: "type \"hello there\" into the
 // box" searches by type and box, not by what to type.
@@ -429,4 +478,43 @@ func queryWords(q string) []string {
 		}
 	})
 	return out
+}
+
+// readBoost is how much more a read-only tool (annotations.readOnlyHint)
+// scores for a query that asks a question: "which pods are failing?" wants
+// a tool that reads, not one that changes what it asks about. Chosen by
+// cross-validation on the tuning half (0.2 in three folds of four, 0.4 in
+// one).
+var readBoost float32 = 0.2
+
+// question reports whether q asks something: it ends in a question mark
+// or opens with an interrogative word.
+func question(q string) bool {
+	q = strings.TrimSpace(q)
+	if strings.HasSuffix(q, "?") {
+		return true
+	}
+	first, _, _ := strings.Cut(q, " ")
+	switch strings.ToLower(first) {
+	case "what", "which", "how", "who", "when", "where", "why", "whose", "is", "are", "was", "were", "does", "do", "did", "has", "have":
+		return true
+	}
+	return false
+}
+
+// issueKey reports whether w is an issue tracker's key, a project's
+// capitals, a dash and a number (ENG-204, PROJ-17): the user's data, that
+// stands for an issue.
+func issueKey(w string) bool {
+	w = strings.TrimRight(w, ",;:!?)'\".")
+	k, n, ok := strings.Cut(w, "-")
+	if !ok || len(k) < 2 || len(k) > 10 || n == "" || !number(n) || k[0] < 'A' || k[0] > 'Z' {
+		return false
+	}
+	for i := 1; i < len(k); i++ {
+		if (k[i] < 'A' || k[i] > 'Z') && (k[i] < '0' || k[i] > '9') {
+			return false
+		}
+	}
+	return true
 }

@@ -29,6 +29,7 @@ func TestTopKIsTheExhaustiveTopK(t *testing.T) {
 			for _, k := range tasks {
 				got := idx.Search(ctx, k.Task, f)
 				s := idx.getScratch()
+				s.question = question(k.Task)
 				q := plainQuery(k.Task)
 				want := idx.exhaustive(expand(queryTerms(q), queryWords(q)), &f, s, f.limit(), nil)
 				if len(got) != len(want) {
