@@ -364,6 +364,9 @@ func (g *Gateway) createTask(ctx context.Context, tc *taskCreate, s *snapshot, i
 		expires: now.Add(ttl + time.Second - 1).Truncate(time.Second), ttlMs: ttl.Milliseconds(),
 	}
 	id := g.taskSealer.seal(st)
+	if len(id) > maxTaskIDLen {
+		return nil, outcomeBadReply, fmt.Sprintf("the task's id would be over %d bytes (the tool's name, its ToolSet's, or the server's task or session id is too long)", maxTaskIDLen)
+	}
 	task, err := g.rewriteTask(ctx, reply.Task, id, st)
 	if err != nil {
 		return nil, outcomeBadReply, err.Error()

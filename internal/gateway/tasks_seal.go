@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"crypto/aes"
 	"crypto/cipher"
 	"crypto/hkdf"
@@ -9,6 +10,9 @@ import (
 	"encoding/base64"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -147,4 +151,29 @@ func (s *taskSealer) open(id string, now time.Time) *sealedTask {
 		return nil
 	}
 	return t
+}
+
+// maxTaskKeyBytes bounds a task key file.
+const maxTaskKeyBytes = 4 << 10
+
+// LoadTaskKey reads the task key (Options.TaskKey) from path: its bytes,
+// without surrounding white space, at least 32 of them.
+func LoadTaskKey(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	b, err := io.ReadAll(io.LimitReader(f, maxTaskKeyBytes+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(b) > maxTaskKeyBytes {
+		return nil, fmt.Errorf("%s is over %d bytes", path, maxTaskKeyBytes)
+	}
+	b = bytes.TrimSpace(b)
+	if len(b) < 32 {
+		return nil, fmt.Errorf("%s holds %d bytes; a task key is at least 32 (openssl rand -base64 48)", path, len(b))
+	}
+	return b, nil
 }

@@ -351,3 +351,67 @@ func TestTasksThroughTheGateway(t *testing.T) {
 		}
 	})
 }
+
+// TestTasksUnderAuthAreTheCallers: under --auth=kubernetes a task id is
+// its caller's: another caller who may call the same tool finds it unknown,
+// and the backend is not asked; the bound of tasks is per caller, so one
+// caller at its bound leaves another unaffected; and a caller whose grant
+// is gone finds its own task unknown.
+func TestTasksUnderAuthAreTheCallers(t *testing.T) {
+	addr, tools := startTSTaskServer(t)
+	r := new(routes)
+	r.set("ts.apps.svc.cluster.local:8080", addr)
+	f := newFakeAPI()
+	f.grant("alice", "apps", "")
+	f.grant("bob", "apps", "")
+	f.grant("carol", "apps", "ts_slow")
+	g, url := newGateway(t, r, gateway.Options{
+		CallTimeout: 20 * time.Second, MaxTasksPerCaller: 1,
+		Auth: &gateway.KubernetesAuth{Client: f, TTL: time.Millisecond, DenyTTL: time.Millisecond},
+	})
+	if err := g.SetTable(table(tools)); err != nil {
+		t.Fatal(err)
+	}
+	alice := startTSTasks(t, url+"/mcp", f.token("alice"))
+	bob := startTSTasks(t, url+"/mcp", f.token("bob"))
+
+	id := alice.start("ts_slow", map[string]any{"ms": 60000})
+	before := getTSStats(t, addr).Methods
+	for _, op := range []string{"get", "result", "cancel"} {
+		if m := bob.do(map[string]any{"op": op, "taskId": id}); !strings.Contains(errorOf(m), "task not found") {
+			t.Fatalf("bob's %s of alice's task: %v", op, m)
+		}
+	}
+	if after := getTSStats(t, addr).Methods; after["tasks/get"] != before["tasks/get"] || after["tasks/cancel"] != before["tasks/cancel"] || after["tasks/result"] != before["tasks/result"] {
+		t.Fatalf("the backend was asked for another caller's task: %v then %v", before, after)
+	}
+	if s := alice.status(id); s != "working" {
+		t.Fatalf("alice's task is %s", s)
+	}
+
+	// Alice is at her bound of one; Bob is not.
+	if m := alice.do(map[string]any{"op": "start", "tool": "ts_slow", "args": map[string]any{"ms": 60000}, "ttl": 60000}); !strings.Contains(errorOf(m), "its limit per caller") {
+		t.Fatalf("alice's second task: %v", m)
+	}
+	bobs := bob.start("ts_slow", map[string]any{"ms": 60000})
+	bob.do(map[string]any{"op": "cancel", "taskId": bobs})
+
+	// A grant taken away takes the task with it.
+	carol := startTSTasks(t, url+"/mcp", f.token("carol"))
+	cid := carol.start("ts_slow", map[string]any{"ms": 60000})
+	f.mu.Lock()
+	delete(f.grants, saUser("carol"))
+	f.mu.Unlock()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		m := carol.do(map[string]any{"op": "get", "taskId": cid})
+		if strings.Contains(errorOf(m), "task not found") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("carol's task outlives her grant: %v", m)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	alice.do(map[string]any{"op": "cancel", "taskId": id})
+}
