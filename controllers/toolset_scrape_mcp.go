@@ -1,16 +1,19 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -86,6 +89,7 @@ func (s *scraper) listMCP(ctx context.Context, c *http.Client, t scrapeTarget, t
 		}
 		return nil, rt.classify(ctx, target, "tools/list", err)
 	}
+	rt.addExecutions(tools)
 	doc := &spec.Document{SchemaVersion: spec.SchemaVersion, Tools: tools}
 	if res := cs.InitializeResult(); res != nil && res.ServerInfo != nil {
 		doc.Server = spec.Server{Name: truncate(res.ServerInfo.Name, maxStatusNameLen), Version: truncate(res.ServerInfo.Version, maxStatusNameLen)}
@@ -214,6 +218,15 @@ type mcpRoundTripper struct {
 	decoded int64
 	failure error
 	status  int
+	// lists are the bytes of the tools/list replies: the SDK's Tool has no
+	// execution (MCP 2025-11-25 tasks), so addExecutions reads it from them.
+	lists []*toolsListReply
+}
+
+// toolsListReply is the body of one tools/list reply, as read.
+type toolsListReply struct {
+	sse bool
+	buf bytes.Buffer
 }
 
 func (rt *mcpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -239,8 +252,93 @@ func (rt *mcpRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) 
 		rt.status = resp.StatusCode
 		rt.mu.Unlock()
 	}
-	resp.Body = &boundedBody{rc: resp.Body, rt: rt, done: func() { stop(); cancel() }}
+	body := &boundedBody{rc: resp.Body, rt: rt, done: func() { stop(); cancel() }}
+	if isToolsList(req) {
+		mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+		body.list = &toolsListReply{sse: mt == "text/event-stream"}
+		rt.mu.Lock()
+		rt.lists = append(rt.lists, body.list)
+		rt.mu.Unlock()
+	}
+	resp.Body = body
 	return resp, nil
+}
+
+// isToolsList reports whether req, one of the SDK's own, sends tools/list.
+func isToolsList(req *http.Request) bool {
+	if req.Method != http.MethodPost || req.GetBody == nil {
+		return false
+	}
+	rc, err := req.GetBody()
+	if err != nil {
+		return false
+	}
+	defer func() { _ = rc.Close() }()
+	b, err := io.ReadAll(io.LimitReader(rc, 64<<10))
+	if err != nil {
+		return false
+	}
+	msg, err := jsonrpc.DecodeMessage(b)
+	r, ok := msg.(*jsonrpc.Request)
+	return err == nil && ok && r.Method == "tools/list"
+}
+
+// addExecutions sets each tool's execution from the tools/list replies,
+// which the SDK has read whole by now. A taskSupport that is not a string
+// is kept as its JSON text, for validateTool to reject with the reason;
+// MCP's default (forbidden) is left out, so that a server that says so
+// and one that does not agree.
+func (rt *mcpRoundTripper) addExecutions(tools []spec.Tool) {
+	// Under the lock: a body the SDK has not closed may still be read.
+	rt.mu.Lock()
+	defer rt.mu.Unlock()
+	lists := rt.lists
+	rt.lists = nil
+	execs := map[string]*spec.Execution{}
+	for _, l := range lists {
+		msgs := [][]byte{l.buf.Bytes()}
+		if l.sse {
+			msgs = msgs[:0]
+			for line := range bytes.Lines(l.buf.Bytes()) {
+				if data, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+					msgs = append(msgs, bytes.TrimSpace(data))
+				}
+			}
+		}
+		for _, m := range msgs {
+			msg, err := jsonrpc.DecodeMessage(m)
+			resp, ok := msg.(*jsonrpc.Response)
+			if err != nil || !ok || resp.Error != nil {
+				continue
+			}
+			var res struct {
+				Tools []struct {
+					Name      string `json:"name"`
+					Execution *struct {
+						TaskSupport json.RawMessage `json:"taskSupport"`
+					} `json:"execution"`
+				} `json:"tools"`
+			}
+			if json.Unmarshal(resp.Result, &res) != nil {
+				continue
+			}
+			for _, t := range res.Tools {
+				if t.Execution == nil || len(t.Execution.TaskSupport) == 0 {
+					continue
+				}
+				var ts string
+				if json.Unmarshal(t.Execution.TaskSupport, &ts) != nil {
+					ts = truncate(string(t.Execution.TaskSupport), 80)
+				}
+				if ts != "" && ts != spec.TaskSupportForbidden {
+					execs[t.Name] = &spec.Execution{TaskSupport: ts}
+				}
+			}
+		}
+	}
+	for i := range tools {
+		tools[i].Execution = execs[tools[i].Name]
+	}
 }
 
 func isRedirect(code int) bool { return code >= 300 && code < 400 }
@@ -292,6 +390,7 @@ type boundedBody struct {
 	meter spec.DecodeMeter
 	once  sync.Once
 	done  func()
+	list  *toolsListReply // nil unless the reply is to tools/list
 }
 
 func (b *boundedBody) Read(p []byte) (int, error) {
@@ -327,7 +426,15 @@ func (b *boundedBody) Read(p []byte) (int, error) {
 	}
 	// Within the scrape's own bounds, the bytes and their decode are
 	// charged to the scrapes' budget.
-	if cerr := b.rt.charge.add(scrapeCostFactor*int64(n) + b.meter.Cost() - before); cerr != nil {
+	held := int64(0)
+	if b.list != nil {
+		// Kept until addExecutions: charged once more.
+		b.rt.mu.Lock()
+		b.list.buf.Write(p[:n])
+		b.rt.mu.Unlock()
+		held = int64(n)
+	}
+	if cerr := b.rt.charge.add(scrapeCostFactor*int64(n) + b.meter.Cost() - before + held); cerr != nil {
 		b.rt.fail(cerr)
 		return 0, cerr
 	}

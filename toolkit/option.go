@@ -18,6 +18,7 @@ type toolConfig struct {
 	scopes        []string
 	timeout       time.Duration
 	maxConcurrent int
+	execution     *spec.Execution
 	err           error // the first option out of range
 }
 
@@ -119,5 +120,29 @@ func MaxConcurrent(n int) Option {
 			c.fail("MaxConcurrent(%d) is negative", n)
 		}
 		c.maxConcurrent = n
+	}
+}
+
+// TaskSupport says whether a caller may call the tool as an MCP task
+// (2025-11-25): [spec.TaskSupportOptional] lets it, [spec.TaskSupportRequired]
+// makes it, [spec.TaskSupportForbidden] (the default) refuses it. The tool
+// is served with MCP's execution.taskSupport in tools/list and the spec
+// document. Called as a task, its ordinary handler runs in the background
+// of the server's task store: [Progress] messages become the task's status
+// message, and tasks/cancel cancels its context. Over the invoke endpoint
+// it is an ordinary call whatever the value. Any other value makes
+// declaring the tool fail with an error matching [ErrInvalidOption].
+func TaskSupport(support string) Option {
+	return func(c *toolConfig) {
+		e := &spec.Execution{TaskSupport: support}
+		if err := e.Validate(); err != nil {
+			c.fail("TaskSupport(%q): %v", support, err)
+			return
+		}
+		if support == "" || support == spec.TaskSupportForbidden {
+			c.execution = nil
+			return
+		}
+		c.execution = e
 	}
 }

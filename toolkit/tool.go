@@ -213,6 +213,7 @@ func newTool(name, description string, inSchema, outSchema json.RawMessage, opts
 			Description:  description,
 			InputSchema:  inSchema,
 			OutputSchema: outSchema,
+			Execution:    cfg.execution,
 			Meta:         cfg.meta,
 		},
 		scopes:    cfg.scopes,

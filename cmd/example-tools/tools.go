@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/toolplane/toolplane/toolkit"
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // EchoInput is typed_echo's input, and its output: one field of every kind
@@ -226,9 +227,9 @@ func exampleTools(reg *toolkit.Registry, helpdesk *Helpdesk) ([]*toolkit.Tool, e
 	}
 
 	keep(toolkit.New("build_report",
-		"Write a report section by section. It takes a while (sections times delayMs), and reports its progress to MCP clients that ask for it.",
+		"Write a report section by section. It takes a while (sections times delayMs), and reports its progress to MCP clients that ask for it. An MCP client may call it as a task (execution.taskSupport optional), and poll it or cancel it.",
 		buildReport, toolkit.Title("Build report"), toolkit.ReadOnly(), toolkit.OpenWorld(false),
-		toolkit.Category("reports"), toolkit.Timeout(time.Minute)))
+		toolkit.Category("reports"), toolkit.Timeout(time.Minute), toolkit.TaskSupport(spec.TaskSupportOptional)))
 	keep(toolkit.New("whoami",
 		"Tell who is calling, as this server verified it: the subject and groups that the gateway's transaction token names. An anonymous call has no subject.",
 		whoami, toolkit.Title("Who am I"), toolkit.ReadOnly(), toolkit.Idempotent(), toolkit.OpenWorld(false),

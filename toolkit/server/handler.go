@@ -129,6 +129,31 @@ type Options struct {
 	// Logger receives the transport's own errors, and the MCP SDK's logs.
 	// The default is [slog.Default].
 	Logger *slog.Logger
+
+	// MaxTasksPerCaller bounds the MCP tasks (2025-11-25) that one caller
+	// has running, for tools declared with [toolkit.TaskSupport]; the next
+	// task-augmented tools/call is refused with [CodeTooManyTasks]. A
+	// caller also keeps at most this many finished tasks: a new task drops
+	// its oldest. The caller is the verified [toolkit.Caller] subject
+	// (Txn-Token, a bearer token the SDK verified, an outer middleware),
+	// else the MCP session, else the remote IP address. Zero means
+	// [DefaultMaxTasksPerCaller]; a negative value makes [New] panic.
+	MaxTasksPerCaller int
+	// MaxTasks bounds the tasks running for every caller together, so that
+	// callers without a subject, one per address, cannot hold the process;
+	// at most twice as many are kept. Zero means [DefaultMaxTasks]; a
+	// negative value makes [New] panic.
+	MaxTasks int
+	// MaxTaskTTL bounds a task's lifetime from its creation: a caller's
+	// ttl is clamped to it (and to at least one second), and a task that
+	// asks none gets it. When it ends the task is cancelled if it still
+	// runs, and dropped with its result. Zero means [DefaultMaxTaskTTL]; a
+	// negative value makes [New] panic.
+	MaxTaskTTL time.Duration
+	// TaskPollInterval is the pollInterval a task suggests to its client.
+	// Zero means [DefaultTaskPollInterval]; a negative value makes [New]
+	// panic.
+	TaskPollInterval time.Duration
 }
 
 // Handler serves a [toolkit.Registry] over HTTP, from one registry and one
@@ -208,6 +233,22 @@ func NewHandler(reg *toolkit.Registry, opts *Options) (*Handler, error) {
 	}
 	if o.MaxBodyBytes < 0 || o.SessionTimeout < 0 {
 		return nil, fmt.Errorf("%w: MaxBodyBytes (%d) and SessionTimeout (%s) must not be negative", ErrInvalidOptions, o.MaxBodyBytes, o.SessionTimeout)
+	}
+	if o.MaxTasksPerCaller < 0 || o.MaxTasks < 0 || o.MaxTaskTTL < 0 || o.TaskPollInterval < 0 {
+		return nil, fmt.Errorf("%w: MaxTasksPerCaller (%d), MaxTasks (%d), MaxTaskTTL (%s) and TaskPollInterval (%s) must not be negative",
+			ErrInvalidOptions, o.MaxTasksPerCaller, o.MaxTasks, o.MaxTaskTTL, o.TaskPollInterval)
+	}
+	if o.MaxTasksPerCaller == 0 {
+		o.MaxTasksPerCaller = DefaultMaxTasksPerCaller
+	}
+	if o.MaxTasks == 0 {
+		o.MaxTasks = DefaultMaxTasks
+	}
+	if o.MaxTaskTTL == 0 {
+		o.MaxTaskTTL = DefaultMaxTaskTTL
+	}
+	if o.TaskPollInterval == 0 {
+		o.TaskPollInterval = DefaultTaskPollInterval
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes

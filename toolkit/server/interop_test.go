@@ -60,6 +60,8 @@ type interopEvent struct {
 	Message         string          `json:"message"`
 	Level           string          `json:"level"`
 	Data            string          `json:"data"`
+	// Raw is the whole line, for the events of one test.
+	Raw json.RawMessage `json:"-"`
 }
 
 // runInterop starts the harness and returns its events as they come.
@@ -88,6 +90,7 @@ func runInterop(t *testing.T, node, url, tool, args string, flags ...string) <-c
 				t.Errorf("harness printed %q: %v", sc.Text(), err)
 				continue
 			}
+			e.Raw = slices.Clone(sc.Bytes())
 			select {
 			case events <- e:
 			case <-done:

@@ -29,6 +29,7 @@ type mcpBridge struct {
 
 	stateless http.Handler
 	sessions  http.Handler // nil unless Options.MCPSessions
+	tasks     *mcpTasks
 }
 
 func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Context, http.Header) context.Context, txn *TxnTokenVerifier) (*mcpBridge, error) {
@@ -81,6 +82,11 @@ func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Contex
 			DisableLocalhostProtection: o.AllowAnyHostOnLoopback,
 		})
 	}
+	var sessions func(string) bool
+	if o.MCPSessions {
+		sessions = sessionExists(b.server)
+	}
+	b.tasks = newMCPTasks(reg, o, txn, sessions)
 	return b, nil
 }
 
@@ -88,6 +94,11 @@ func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Contex
 // one of the 2025 era to the session handler when there is one. Both share
 // one MCP server, so both see the same tools.
 func (b *mcpBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b.tasks.serve(w, r, http.HandlerFunc(b.route))
+}
+
+// route is ServeHTTP without tasks.
+func (b *mcpBridge) route(w http.ResponseWriter, r *http.Request) {
 	if b.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
 		b.sessions.ServeHTTP(w, r)
 		return
@@ -99,6 +110,7 @@ func (b *mcpBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // every open stream.
 func (b *mcpBridge) close() {
 	b.tools.stopFollowing()
+	b.tasks.close()
 	b.endSessions()
 }
 
