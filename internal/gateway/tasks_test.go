@@ -2,6 +2,7 @@ package gateway_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolplane/toolplane/internal/gateway"
+	"github.com/toolplane/toolplane/toolkit"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -414,4 +416,73 @@ func TestTasksUnderAuthAreTheCallers(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	alice.do(map[string]any{"op": "cancel", "taskId": id})
+}
+
+// TestTasksOfAToolkitWorkload: the same flow to a toolkit workload, whose
+// /mcp runs a tool declared toolkit.TaskSupport as a task: the TypeScript
+// SDK client runs one to its result, and cancels another mid-run, which
+// ends the tool's context; a second replica polls a task the first
+// started.
+func TestTasksOfAToolkitWorkload(t *testing.T) {
+	var cancelled atomic.Int64
+	slow := toolkit.MustNew("slow", "Works for ms milliseconds", func(ctx context.Context, in struct {
+		Ms int `json:"ms"`
+	}) (string, error) {
+		select {
+		case <-ctx.Done():
+			cancelled.Add(1)
+			return "", ctx.Err()
+		case <-time.After(time.Duration(in.Ms) * time.Millisecond):
+			return fmt.Sprintf("slow done after %dms", in.Ms), nil
+		}
+	}, toolkit.TaskSupport(spec.TaskSupportOptional))
+	w := newWorkload(t, "apps", "kit", "", slow, echoTool("kit"))
+	tools := w.tableTools()
+	for i := range tools {
+		for _, s := range w.reg.Specs() {
+			if s.Name == tools[i].SourceName {
+				tools[i].Execution = s.Execution
+			}
+		}
+	}
+	r := new(routes).add(w)
+	opts := gateway.Options{CallTimeout: 20 * time.Second, TaskKey: []byte("a task key that both replicas share, 32+ bytes")}
+	gA, urlA := newGateway(t, r, opts)
+	gB, urlB := newGateway(t, r, opts)
+	for _, g := range []*gateway.Gateway{gA, gB} {
+		if err := g.SetTable(table(tools)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a := startTSTasks(t, urlA+"/mcp", "")
+	b := startTSTasks(t, urlB+"/mcp", "")
+
+	m := a.do(map[string]any{"op": "stream", "tool": "slow", "args": map[string]any{"ms": 200}, "ttl": 60000})
+	msgs, _ := m["messages"].([]any)
+	if len(msgs) < 3 {
+		t.Fatalf("callToolStream gave %v", m)
+	}
+	last := msgs[len(msgs)-1].(map[string]any)
+	res, _ := last["result"].(map[string]any)
+	if content, _ := res["content"].([]any); last["type"] != "result" || len(content) == 0 || content[0].(map[string]any)["text"] != "slow done after 200ms" {
+		t.Fatalf("the stream ends %v", last)
+	}
+
+	id := a.start("slow", map[string]any{"ms": 60000})
+	if s := b.status(id); s != "working" {
+		t.Fatalf("on replica B the task is %s", s)
+	}
+	if m := b.do(map[string]any{"op": "cancel", "taskId": id}); m["event"] != "cancelled" {
+		t.Fatalf("tasks/cancel on replica B: %v", m)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for cancelled.Load() == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the tool's context did not end with its task's cancellation")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if s := a.status(id); s != "cancelled" {
+		t.Fatalf("after the cancel the task is %s", s)
+	}
 }
