@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"net/http"
@@ -47,8 +48,9 @@ import (
 // as many), and every task's lifetime (Options.MaxTaskTTL): its ttl is
 // clamped to it, and its id expires with it. A task counts against its
 // caller until the replica that created it sees it end (a tasks/get,
-// tasks/result or tasks/cancel it serves that finds it terminal), or its
-// id expires.
+// tasks/result or tasks/cancel it serves that finds it terminal, or a
+// backend that no longer knows it), or its id expires; a caller at its
+// bound has its counted tasks' backends asked first (reclaimTasks).
 
 // Tasks methods.
 const (
@@ -428,7 +430,7 @@ func (g *Gateway) meter(ctx context.Context, header http.Header) (*http.Client, 
 func (g *Gateway) taskFailure(ctx context.Context, err error) (*mcp.CallToolResult, string, string) {
 	var rpcErr *jsonrpc.Error
 	switch {
-	case err == errReplyTooLarge:
+	case errors.Is(err, errReplyTooLarge):
 		return nil, outcomeBadReply, fmt.Sprintf("the workload's reply is over the gateway's limit of %d bytes", g.opts.MaxResultBytes)
 	case ctx.Err() != nil:
 		return g.failure(ctx, err)
@@ -438,13 +440,7 @@ func (g *Gateway) taskFailure(ctx context.Context, err error) (*mcp.CallToolResu
 	return nil, outcomeUnreachable, "the MCP server is unreachable: " + clip(err.Error(), 512)
 }
 
-func asRPCError(err error, target **jsonrpc.Error) bool {
-	e, ok := err.(*jsonrpc.Error)
-	if ok {
-		*target = e
-	}
-	return ok
-}
+func asRPCError(err error, target **jsonrpc.Error) bool { return errors.As(err, target) }
 
 // serveTaskMethod answers a tasks/* request that serveBounded noted, and
 // reports whether it did.
