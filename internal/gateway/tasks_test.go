@@ -486,3 +486,71 @@ func TestTasksOfAToolkitWorkload(t *testing.T) {
 		t.Fatalf("after the cancel the task is %s", s)
 	}
 }
+
+// postRPC posts one JSON-RPC request of protocol version and returns its
+// reply.
+func postRPC(t *testing.T, url, version, method, params string) map[string]any {
+	t.Helper()
+	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
+	req, _ := http.NewRequestWithContext(bounded(t), http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Protocol-Version", version)
+	req.Header.Set("Mcp-Method", method)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return replyOf(t, resp)
+}
+
+// TestTasksCapabilityFollowsTheView: initialize (2025-11-25) and
+// server/discover (2026-07-28) declare tasks on a view with a task tool,
+// and not on one without; a task whose tool leaves the table is not found,
+// and its backend is not asked.
+func TestTasksCapabilityFollowsTheView(t *testing.T) {
+	addr, tools := startTSTaskServer(t)
+	r := new(routes)
+	r.set("ts.apps.svc.cluster.local:8080", addr)
+	plain := newWorkload(t, "other", "kit", "kit_", echoTool("kit"))
+	r.add(plain)
+	g, url := newGateway(t, r, gateway.Options{CallTimeout: 20 * time.Second, Sessions: true})
+	if err := g.SetTable(table(tools, plain.tableTools())); err != nil {
+		t.Fatal(err)
+	}
+	init := `{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}`
+	discover := `{"_meta":{"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}`
+	for _, c := range []struct {
+		path string
+		want bool
+	}{{"/mcp", true}, {"/mcp/namespaces/apps", true}, {"/mcp/namespaces/other", false}} {
+		for _, q := range []struct{ version, method, params string }{{"2025-11-25", "initialize", init}, {"2026-07-28", "server/discover", discover}} {
+			reply := postRPC(t, url+c.path, q.version, q.method, q.params)
+			res, _ := reply["result"].(map[string]any)
+			caps, _ := res["capabilities"].(map[string]any)
+			if caps == nil {
+				t.Fatalf("%s %s: %v", c.path, q.method, reply)
+			}
+			if _, got := caps["tasks"]; got != c.want || caps["tools"] == nil {
+				t.Fatalf("%s %s declares %v, want tasks %v", c.path, q.method, caps, c.want)
+			}
+		}
+	}
+
+	// The TypeScript client in a 2025 session of the gateway (Sessions).
+	a := startTSTasks(t, url+"/mcp", "")
+	id := a.start("ts_slow", map[string]any{"ms": 60000})
+	if s := a.status(id); s != "working" {
+		t.Fatalf("status %s", s)
+	}
+	if err := g.SetTable(table(plain.tableTools())); err != nil {
+		t.Fatal(err)
+	}
+	before := getTSStats(t, addr).Methods["tasks/get"]
+	if m := a.do(map[string]any{"op": "get", "taskId": id}); !strings.Contains(errorOf(m), "task not found") {
+		t.Fatalf("a task whose tool left the table: %v", m)
+	}
+	if after := getTSStats(t, addr).Methods["tasks/get"]; after != before {
+		t.Fatalf("the backend was asked: %d then %d", before, after)
+	}
+}
