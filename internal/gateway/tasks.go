@@ -310,7 +310,7 @@ func (g *Gateway) createTask(ctx context.Context, tc *taskCreate, s *snapshot, i
 	defer release()
 	mt, done := g.meter(ctx, header)
 	defer done()
-	conn, err := g.dialTask(ctx, mt, url, out, "")
+	conn, err := g.dialTask(ctx, mt, url, out, "", true)
 	if err != nil {
 		return g.taskFailure(ctx, err)
 	}
@@ -578,7 +578,7 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 	defer release()
 	client, done := g.meter(ctx, header)
 	defer done()
-	conn, err := g.dialTask(ctx, client, url, out, st.session)
+	conn, err := g.dialTask(ctx, client, url, out, st.session, false)
 	if err != nil {
 		return outcomeUnreachableOrBad(g.taskFailure(ctx, err))
 	}

@@ -123,10 +123,12 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 }
 
 // dialTask opens a conversation about a task with the MCP server at url,
-// through client, with the header out: in session, the one the task
-// belongs to, or, with none, after an initialize of its own (which a
-// stateless server answers too).
-func (g *Gateway) dialTask(ctx context.Context, client *http.Client, url string, out http.Header, session string) (*taskConn, error) {
+// through client, with the header out. A new task's (fresh) begins with
+// an initialize, whose answer says whether the server keeps sessions;
+// a later one goes on in session, the one the task belongs to, or, for a
+// server that gave none (stateless, which cannot require an initialize
+// it would not remember), without one.
+func (g *Gateway) dialTask(ctx context.Context, client *http.Client, url string, out http.Header, session string, fresh bool) (*taskConn, error) {
 	hc := *client
 	rt := &taskTransport{base: hc.Transport, header: out, limit: g.opts.MaxResultBytes, session: session}
 	if rt.base == nil {
@@ -143,7 +145,7 @@ func (g *Gateway) dialTask(ctx context.Context, client *http.Client, url string,
 		return nil, err
 	}
 	tc := &taskConn{conn: conn, rt: rt}
-	if session != "" {
+	if !fresh {
 		rt.version = taskProtocol
 		return tc, nil
 	}
