@@ -104,6 +104,7 @@ type Gateway struct {
 	tasks      *taskLedger
 	taskSealer *taskSealer
 	taskOps    *prometheus.CounterVec
+	taskLimits *callLimits
 
 	closeOnce sync.Once
 }

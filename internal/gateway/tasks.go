@@ -387,6 +387,10 @@ func (g *Gateway) rewriteTask(ctx context.Context, task map[string]json.RawMessa
 	idJSON, _ := json.Marshal(id)
 	task["taskId"] = idJSON
 	task["ttl"] = json.RawMessage(strconv.FormatInt(st.ttlMs, 10))
+	var poll float64
+	if err := json.Unmarshal(task["pollInterval"], &poll); err != nil || poll < minPollInterval {
+		task["pollInterval"] = json.RawMessage(strconv.Itoa(minPollInterval))
+	}
 	b, err := json.Marshal(task)
 	if err != nil {
 		return nil, err
@@ -492,6 +496,12 @@ func (g *Gateway) taskMethod(ctx context.Context, r *http.Request, req *jsonrpc.
 		}
 	}
 	caller := callerFromRequest(r)
+	if key := limitKeyOf(caller, r.Header); key != "" {
+		if res, after := g.taskLimits.reserve(key, g.taskRequestsPerMinute(), time.Now()); res == nil {
+			g.metrics.refused.WithLabelValues(refusedTaskRequests).Inc()
+			return nil, taskError(codeServerBusy, "too many task requests from you through this gateway replica (%d a minute); retry in %d s", g.taskRequestsPerMinute(), max(1, int(after.Seconds()+0.999)))
+		}
+	}
 	st := g.taskSealer.open(p.TaskID, time.Now())
 	if st == nil || st.caller != callerDigest(sealKeyOf(caller)) {
 		g.taskOps.WithLabelValues(req.Method, taskNotFound).Inc()
@@ -524,6 +534,10 @@ func (g *Gateway) taskMethod(ctx context.Context, r *http.Request, req *jsonrpc.
 	g.taskOps.WithLabelValues(req.Method, outcome).Inc()
 	return res, rerr
 }
+
+// refusedTaskRequests is the refused metric's reason for a tasks/*
+// request over its caller's bound.
+const refusedTaskRequests = "task_requests_per_caller"
 
 // Outcomes of the tasks metric besides the calls'.
 const (

@@ -135,9 +135,28 @@ func (l *taskLedger) sweepLocked(now time.Time, caller string) {
 	}
 }
 
+// Each caller's tasks/* requests through one replica are bounded: each
+// costs a request to a backend, and a client that polls in a loop would
+// otherwise make the gateway one's amplifier. The bound lets every task
+// the caller may have be polled twice a second; a well-behaved client
+// polls at the task's pollInterval, which the gateway raises to
+// minPollInterval.
+const (
+	taskRequestsPerTaskPerMinute = 120
+	minTaskRequestsPerMinute     = 1200
+	minPollInterval              = 500 // ms
+	maxTaskRequestBuckets        = 1 << 14
+)
+
+// taskRequestsPerMinute is the bound of a caller's tasks/* requests.
+func (g *Gateway) taskRequestsPerMinute() int {
+	return max(minTaskRequestsPerMinute, g.opts.MaxTasksPerCaller*taskRequestsPerTaskPerMinute)
+}
+
 // initTasks sets up the tasks of New.
 func (g *Gateway) initTasks(o *Options) error {
 	g.tasks = newTaskLedger()
+	g.taskLimits = newCallLimits(maxTaskRequestBuckets)
 	var err error
 	g.taskSealer, err = newTaskSealer(o.TaskKey)
 	g.taskOps = prometheus.NewCounterVec(prometheus.CounterOpts{

@@ -554,3 +554,29 @@ func TestTasksCapabilityFollowsTheView(t *testing.T) {
 		t.Fatalf("the backend was asked: %d then %d", before, after)
 	}
 }
+
+// TestTaskRequestsAreBoundedPerCaller: a caller's tasks/* requests through
+// one replica are bounded (each would cost a backend request): a client
+// that sends them in a loop is refused once past a minute's worth, and is
+// told when to retry.
+func TestTaskRequestsAreBoundedPerCaller(t *testing.T) {
+	_, url := newGateway(t, nil, gateway.Options{MaxTasksPerCaller: 1})
+	params := `{"taskId":"tpt1.AAAA"}`
+	for n := 1; ; n++ {
+		reply := postRPC(t, url+"/mcp", "2025-11-25", "tasks/get", params)
+		e, _ := reply["error"].(map[string]any)
+		msg := fmt.Sprint(e["message"])
+		if strings.Contains(msg, "too many task requests") {
+			if n <= 1200 || !strings.Contains(msg, "retry in") {
+				t.Fatalf("refused after %d requests: %s", n, msg)
+			}
+			return
+		}
+		if !strings.Contains(msg, "task not found") {
+			t.Fatalf("request %d: %v", n, reply)
+		}
+		if n > 5000 {
+			t.Fatal("5000 tasks/get requests and none refused")
+		}
+	}
+}
