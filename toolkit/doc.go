@@ -180,6 +180,20 @@
 // client set; on other transports they are dropped, at the cost of a
 // context lookup. A transport of one's own provides a [Reporter].
 //
+// # Tasks
+//
+// A tool that takes long can let its MCP caller run it as a task (MCP
+// 2025-11-25) with [TaskSupport]: the caller gets a task at once, polls
+// it, reads the result when it is done, or cancels it. The handler is the
+// ordinary one: it runs in the background, its [Progress] messages become
+// the task's status message, and cancellation ends its context, so a tool
+// that honours its context and reports its progress needs nothing more:
+//
+//	toolkit.New("build_report", "Write a long report.", buildReport,
+//		toolkit.TaskSupport(spec.TaskSupportOptional), toolkit.Timeout(10*time.Minute))
+//
+// The server package's Handler serves the tasks, bounded per caller.
+//
 // # Middleware
 //
 // A [Middleware] wraps a [CallHandler], and so every call on every

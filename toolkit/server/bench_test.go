@@ -54,3 +54,34 @@ func BenchmarkCall(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCallWithTasks is an ordinary tools/call over /mcp (2025-11-25)
+// in the same run: before and after the registry gains a tool with task
+// support, which puts the tasks front (a read and a decode of each message
+// before the SDK's) in the path.
+//
+//	go test ./server -run '^$' -bench CallWithTasks -count 10 | tee bench.txt
+//	benchstat -col /tasks bench.txt
+func BenchmarkCallWithTasks(b *testing.B) {
+	s := newTestServer(b, nil)
+	const args = `{"text":"ab","count":"2","status":"PAID","tags":["a","b"]}`
+	for _, on := range []bool{false, true} {
+		name := "tasks=off"
+		if on {
+			name = "tasks=on"
+			if err := s.reg.Add(waitTool("wait", spec.TaskSupportOptional)); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			cs := connect(b, s.URL, "2025-11-25", nil)
+			for b.Loop() {
+				res, err := cs.CallTool(b.Context(), &mcp.CallToolParams{Name: "echo", Arguments: json.RawMessage(args)})
+				if err != nil || res.IsError {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
+		})
+	}
+}

@@ -119,6 +119,39 @@
 // [Options.CallContext] derives the context from the header on every
 // transport, for example to extract a W3C trace context.
 //
+// # Tasks
+//
+// A tool declared with [toolkit.TaskSupport] may (optional) or must
+// (required) be called as an MCP task (protocol 2025-11-25, experimental):
+// tools/list gives it execution.taskSupport, initialize advertises the
+// tasks capability (list, cancel, tools/call), and a tools/call with
+// params.task returns a task at once, while the tool's ordinary handler
+// runs in the background. The client polls tasks/get, reads the tool's
+// result with tasks/result (which waits for the end), and may list its
+// tasks and cancel one, which cancels the handler's context. What the tool
+// reports with toolkit.Progress becomes the task's statusMessage; a result
+// with isError, or a JSON-RPC error, fails the task. A required tool
+// called without params.task, and a tool without task support called with
+// it, get JSON-RPC error -32601. Invoke calls every tool the ordinary way.
+//
+// The go-sdk has no tasks, so the [Handler] answers them itself in front
+// of the SDK, and only while the registry has a tool with task support; a
+// go-sdk server of your own ([AddTools]) serves no tasks. Tasks are
+// bounded, and kept per caller: the verified [toolkit.Caller] subject
+// (from a Txn-Token, a bearer token or an outer middleware), else the MCP
+// session (which must exist), else the remote IP address. A caller sees
+// only its own tasks; another caller's task id is not found, and ids are
+// 128 random bits. [Options.MaxTasksPerCaller] (16) tasks of a caller run
+// at once and as many finished ones are kept, [Options.MaxTasks] (256) run
+// in all, and a task lives at most [Options.MaxTaskTTL] (1h) from its
+// creation, the ttl it asks clamped to that: then it is cancelled if it
+// still runs, and dropped with its result. A task past a bound is refused
+// with JSON-RPC error [CodeTooManyTasks]. Tasks live in one process, as
+// sessions do: a client must poll the replica that made them (one
+// replica, or session affinity). Behind the gateway
+// every caller arrives from its address, so verify Txn-Tokens
+// ([Options.TxnToken]) for the per-caller bound to be per caller.
+//
 // # The caller behind the toolplane gateway
 //
 // The gateway never forwards a caller's token. Under authentication it

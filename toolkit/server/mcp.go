@@ -30,6 +30,7 @@ type mcpBridge struct {
 	stateless http.Handler
 	sessions  http.Handler // nil unless Options.MCPSessions
 	tasks     *mcpTasks
+	routeH    http.Handler // route, made once
 }
 
 func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Context, http.Header) context.Context, txn *TxnTokenVerifier) (*mcpBridge, error) {
@@ -87,6 +88,7 @@ func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Contex
 		sessions = sessionExists(b.server)
 	}
 	b.tasks = newMCPTasks(reg, o, txn, sessions)
+	b.routeH = http.HandlerFunc(b.route)
 	return b, nil
 }
 
@@ -94,7 +96,7 @@ func newMCPBridge(reg *toolkit.Registry, o *Options, callCtx func(context.Contex
 // one of the 2025 era to the session handler when there is one. Both share
 // one MCP server, so both see the same tools.
 func (b *mcpBridge) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	b.tasks.serve(w, r, http.HandlerFunc(b.route))
+	b.tasks.serve(w, r, b.routeH)
 }
 
 // route is ServeHTTP without tasks.
@@ -125,7 +127,9 @@ func (b *mcpBridge) endSessions() {
 // MCPTool is t as MCP's tools/list serves it, through the official Go SDK.
 // The schemas stay raw JSON, so that tools/list carries them byte for byte
 // as the spec document does. A gateway that serves tools it did not
-// declare uses it to list them exactly as toolkit would.
+// declare uses it to list them exactly as toolkit would. The SDK's Tool
+// has no execution (MCP 2025-11-25 tasks): [Handler] adds t.Execution to
+// its tools/list replies itself, and a server of another kind must too.
 func MCPTool(t spec.Tool) *mcp.Tool {
 	mt := &mcp.Tool{
 		Name:        t.Name,

@@ -109,6 +109,33 @@ func (t *mcpTasks) serve(w http.ResponseWriter, r *http.Request, next http.Handl
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
+	// A look at the method (and a tool call's name and task) first, with
+	// encoding/json, which allocates little: the SDK decodes each message
+	// again, and most are not ours.
+	var peek struct {
+		Method string `json:"method"`
+		Params struct {
+			Name string          `json:"name"`
+			Task json.RawMessage `json:"task"`
+		} `json:"params"`
+	}
+	if json.Unmarshal(body, &peek) != nil {
+		next.ServeHTTP(w, r) // a batch, or no JSON-RPC: the SDK's to refuse
+		return
+	}
+	switch peek.Method {
+	case "initialize", "tools/list", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
+	case "tools/call":
+		exec, exists := t.execution(peek.Params.Name)
+		task := len(peek.Params.Task) > 0 && string(peek.Params.Task) != "null"
+		if !exists || !task && !exec.TasksRequired() {
+			next.ServeHTTP(w, r)
+			return
+		}
+	default:
+		next.ServeHTTP(w, r)
+		return
+	}
 	msg, err := jsonrpc.DecodeMessage(body)
 	req, ok := msg.(*jsonrpc.Request)
 	if err != nil || !ok || !req.IsCall() {
@@ -124,10 +151,8 @@ func (t *mcpTasks) serve(w http.ResponseWriter, r *http.Request, next http.Handl
 		if !t.call(w, r, req) {
 			next.ServeHTTP(w, r)
 		}
-	case "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
-		t.task(w, r, req)
 	default:
-		next.ServeHTTP(w, r)
+		t.task(w, r, req)
 	}
 }
 
@@ -150,8 +175,10 @@ type callParams struct {
 // reports whether it did; the SDK answers the rest.
 func (t *mcpTasks) call(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) bool {
 	var p callParams
-	if json.Unmarshal(req.Params, &p) != nil {
-		return false // the SDK says what is wrong with it
+	if err := json.Unmarshal(req.Params, &p); err != nil {
+		// Not passed on: the SDK, which knows no task, would run the call.
+		t.reply(w, r, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid tools/call params: " + err.Error()})
+		return true
 	}
 	exec, exists := t.execution(p.Name)
 	switch {

@@ -149,6 +149,8 @@ func TestMCPTasksFollowTaskSupport(t *testing.T) {
 	}
 
 	rpc(t, srv.URL, "tools/call", `{"name":"must","arguments":{}}`).wantError(t, -32601, "must be called as a task")
+	rpc(t, srv.URL, "tools/call", `{"name":"must","arguments":{},"task":{"ttl":"soon"}}`).wantError(t, -32602, "invalid tools/call params")
+	rpc(t, srv.URL, "tools/call", `{"name":"must","arguments":{},"task":{"ttl":1e999}}`).wantError(t, -32602, "invalid tools/call params")
 	rpc(t, srv.URL, "tools/call", `{"name":"never","arguments":{"text":"x"},"task":{}}`).wantError(t, -32601, "cannot be called as a task")
 	if r := rpc(t, srv.URL, "tools/call", `{"name":"never","arguments":{"text":"x"}}`); r.err != nil || !strings.Contains(string(r.result), `"echo":"x"`) {
 		t.Errorf("an ordinary call: %s %+v", r.result, r.err)
@@ -243,4 +245,43 @@ func TestMCPTasksAreOffWithoutTaskTools(t *testing.T) {
 	if r := rpc(t, s.URL, "tasks/list", `{}`); r.status != http.StatusBadRequest {
 		t.Errorf("tasks/list: %d %s %+v, want the SDK's refusal", r.status, r.result, r.err)
 	}
+}
+
+// FuzzMCPTasksFront sends the tasks front any message: it never panics,
+// and every reply is a status the SDK or the front gives.
+//
+//	go test ./server -run '^$' -fuzz FuzzMCPTasksFront -fuzztime 30s
+func FuzzMCPTasksFront(f *testing.F) {
+	reg := new(toolkit.Registry)
+	quickTask := must(toolkit.New("quick", "Returns at once.", echo, toolkit.TaskSupport(spec.TaskSupportRequired)))
+	if err := reg.Add(quickTask); err != nil {
+		f.Fatal(err)
+	}
+	h := server.New(reg, &server.Options{MaxTasksPerCaller: 4, MaxTasks: 8})
+	f.Cleanup(func() { h.Close() })
+	for _, seed := range []string{
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"quick","arguments":{"text":"x"},"task":{"ttl":1000}}}`,
+		`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"quick","arguments":{"text":"x"}}}`,
+		`{"jsonrpc":"2.0","id":"a","method":"tasks/get","params":{"taskId":"x"}}`,
+		`{"jsonrpc":"2.0","id":2,"method":"tasks/list","params":null}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tasks/cancel","params":[1]}`,
+		`{"jsonrpc":"2.0","id":4,"method":"tools/list"}`,
+		`{"jsonrpc":"2.0","id":5,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"f","version":"1"}}}`,
+		`[{"jsonrpc":"2.0","id":1,"method":"tasks/list"}]`,
+		`{"jsonrpc":"2.0","method":"tasks/list"}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, spec.MCPPath, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		rec := httptest.NewRecorder()
+		ctx, cancel := context.WithTimeout(req.Context(), 5*time.Second)
+		defer cancel()
+		h.ServeHTTP(rec, req.WithContext(ctx))
+		if rec.Code >= 500 {
+			t.Fatalf("%q: %d %s", body, rec.Code, rec.Body)
+		}
+	})
 }
