@@ -132,6 +132,12 @@ func main() {
 		"With --auth, sign a transaction token (Txn-Token header) naming the caller for every call routed to a workload, with the keys of this directory "+
 			"(current.key, and previous.key while rotating: PEM or JWK, ECDSA P-256 or Ed25519), reread every 10s; their public keys are served at /.well-known/jwks.json. Empty sends none.")
 	flag.DurationVar(&txnLifetime, "txn-token-lifetime", gateway.DefaultTxnTokenLifetime, "With --txn-token-key-dir, how long a transaction token is valid.")
+	var taskKeyFile string
+	flag.StringVar(&taskKeyFile, "task-key-file", "",
+		"A file holding the secret (at least 32 bytes, a mounted Secret's key) that MCP task ids are sealed with; every replica needs the same, so that a task started through one is polled through another. "+
+			"Empty seals with a random key of each replica's own: a task is then reached only through the replica that started it.")
+	flag.IntVar(&o.MaxTasksPerCaller, "max-tasks-per-caller", gateway.DefaultMaxTasksPerCaller, "The most MCP tasks one caller (user under --auth, address without) has running through one replica; with N replicas, N times as many.")
+	flag.DurationVar(&o.MaxTaskTTL, "max-task-ttl", gateway.DefaultMaxTaskTTL, "The longest ttl of an MCP task: a longer one asked for is clamped to it, and a task id expires with its task's ttl.")
 	flag.StringVar(&logLevel, "log-level", "info", "The least level logged: debug, info, warn or error.")
 	flag.Parse()
 	if embedURL != "" {
@@ -166,6 +172,16 @@ func main() {
 			os.Exit(2)
 		}
 		o.AuditLog = f // open for the process's life; run's g.Close writes out the lines queued
+	}
+	if taskKeyFile != "" {
+		key, err := gateway.LoadTaskKey(taskKeyFile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gateway: --task-key-file:", err)
+			os.Exit(2)
+		}
+		o.TaskKey = key
+	} else {
+		log.Info("MCP task ids are sealed with a key of this replica's own; with more than one replica, give every replica the same --task-key-file")
 	}
 	if txnKeyDir != "" {
 		tokens, err := gateway.NewTxnTokens(gateway.TxnTokenOptions{KeyDir: txnKeyDir, Issuer: sso.publicURL, Lifetime: txnLifetime, Logger: log})

@@ -14,7 +14,17 @@
 //                   each {"name","description","inputSchema"}: the way a test
 //                   changes what the server serves. Open sessions get
 //                   notifications/tools/list_changed.
-//   GET /control/stats  {"lists":N,"calls":N,"sessions":N,"deletes":N}
+//   GET /control/stats  {"lists":N,"calls":N,"sessions":N,"deletes":N,
+//                   "methods":{method:N},"tasks":{"created":N,"completed":N,"cancelled":N}}
+//
+// A tool whose execution.taskSupport is "optional" or "required" runs as a
+// task (MCP 2025-11-25) when the call asks for one: the call returns the
+// task at once, and the tool works for arguments.ms milliseconds (default
+// 200) before it completes, unless tasks/cancel cancels it first, which
+// it notices and counts. The task store is the SDK's InMemoryTaskStore,
+// one for the server: a task belongs to the session it was created in, as
+// the SDK has it, and tasks/get, tasks/result, tasks/list and tasks/cancel
+// are the SDK's own.
 //
 // Every tool answers tools/call with the same blocks: a text block naming
 // the tool and its arguments, then an image, an audio clip, an embedded
@@ -25,6 +35,7 @@ import { createServer } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { InMemoryTaskStore } from '@modelcontextprotocol/sdk/experimental/tasks/stores/in-memory.js';
 import {
   CallToolRequestSchema,
   ListToolsRequestSchema,
@@ -48,14 +59,45 @@ let tools = [
     inputSchema: { type: 'object', properties: { message: { type: 'string' } }, required: ['message'] },
   },
 ];
-const stats = { lists: 0, calls: 0, sessions: 0, deletes: 0 };
+const stats = { lists: 0, calls: 0, sessions: 0, deletes: 0, methods: {}, tasks: { created: 0, completed: 0, cancelled: 0 } };
+const taskStore = new InMemoryTaskStore();
+
+const isTaskTool = (t) => ['optional', 'required'].includes(t?.execution?.taskSupport);
+
+// runTask works for ms milliseconds, looking every 10ms whether the task
+// was cancelled, then stores its result.
+function runTask(store, taskId, name, toolArgs) {
+  const ms = Number.isFinite(toolArgs?.ms) ? toolArgs.ms : 200;
+  const start = Date.now();
+  const step = async () => {
+    const task = await store.getTask(taskId);
+    if (!task) return;
+    if (task.status === 'cancelled') {
+      stats.tasks.cancelled++;
+      return;
+    }
+    if (Date.now() - start < ms) {
+      setTimeout(step, 10);
+      return;
+    }
+    await store.storeTaskResult(taskId, 'completed', {
+      content: [{ type: 'text', text: `${name} done after ${ms}ms` }],
+      structuredContent: { tool: name, ms },
+    });
+    stats.tasks.completed++;
+  };
+  setTimeout(step, 10);
+}
 
 // A 1x1 PNG and a short WAV header: content a client must pass on as given.
 export const imageData = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
 export const audioData = 'UklGRiQAAABXQVZFZm10IBAAAAABAAEAQB8AAIA+AAACABAAZGF0YQAAAAA=';
 
 function newServer() {
-  const server = new Server({ name: 'toolplane-ts-interop', version: '1.0.0' }, { capabilities: { tools: { listChanged: true } } });
+  const server = new Server({ name: 'toolplane-ts-interop', version: '1.0.0' }, {
+    capabilities: { tools: { listChanged: true }, tasks: { list: {}, cancel: {}, requests: { tools: { call: {} } } } },
+    taskStore,
+  });
   server.setRequestHandler(ListToolsRequestSchema, async (req) => {
     stats.lists++;
     const start = req.params?.cursor ? parseInt(Buffer.from(req.params.cursor, 'base64url').toString(), 10) : 0;
@@ -66,11 +108,18 @@ function newServer() {
     const next = start + pageSize;
     return next < tools.length ? { tools: page, nextCursor: Buffer.from(String(next)).toString('base64url') } : { tools: page };
   });
-  server.setRequestHandler(CallToolRequestSchema, async (req) => {
+  server.setRequestHandler(CallToolRequestSchema, async (req, extra) => {
     stats.calls++;
     const { name, arguments: toolArgs } = req.params;
-    if (!tools.some((t) => t.name === name)) {
+    const tool = tools.find((t) => t.name === name);
+    if (!tool) {
       return { isError: true, content: [{ type: 'text', text: `unknown tool ${name}` }] };
+    }
+    if (req.params.task && isTaskTool(tool)) {
+      const task = await extra.taskStore.createTask({ ttl: extra.taskRequestedTtl, pollInterval: 50 });
+      stats.tasks.created++;
+      runTask(extra.taskStore, task.taskId, name, toolArgs);
+      return { task };
     }
     if (name === 'fail') {
       return { isError: true, content: [{ type: 'text', text: 'failed as asked' }] };
@@ -123,6 +172,7 @@ async function handleMCP(req, res) {
       json(res, 400, { jsonrpc: '2.0', error: { code: -32700, message: 'Parse error' }, id: null });
       return;
     }
+    if (typeof body?.method === 'string') stats.methods[body.method] = (stats.methods[body.method] ?? 0) + 1;
   }
   if (stateless) {
     const server = newServer();

@@ -66,6 +66,8 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 		rl := g.newRelay(ctx)
 		ctx = withRelay(ctx, rl)
 		switch route := rl.mcpRoute(s, i); {
+		case taskCreateFrom(ctx) != nil: // a task-augmented call (tasks.go)
+			res, outcome, detail = g.createTask(ctx, taskCreateFrom(ctx), s, i, args, header, out)
 		case route != "" && rl.parks():
 			res, outcome, detail = g.parkable(ctx, c, route, tool.SourceName, args, header, out)
 		case route != "":

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
@@ -98,6 +99,13 @@ type Gateway struct {
 	logLevels logLevels
 	parked    parked
 
+	// tasks counts the tasks each caller has running through this replica,
+	// taskSealer seals their ids, taskOps counts tasks/* (tasks*.go).
+	tasks      *taskLedger
+	taskSealer *taskSealer
+	taskOps    *prometheus.CounterVec
+	taskLimits *callLimits
+
 	closeOnce sync.Once
 }
 
@@ -131,6 +139,12 @@ func New(opts *Options) *Gateway {
 		g.audit = newAuditLog(o.AuditLog, o.AuditBuffer, g.metrics, func(err error) {
 			g.logger.Error("Writing the audit log failed; lines are dropped until it recovers", "error", err)
 		})
+	}
+	if err := g.initTasks(&o); err != nil {
+		// A key too short to seal with: a replica's own key instead, so
+		// that tasks work on this replica only, and say so.
+		o.Logger.Error("The task key cannot be used; task ids are sealed with a key of this replica's own", "error", err)
+		g.taskSealer, _ = newTaskSealer(nil)
 	}
 	g.client = newWorkloadClient(&o)
 	if o.Credentials != nil {
@@ -336,6 +350,9 @@ func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer release()
+	if g.serveTaskMethod(w, r) { // tasks/* (tasks.go)
+		return
+	}
 	r.Header.Del(statefulHeader)
 	if g.sessions != nil && r.Header.Get("Mcp-Protocol-Version") < modernProtocol {
 		r.Header.Set(statefulHeader, "1")

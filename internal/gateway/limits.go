@@ -105,6 +105,7 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 		_ = json.Unmarshal(msg, &m)
 		method = m.Method
 		stream = method == methodListen
+		r = markTaskRequest(r, method, body) // tasks.go
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}

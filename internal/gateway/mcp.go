@@ -25,8 +25,14 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			ctx, end := g.serverSpan(ctx, r, "tools/list", "")
 			res, err := g.listTools(ctx, r)
 			end(res, err)
-			return res, err
+			if err != nil {
+				return nil, err
+			}
+			return g.withExecution(res), nil // tasks_mcp.go
 		case *mcp.CallToolRequest:
+			if ttl, ok := taskRequested(r); ok { // tasks.go
+				return g.callAsTask(ctx, r, ttl)
+			}
 			ctx, end := g.serverSpan(ctx, r, "tools/call", r.Params.Name)
 			res, err := g.callTool(withCallRequest(ctx, r), r)
 			if err == nil {
@@ -36,6 +42,13 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return res, err
 		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]: //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
 			g.noteLogLevel(r)
+		}
+		if method == "initialize" || method == "server/discover" {
+			res, err := next(ctx, method, req)
+			if err != nil {
+				return nil, err
+			}
+			return g.withTasksCapability(req, res), nil // tasks_mcp.go
 		}
 		return next(ctx, method, req)
 	}

@@ -336,6 +336,21 @@ type Options struct {
 	// to retry. Zero means no per-caller limit.
 	MaxCallsPerCallerPerMinute int
 
+	// TaskKey is the secret (at least 32 bytes) that task ids are sealed
+	// with (tasks.go): every replica must have the same, so that a task
+	// started through one can be polled through another. Nil means a
+	// random key of this replica's own: a task is then reached only
+	// through the replica that started it (and not after it restarts).
+	TaskKey []byte
+	// MaxTasksPerCaller bounds the tasks one caller has running through
+	// one replica (with N replicas, N times as many in all); the caller
+	// is its user name under Auth, its address without. Zero means
+	// [DefaultMaxTasksPerCaller].
+	MaxTasksPerCaller int
+	// MaxTaskTTL bounds a task's ttl, and its id's lifetime. Zero means
+	// [DefaultMaxTaskTTL].
+	MaxTaskTTL time.Duration
+
 	// Registerer, if set, receives the gateway's Prometheus metrics. Nil
 	// means they are kept but not exported.
 	Registerer prometheus.Registerer
@@ -403,6 +418,8 @@ func (o Options) withDefaults() Options {
 		o.BackendFailures = DefaultBackendFailures
 	}
 	o.BackendCooldown = orDefault(o.BackendCooldown, DefaultBackendCooldown)
+	o.MaxTasksPerCaller = orDefault(o.MaxTasksPerCaller, DefaultMaxTasksPerCaller)
+	o.MaxTaskTTL = orDefault(o.MaxTaskTTL, DefaultMaxTaskTTL)
 	return o
 }
 

@@ -168,6 +168,31 @@ var _ = Describe("The chart's gateway", func() {
 		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "mine")))
 	})
 
+	It("seals task ids with a key it generates once into a Secret, mounted where --task-key-file reads it", func() {
+		m := helmTemplate("toolplane", "toolplane-system")
+		d := fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane-gateway"))
+		c, ok := gatewayContainer(d)
+		Expect(ok).To(BeTrue())
+		file := flagValue(c.Args, "--task-key-file")
+		Expect(c.VolumeMounts).To(ContainElement(And(HaveField("MountPath", filepath.Dir(file)), HaveField("ReadOnly", true), HaveField("SubPath", ""))))
+		secret := fromUnstructured[corev1.Secret](m.named("Secret", "toolplane-gateway-task-key"))
+		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", secret.Name)))
+		Expect(flagValue(c.Args, "--max-tasks-per-caller")).To(Equal("16"))
+		Expect(flagValue(c.Args, "--max-task-ttl")).To(Equal("1h"))
+
+		By("the generated key is one the gateway takes")
+		keyFile := filepath.Join(GinkgoT().TempDir(), filepath.Base(file))
+		Expect(os.WriteFile(keyFile, secret.Data[filepath.Base(file)], 0o600)).To(Succeed())
+		_, err := gateway.LoadTaskKey(keyFile)
+		Expect(err).NotTo(HaveOccurred())
+
+		By("gateway.tasks.existingSecret mounts a Secret of the user's instead")
+		m = helmTemplate("toolplane", "toolplane-system", "--set", "gateway.tasks.existingSecret=mine")
+		Expect(m.ofKind("Secret").gateway()).NotTo(ContainElement(HaveField("Object", HaveKeyWithValue("metadata", HaveKeyWithValue("name", "toolplane-gateway-task-key")))))
+		d = fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane-gateway"))
+		Expect(d.Spec.Template.Spec.Volumes).To(ContainElement(HaveField("Secret.SecretName", "mine")))
+	})
+
 	It("refuses oidc without a public URL or an authentication configuration", func() {
 		out, err := helm("template", "t", chartDir, "--set", "gateway.auth=oidc", "--set", "gateway.oidc.existingConfigMap=mine")
 		Expect(err).To(HaveOccurred())

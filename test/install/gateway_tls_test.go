@@ -164,10 +164,11 @@ var _ = Describe("The chart's gateway TLS", func() {
 		d := fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane-gateway"))
 		c, _ := gatewayContainer(d)
 		Expect(flagValue(c.Args, "--tls-cert-file")).To(BeEmpty())
-		Expect(d.Spec.Template.Spec.Volumes).To(BeEmpty())
+		// The task key is the only Secret and volume left (gateway_test.go).
+		Expect(d.Spec.Template.Spec.Volumes).To(ConsistOf(HaveField("Name", "task-key")))
 		svc := fromUnstructured[corev1.Service](m.named("Service", "toolplane-gateway"))
 		Expect(svc.Spec.Ports).To(ContainElement(And(HaveField("Port", BeEquivalentTo(80)), HaveField("AppProtocol", HaveValue(Equal("http"))))))
-		Expect(m.ofKind("Secret").gateway()).To(BeEmpty())
+		Expect(m.ofKind("Secret").gateway()).To(ConsistOf(HaveField("Object", HaveKeyWithValue("metadata", HaveKeyWithValue("name", "toolplane-gateway-task-key")))))
 		Expect(m.ofKind("ConfigMap").gateway()).To(BeEmpty())
 
 		By("and takes the API server's audience only when told to, as the README's upgrade note says")
@@ -181,7 +182,7 @@ var _ = Describe("The chart's gateway TLS", func() {
 		m := helmTemplate("toolplane", "toolplane-system", "--set", "gateway.tls.existingSecret=mine",
 			"--api-versions", "cert-manager.io/v1", "--set", "gateway.tls.certManager.issuerRef.name=ca")
 		Expect(tlsVolumeSecret(fromUnstructured[appsv1.Deployment](m.named("Deployment", "toolplane-gateway")))).To(Equal("mine"))
-		Expect(m.ofKind("Secret").gateway()).To(BeEmpty())
+		Expect(m.ofKind("Secret").gateway()).To(ConsistOf(HaveField("Object", HaveKeyWithValue("metadata", HaveKeyWithValue("name", "toolplane-gateway-task-key")))))
 		Expect(m.ofKind("ConfigMap").gateway()).To(BeEmpty())
 		Expect(m.ofKind("Certificate")).To(BeEmpty())
 	})

@@ -42,6 +42,10 @@ app.kubernetes.io/part-of: toolplane
 {{- .Values.gateway.txnToken.existingSecret | default (printf "%s-txn-keys" (include "toolplane.gatewayName" .) | trunc 63 | trimSuffix "-") }}
 {{- end }}
 
+{{- define "toolplane.taskKeySecret" -}}
+{{- .Values.gateway.tasks.existingSecret | default (printf "%s-task-key" (include "toolplane.gatewayName" .) | trunc 63 | trimSuffix "-") }}
+{{- end }}
+
 {{- define "toolplane.txnTokens" -}}
 {{- if and .Values.gateway.enabled .Values.gateway.txnToken.enabled (ne .Values.gateway.auth "none") }}true{{ end }}
 {{- end }}
