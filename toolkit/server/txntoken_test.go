@@ -556,11 +556,11 @@ func BenchmarkTxnTokenVerify(b *testing.B) {
 }
 
 // knownHeaderVerifier is a verifier of testAudience and issuer
-// https://gateway.test with the keys of is fetched, and is's keys: k1 of
-// EdDSA and k2 of ES256.
+// https://gateway.test with the keys of is fetched, and is's keys: one of
+// EdDSA, of a kid that go-jose escapes in JSON, and one of ES256.
 func knownHeaderVerifier(t testing.TB) (*server.TxnTokenVerifier, []signingKey) {
 	is := newIssuer(t)
-	keys := []signingKey{newKey(t, "k1", jose.EdDSA), newKey(t, "k2", jose.ES256)}
+	keys := []signingKey{newKey(t, `k<1>&"é`, jose.EdDSA), newKey(t, "k2", jose.ES256)}
 	is.publish(keys...)
 	v, err := server.NewTxnTokenVerifier(&server.TxnTokenOptions{JWKSURL: is.url(), Audience: testAudience, Issuer: "https://gateway.test"})
 	if err != nil {
@@ -586,7 +586,8 @@ func TestTxnTokenKnownHeader(t *testing.T) {
 		parts := strings.Split(tok, ".")
 		// The same header with its members in another order: go-jose's
 		// path, which accepts it.
-		other := base64.RawURLEncoding.EncodeToString([]byte(`{"typ":"txntoken+jwt","alg":"` + string(k.alg) + `","kid":"` + k.kid + `"}`))
+		kid, _ := json.Marshal(k.kid)
+		other := base64.RawURLEncoding.EncodeToString([]byte(`{"typ":"txntoken+jwt","alg":"` + string(k.alg) + `","kid":` + string(kid) + `}`))
 		tok = other + "." + parts[1] + "." + signRaw(t, k, other+"."+parts[1])
 		if _, _, ok := server.VerifyKnownHeader(v, tok); ok {
 			t.Errorf("%s: a header of another encoding took the known-header path", k.alg)
