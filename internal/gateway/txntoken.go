@@ -20,6 +20,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -424,6 +425,62 @@ type requestContext struct {
 	TraceID string `json:"traceId,omitempty"`
 }
 
+// appendJSON appends the claims as json.Marshal writes them (the field
+// order and omissions of their tags), without its reflection: a token is
+// minted for every call. TestTxnTokenClaimsJSON holds it to json.Marshal.
+func (c *txnTokenClaims) appendJSON(b []byte) []byte {
+	b = append(b, '{')
+	if c.Issuer != "" {
+		b = appendJSONString(append(b, `"iss":`...), c.Issuer)
+		b = append(b, ',')
+	}
+	b = appendJSONString(append(b, `"sub":`...), c.Subject)
+	b = appendJSONString(append(b, `,"aud":`...), c.Audience)
+	b = strconv.AppendInt(append(b, `,"iat":`...), c.IssuedAt, 10)
+	b = strconv.AppendInt(append(b, `,"exp":`...), c.Expiry, 10)
+	b = appendJSONString(append(b, `,"txn":`...), c.Txn)
+	if len(c.Groups) > 0 {
+		b = append(b, `,"groups":[`...)
+		for i, g := range c.Groups {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, g)
+		}
+		b = append(b, ']')
+	}
+	b = appendJSONString(append(b, `,"req_wl":`...), c.RequestingWorkload)
+	b = appendJSONString(append(b, `,"tctx":{"tool":`...), c.Tctx.Tool)
+	if c.Tctx.SourceTool != "" {
+		b = appendJSONString(append(b, `,"sourceTool":`...), c.Tctx.SourceTool)
+	}
+	b = append(b, `},"rctx":{`...)
+	if c.Rctx.Authn != "" {
+		b = appendJSONString(append(b, `"authn":`...), c.Rctx.Authn)
+		if c.Rctx.TraceID != "" {
+			b = append(b, ',')
+		}
+	}
+	if c.Rctx.TraceID != "" {
+		b = appendJSONString(append(b, `"traceId":`...), c.Rctx.TraceID)
+	}
+	return append(b, "}}"...)
+}
+
+// appendJSONString appends s as a JSON string: as it is when it is
+// printable ASCII that needs no escape, else as json.Marshal escapes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
 // Mint signs a token for caller c's call of tool, with request id txn and
 // trace id traceID (empty if none), from workload (the gateway's name).
 func (t *TxnTokens) Mint(c *Caller, tool *spec.TableTool, txn, traceID, workload string) (string, error) {
@@ -443,10 +500,7 @@ func (t *TxnTokens) Mint(c *Caller, tool *spec.TableTool, txn, traceID, workload
 	if tool.SourceName != tool.Name {
 		claims.Tctx.SourceTool = tool.SourceName
 	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		return "", err
-	}
+	payload := claims.appendJSON(make([]byte, 0, 512))
 	// Signed over go-jose's header for the key, which never changes, by
 	// the standard library's Ed25519 or ECDSA, as go-jose would sign it
 	// (TestTxnTokenIsGoJOSEs): go-jose's signer would build, encode and
