@@ -8,6 +8,7 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -19,6 +20,8 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -116,7 +119,11 @@ type txnKey struct {
 	kid    string
 	alg    jose.SignatureAlgorithm
 	public jose.JSONWebKey
-	signer jose.Signer
+	// header is the token's protected header, base64url-encoded, as
+	// go-jose writes it for this key: it is the same for every token.
+	header string
+	ed     ed25519.PrivateKey // EdDSA
+	ec     *ecdsa.PrivateKey  // ES256
 }
 
 // NewTxnTokens loads the keys of o.KeyDir. It fails if current.key is
@@ -329,12 +336,62 @@ func parseTxnKey(b []byte) (*txnKey, error) {
 		kid = base64.RawURLEncoding.EncodeToString(tp)
 	}
 	public.KeyID = kid
+	// The header is go-jose's own: the one it writes when it signs with
+	// this key, taken from a token it signed.
 	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: alg, Key: jose.JSONWebKey{Key: priv, KeyID: kid}},
 		(&jose.SignerOptions{}).WithType(server.TxnTokenType))
 	if err != nil {
 		return nil, err
 	}
-	return &txnKey{kid: kid, alg: alg, public: public, signer: signer}, nil
+	jws, err := signer.Sign([]byte("{}"))
+	if err != nil {
+		return nil, err
+	}
+	compact, err := jws.CompactSerialize()
+	if err != nil {
+		return nil, err
+	}
+	header, _, _ := strings.Cut(compact, ".")
+	k := &txnKey{kid: kid, alg: alg, public: public, header: header}
+	switch p := priv.(type) {
+	case *ecdsa.PrivateKey:
+		k.ec = p
+	case ed25519.PrivateKey:
+		k.ed = p
+	}
+	return k, nil
+}
+
+// sign is the compact JWS of payload: the key's header, the payload and
+// the signature over both, each base64url-encoded, as go-jose serializes
+// it (RFC 7515 section 7.1), its signature of EdDSA (RFC 8037) or ES256 (r
+// and s, 32 bytes each, big-endian: RFC 7518 section 3.4).
+func (k *txnKey) sign(payload []byte) (string, error) {
+	enc := base64.RawURLEncoding
+	n := len(k.header) + 1 + enc.EncodedLen(len(payload))
+	b := make([]byte, n, n+1+enc.EncodedLen(64))
+	copy(b, k.header)
+	b[len(k.header)] = '.'
+	enc.Encode(b[len(k.header)+1:], payload)
+	var sig []byte
+	switch {
+	case k.ed != nil:
+		sig = ed25519.Sign(k.ed, b)
+	case k.ec != nil:
+		h := sha256.Sum256(b)
+		r, s, err := ecdsa.Sign(rand.Reader, k.ec, h[:])
+		if err != nil {
+			return "", err
+		}
+		sig = make([]byte, 64)
+		r.FillBytes(sig[:32])
+		s.FillBytes(sig[32:])
+	default:
+		return "", errors.New("a transaction-token key that cannot sign")
+	}
+	b = append(b, '.')
+	b = enc.AppendEncode(b, sig)
+	return string(b), nil
 }
 
 // txnTokenClaims are a transaction token's claims.
@@ -368,6 +425,62 @@ type requestContext struct {
 	TraceID string `json:"traceId,omitempty"`
 }
 
+// appendJSON appends the claims as json.Marshal writes them (the field
+// order and omissions of their tags), without its reflection: a token is
+// minted for every call. TestTxnTokenClaimsJSON holds it to json.Marshal.
+func (c *txnTokenClaims) appendJSON(b []byte) []byte {
+	b = append(b, '{')
+	if c.Issuer != "" {
+		b = appendJSONString(append(b, `"iss":`...), c.Issuer)
+		b = append(b, ',')
+	}
+	b = appendJSONString(append(b, `"sub":`...), c.Subject)
+	b = appendJSONString(append(b, `,"aud":`...), c.Audience)
+	b = strconv.AppendInt(append(b, `,"iat":`...), c.IssuedAt, 10)
+	b = strconv.AppendInt(append(b, `,"exp":`...), c.Expiry, 10)
+	b = appendJSONString(append(b, `,"txn":`...), c.Txn)
+	if len(c.Groups) > 0 {
+		b = append(b, `,"groups":[`...)
+		for i, g := range c.Groups {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSONString(b, g)
+		}
+		b = append(b, ']')
+	}
+	b = appendJSONString(append(b, `,"req_wl":`...), c.RequestingWorkload)
+	b = appendJSONString(append(b, `,"tctx":{"tool":`...), c.Tctx.Tool)
+	if c.Tctx.SourceTool != "" {
+		b = appendJSONString(append(b, `,"sourceTool":`...), c.Tctx.SourceTool)
+	}
+	b = append(b, `},"rctx":{`...)
+	if c.Rctx.Authn != "" {
+		b = appendJSONString(append(b, `"authn":`...), c.Rctx.Authn)
+		if c.Rctx.TraceID != "" {
+			b = append(b, ',')
+		}
+	}
+	if c.Rctx.TraceID != "" {
+		b = appendJSONString(append(b, `"traceId":`...), c.Rctx.TraceID)
+	}
+	return append(b, "}}"...)
+}
+
+// appendJSONString appends s as a JSON string: as it is when it is
+// printable ASCII that needs no escape, else as json.Marshal escapes it.
+func appendJSONString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
 // Mint signs a token for caller c's call of tool, with request id txn and
 // trace id traceID (empty if none), from workload (the gateway's name).
 func (t *TxnTokens) Mint(c *Caller, tool *spec.TableTool, txn, traceID, workload string) (string, error) {
@@ -387,17 +500,12 @@ func (t *TxnTokens) Mint(c *Caller, tool *spec.TableTool, txn, traceID, workload
 	if tool.SourceName != tool.Name {
 		claims.Tctx.SourceTool = tool.SourceName
 	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		return "", err
-	}
-	// go-jose signs and serializes (no hand-made JWS); the claims are
-	// encoded once, here, rather than twice by its jwt builder.
-	jws, err := t.state.Load().signerAt(now).signer.Sign(payload)
-	if err != nil {
-		return "", err
-	}
-	return jws.CompactSerialize()
+	payload := claims.appendJSON(make([]byte, 0, 512))
+	// Signed over go-jose's header for the key, which never changes, by
+	// the standard library's Ed25519 or ECDSA, as go-jose would sign it
+	// (TestTxnTokenIsGoJOSEs): go-jose's signer would build, encode and
+	// parse that header again for every token.
+	return t.state.Load().signerAt(now).sign(payload)
 }
 
 // newRequestID is a call's request id: 130 random bits.

@@ -412,3 +412,138 @@ func TestTxnTokenKeyFiles(t *testing.T) {
 		}
 	})
 }
+
+// The gateway signs its tokens itself, over go-jose's header for the key:
+// every token is one go-jose verifies, with the claims the gateway means,
+// whatever the key and however it is written (a JWK's own kid included,
+// which go-jose escapes in the header), and an ES256 signature whose r or
+// s starts with zero bytes as well.
+func TestTxnTokenIsGoJOSEs(t *testing.T) {
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	_, ed, _ := ed25519.GenerateKey(rand.Reader)
+	jwk := func(k any, kid string) []byte {
+		b, err := json.Marshal(jose.JSONWebKey{Key: k, KeyID: kid})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	caller := &gateway.Caller{User: "system:serviceaccount:crm:agent", Groups: []string{"system:serviceaccounts", "a<b>&c"}, AuthMode: "kubernetes"}
+	tool := &spec.TableTool{Name: "crm_echo", SourceName: "echo", ToolSet: spec.ObjectReference{Namespace: "crm", Name: "crm-tools"}}
+	for _, tc := range []struct {
+		name, alg string
+		file      []byte
+		n         int
+	}{
+		{"SEC1 P-256", "ES256", pemKey(t), 300},
+		{"PKCS8 Ed25519", "EdDSA", edKey(t), 20},
+		{"JWK P-256 of an odd kid", "ES256", jwk(ec, `k<1>&"é`), 20},
+		{"JWK Ed25519 of an odd kid", "EdDSA", jwk(ed, `k<1>&"é`), 20},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			writeKeys(t, dir, tc.file, nil)
+			tt, err := gateway.NewTxnTokens(gateway.TxnTokenOptions{KeyDir: dir, Issuer: "https://gw.test"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := gateway.New(&gateway.Options{TxnTokens: tt})
+			defer g.Close()
+			rec := httptest.NewRecorder()
+			g.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, gateway.JWKSPath, nil))
+			var set jose.JSONWebKeySet
+			if err := json.Unmarshal(rec.Body.Bytes(), &set); err != nil || len(set.Keys) != 1 {
+				t.Fatalf("JWKS %s: %v", rec.Body, err)
+			}
+			key := set.Keys[0]
+			for i := range tc.n {
+				tok, err := tt.Mint(caller, tool, "req-"+string(rune('a'+i%26)), "4bf92f3577b34da6a3ce929d0e0e4736", "toolplane-gateway")
+				if err != nil {
+					t.Fatal(err)
+				}
+				jws, err := jose.ParseSigned(tok, []jose.SignatureAlgorithm{jose.SignatureAlgorithm(tc.alg)})
+				if err != nil {
+					t.Fatalf("go-jose does not parse %q: %v", tok, err)
+				}
+				h := jws.Signatures[0].Protected
+				if h.KeyID != key.KeyID || h.Algorithm != tc.alg || h.ExtraHeaders[jose.HeaderType] != server.TxnTokenType || len(h.ExtraHeaders) != 1 {
+					t.Fatalf("header %+v", h)
+				}
+				payload, err := jws.Verify(key.Key)
+				if err != nil {
+					t.Fatalf("go-jose does not verify %q: %v", tok, err)
+				}
+				var c map[string]any
+				if err := json.Unmarshal(payload, &c); err != nil {
+					t.Fatal(err)
+				}
+				if c["sub"] != caller.User || c["aud"] != "crm/crm-tools" || c["iss"] != "https://gw.test" || c["txn"] != "req-"+string(rune('a'+i%26)) ||
+					!slices.Equal(anyStrings(c["groups"]), caller.Groups) || c["exp"].(float64)-c["iat"].(float64) != 60 {
+					t.Fatalf("claims %v", c)
+				}
+			}
+		})
+	}
+}
+
+func anyStrings(v any) []string {
+	var out []string
+	l, _ := v.([]any)
+	for _, s := range l {
+		str, _ := s.(string)
+		out = append(out, str)
+	}
+	return out
+}
+
+// BenchmarkTxnTokenMint is the cost of minting one call's token, for the
+// chart's Ed25519 key and for P-256, and of the bare Ed25519 signature of
+// as many bytes (crypto/ed25519), the floor of the EdDSA figure, in the
+// same run:
+//
+//	go test -run '^$' -bench BenchmarkTxnTokenMint ./internal/gateway/
+func BenchmarkTxnTokenMint(b *testing.B) {
+	caller := &gateway.Caller{User: "system:serviceaccount:crm:agent", AuthMode: "kubernetes",
+		Groups: []string{"system:serviceaccounts", "system:serviceaccounts:crm", "system:authenticated"}}
+	tool := &spec.TableTool{Name: "crm_echo", SourceName: "echo", ToolSet: spec.ObjectReference{Namespace: "crm", Name: "crm-tools"}}
+	b.Run("ed25519.Sign", func(b *testing.B) {
+		dir := b.TempDir()
+		writeKeys(b, dir, edKey(b), nil)
+		tt, err := gateway.NewTxnTokens(gateway.TxnTokenOptions{KeyDir: dir, Issuer: "https://toolplane-gateway.test"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		tok, err := tt.Mint(caller, tool, "KXWQ7B2N3VJ5MZ4RTD6EYHPGCA", "4bf92f3577b34da6a3ce929d0e0e4736", "toolplane-gateway")
+		if err != nil {
+			b.Fatal(err)
+		}
+		msg := []byte(tok[:strings.LastIndexByte(tok, '.')]) // what a token's signature signs
+		_, priv, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			ed25519.Sign(priv, msg)
+		}
+	})
+	for _, tc := range []struct {
+		alg  string
+		file []byte
+	}{{"EdDSA", edKey(b)}, {"ES256", pemKey(b)}} {
+		b.Run(tc.alg, func(b *testing.B) {
+			dir := b.TempDir()
+			writeKeys(b, dir, tc.file, nil)
+			tt, err := gateway.NewTxnTokens(gateway.TxnTokenOptions{KeyDir: dir, Issuer: "https://toolplane-gateway.test"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tt.Mint(caller, tool, "KXWQ7B2N3VJ5MZ4RTD6EYHPGCA", "4bf92f3577b34da6a3ce929d0e0e4736", "toolplane-gateway"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

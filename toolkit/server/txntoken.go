@@ -5,11 +5,14 @@ import (
 	"crypto/ecdsa"
 	"crypto/ed25519"
 	"crypto/elliptic"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net/http"
 	"strings"
 	"sync"
@@ -17,6 +20,7 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	josejson "github.com/go-jose/go-jose/v4/json"
 	"github.com/go-jose/go-jose/v4/jwt"
 
 	"github.com/toolplane/toolplane/toolkit"
@@ -139,8 +143,19 @@ type TxnTokenVerifier struct {
 
 // keySet is one fetch of the JWKS: its usable keys by key id.
 type keySet struct {
-	byID    map[string]jose.JSONWebKey
-	fetched time.Time
+	byID map[string]jose.JSONWebKey
+	// byHeader holds the same keys by the protected header that the
+	// gateway signs each one's tokens with, base64url-encoded: see
+	// [TxnTokenVerifier.verifyKnownHeader].
+	byHeader map[string]knownKey
+	fetched  time.Time
+}
+
+// knownKey is a public key of the JWKS, for the tokens whose protected
+// header is the one the gateway writes for it.
+type knownKey struct {
+	ed ed25519.PublicKey // EdDSA
+	ec *ecdsa.PublicKey  // ES256
 }
 
 // NewTxnTokenVerifier returns a verifier for o, or an error wrapping
@@ -192,6 +207,15 @@ func (v *TxnTokenVerifier) Verify(ctx context.Context, raw string) (toolkit.Call
 	if len(raw) > maxTxnTokenBytes {
 		return toolkit.Caller{}, fmt.Errorf("%w: over %d bytes", ErrTxnToken, maxTxnTokenBytes)
 	}
+	if c, err, ok := v.verifyKnownHeader(raw); ok {
+		return c, err
+	}
+	return v.verifyJOSE(ctx, raw)
+}
+
+// verifyJOSE is [TxnTokenVerifier.Verify] by go-jose: any compact JWS of
+// ES256 or EdDSA, whatever its header's encoding.
+func (v *TxnTokenVerifier) verifyJOSE(ctx context.Context, raw string) (toolkit.Caller, error) {
 	tok, err := jwt.ParseSigned(raw, []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA})
 	if err != nil {
 		return toolkit.Caller{}, fmt.Errorf("%w: not a signed JWT of ES256 or EdDSA", ErrTxnToken)
@@ -208,14 +232,23 @@ func (v *TxnTokenVerifier) Verify(ctx context.Context, raw string) (toolkit.Call
 		return toolkit.Caller{}, fmt.Errorf("%w: its key is for %s, not %s", ErrTxnToken, key.Algorithm, h.Algorithm)
 	}
 	// One decoding of the payload for the registered claims and ours.
-	var claims struct {
-		jwt.Claims
-		txnClaims
-	}
-	std := &claims.Claims
+	var claims tokenClaims
 	if err := tok.Claims(key.Key, &claims); err != nil {
 		return toolkit.Caller{}, fmt.Errorf("%w: its signature does not verify", ErrTxnToken)
 	}
+	return v.check(&claims)
+}
+
+// tokenClaims are the claims a verifier decodes, once.
+type tokenClaims struct {
+	jwt.Claims
+	txnClaims
+}
+
+// check checks the verified claims of a token, and returns the caller they
+// name.
+func (v *TxnTokenVerifier) check(claims *tokenClaims) (toolkit.Caller, error) {
+	std := &claims.Claims
 	if std.Expiry == nil || std.IssuedAt == nil {
 		return toolkit.Caller{}, fmt.Errorf("%w: it has no exp or iat", ErrTxnToken)
 	}
@@ -236,6 +269,109 @@ func (v *TxnTokenVerifier) Verify(ctx context.Context, raw string) (toolkit.Call
 		return toolkit.Caller{}, fmt.Errorf("%w: it names no subject", ErrTxnToken)
 	}
 	return toolkit.Caller{Subject: std.Subject, Groups: claims.Groups, RequestID: claims.Txn}, nil
+}
+
+// verifyKnownHeader verifies raw without parsing its header when that
+// header is, byte for byte, the one the gateway signs with for a key of the
+// JWKS held: {"alg":…,"kid":…,"typ":"txntoken+jwt"}, the alg the key's
+// own (EdDSA for Ed25519, ES256 for P-256), encoded as go-jose encodes it.
+// Such a token can name no other algorithm, key or type, so what is left
+// is what go-jose does after parsing: the signature over the header and
+// payload segments, then the claims, decoded by go-jose's own JSON
+// package (case-sensitive, duplicate keys refused) and checked by
+// [TxnTokenVerifier.check]. ok is false, and raw is left to
+// [TxnTokenVerifier.verifyJOSE], for any other header, and for payload or
+// signature segments that are not base64url in their one canonical form
+// (go-jose verifies the canonical encoding of what it decoded, which such
+// segments are not). It accepts nothing that verifyJOSE refuses: see
+// FuzzTxnTokenKnownHeader.
+func (v *TxnTokenVerifier) verifyKnownHeader(raw string) (c toolkit.Caller, err error, ok bool) {
+	ks := v.keys.Load()
+	if ks == nil {
+		return c, nil, false
+	}
+	head, rest, _ := strings.Cut(raw, ".")
+	k, found := ks.byHeader[head]
+	if !found {
+		return c, nil, false
+	}
+	payloadSeg, sigSeg, found := strings.Cut(rest, ".")
+	if !found || !isBase64URL(payloadSeg) || !isBase64URL(sigSeg) {
+		return c, nil, false
+	}
+	var sig [2 * 32]byte // both algorithms' signatures are 64 bytes
+	if base64.RawURLEncoding.EncodedLen(len(sig)) != len(sigSeg) {
+		return c, nil, false
+	}
+	if _, err := base64.RawURLEncoding.Strict().Decode(sig[:], []byte(sigSeg)); err != nil {
+		return c, nil, false
+	}
+	payload, err := base64.RawURLEncoding.Strict().DecodeString(payloadSeg)
+	if err != nil {
+		return c, nil, false
+	}
+	if v.now().Sub(ks.fetched) > v.o.MaxAge {
+		v.refresh()
+	}
+	signed := []byte(raw[:len(head)+1+len(payloadSeg)])
+	switch {
+	case k.ed != nil:
+		ok = ed25519.Verify(k.ed, signed, sig[:])
+	case k.ec != nil:
+		// As go-jose verifies ES256: r and s, 32 bytes each, big-endian.
+		h := sha256.Sum256(signed)
+		ok = ecdsa.Verify(k.ec, h[:], new(big.Int).SetBytes(sig[:32]), new(big.Int).SetBytes(sig[32:]))
+	}
+	if !ok {
+		return c, fmt.Errorf("%w: its signature does not verify", ErrTxnToken), true
+	}
+	var claims tokenClaims
+	if err := josejson.Unmarshal(payload, &claims); err != nil {
+		return c, fmt.Errorf("%w: its signature does not verify", ErrTxnToken), true
+	}
+	c, err = v.check(&claims)
+	return c, err, true
+}
+
+// isBase64URL reports whether s holds only the base64url alphabet, which
+// leaves out the line breaks a base64 decoder skips.
+func isBase64URL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		switch b := s[i]; {
+		case 'A' <= b && b <= 'Z', 'a' <= b && b <= 'z', '0' <= b && b <= '9', b == '-', b == '_':
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// knownHeader is the base64url protected header the gateway signs k's
+// tokens with, and k's verifier; ok is false for a key whose JWK names an
+// algorithm its type does not sign with (go-jose refuses its tokens).
+func knownHeader(k jose.JSONWebKey) (string, knownKey, bool) {
+	var (
+		alg jose.SignatureAlgorithm
+		kk  knownKey
+	)
+	switch pub := k.Key.(type) {
+	case ed25519.PublicKey:
+		alg, kk.ed = jose.EdDSA, pub
+	case *ecdsa.PublicKey:
+		alg, kk.ec = jose.ES256, pub
+	default:
+		return "", kk, false
+	}
+	if k.Algorithm != "" && k.Algorithm != string(alg) {
+		return "", kk, false
+	}
+	// go-jose writes the protected header as a JSON object of sorted
+	// keys, with its own JSON package.
+	b, err := josejson.Marshal(map[string]string{"alg": string(alg), "kid": k.KeyID, "typ": TxnTokenType})
+	if err != nil {
+		return "", kk, false
+	}
+	return base64.RawURLEncoding.EncodeToString(b), kk, true
 }
 
 // key returns the key of id: from the cache, or after a fetch of the JWKS
@@ -334,12 +470,18 @@ func (v *TxnTokenVerifier) fetch() (*keySet, error) {
 	if err := json.Unmarshal(b, &set); err != nil {
 		return nil, fmt.Errorf("the JWKS is not a JWK set: %w", err)
 	}
-	ks := &keySet{byID: map[string]jose.JSONWebKey{}, fetched: v.now()}
+	ks := &keySet{byID: map[string]jose.JSONWebKey{}, byHeader: map[string]knownKey{}, fetched: v.now()}
 	for _, k := range set.Keys {
 		if k.KeyID == "" || !k.IsPublic() || (k.Use != "" && k.Use != "sig") || !usableKey(k.Key) {
 			continue
 		}
 		ks.byID[k.KeyID] = k
+	}
+	// After the loop, so that a kid listed twice has the key byID has.
+	for _, k := range ks.byID {
+		if h, kk, ok := knownHeader(k); ok {
+			ks.byHeader[h] = kk
+		}
 	}
 	return ks, nil
 }

@@ -7,12 +7,14 @@ import (
 	"crypto/ed25519"
 	"crypto/elliptic"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -528,10 +530,29 @@ func TestTxnTokenOptionsAreChecked(t *testing.T) {
 }
 
 // BenchmarkTxnTokenVerify is the cost of verifying one token with its key
-// cached, for ES256 and EdDSA:
+// cached, for ES256 and EdDSA, and of the bare Ed25519 verification of
+// the same token's signature (crypto/ed25519), the floor of the EdDSA
+// figure, in the same run:
 //
 //	go test -run '^$' -bench BenchmarkTxnTokenVerify ./server/
 func BenchmarkTxnTokenVerify(b *testing.B) {
+	b.Run("ed25519.Verify", func(b *testing.B) {
+		k := newKey(b, "k1", jose.EdDSA)
+		tok := sign(b, k, claims("system:serviceaccount:crm:agent", "system:serviceaccounts", "system:authenticated"))
+		i := strings.LastIndexByte(tok, '.')
+		sig, err := base64.RawURLEncoding.DecodeString(tok[i+1:])
+		if err != nil {
+			b.Fatal(err)
+		}
+		pub := k.priv.Public().(ed25519.PublicKey)
+		msg := []byte(tok[:i])
+		b.ReportAllocs()
+		for b.Loop() {
+			if !ed25519.Verify(pub, msg, sig) {
+				b.Fatal("does not verify")
+			}
+		}
+	})
 	for _, alg := range []jose.SignatureAlgorithm{jose.ES256, jose.EdDSA} {
 		b.Run(string(alg), func(b *testing.B) {
 			is := newIssuer(b)
@@ -551,4 +572,146 @@ func BenchmarkTxnTokenVerify(b *testing.B) {
 			}
 		})
 	}
+}
+
+// knownHeaderVerifier is a verifier of testAudience and issuer
+// https://gateway.test with the keys of is fetched, and is's keys: one of
+// EdDSA, of a kid that go-jose escapes in JSON, and one of ES256.
+func knownHeaderVerifier(t testing.TB) (*server.TxnTokenVerifier, []signingKey) {
+	is := newIssuer(t)
+	keys := []signingKey{newKey(t, `k<1>&"é`, jose.EdDSA), newKey(t, "k2", jose.ES256)}
+	is.publish(keys...)
+	v, err := server.NewTxnTokenVerifier(&server.TxnTokenOptions{JWKSURL: is.url(), Audience: testAudience, Issuer: "https://gateway.test"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify(context.Background(), sign(t, keys[0], claims("bob"))); err != nil {
+		t.Fatal(err)
+	}
+	return v, keys
+}
+
+// The tokens go-jose signs, as the gateway's are, take the path that does
+// not parse their header; a token whose header is written otherwise takes
+// go-jose's, and is accepted all the same.
+func TestTxnTokenKnownHeader(t *testing.T) {
+	v, keys := knownHeaderVerifier(t)
+	for _, k := range keys {
+		tok := sign(t, k, claims("bob", "team-crm"))
+		c, err, ok := server.VerifyKnownHeader(v, tok)
+		if !ok || err != nil || c.Subject != "bob" || strings.Join(c.Groups, ",") != "team-crm" || c.RequestID != "req-1" {
+			t.Errorf("%s: %+v %v %v, want bob by the known header", k.alg, c, err, ok)
+		}
+		parts := strings.Split(tok, ".")
+		// The same header with its members in another order: go-jose's
+		// path, which accepts it.
+		kid, _ := json.Marshal(k.kid)
+		other := base64.RawURLEncoding.EncodeToString([]byte(`{"typ":"txntoken+jwt","alg":"` + string(k.alg) + `","kid":` + string(kid) + `}`))
+		tok = other + "." + parts[1] + "." + signRaw(t, k, other+"."+parts[1])
+		if _, _, ok := server.VerifyKnownHeader(v, tok); ok {
+			t.Errorf("%s: a header of another encoding took the known-header path", k.alg)
+		}
+		if c, err := v.Verify(context.Background(), tok); err != nil || c.Subject != "bob" {
+			t.Errorf("%s: %+v %v, want bob by go-jose", k.alg, c, err)
+		}
+	}
+	// The header of one key with the signature of the other: refused.
+	tok := sign(t, keys[0], claims("bob"))
+	parts := strings.Split(tok, ".")
+	forged := parts[0] + "." + parts[1] + "." + signRaw(t, keys[1], parts[0]+"."+parts[1])
+	if _, err, ok := server.VerifyKnownHeader(v, forged); !ok || !errors.Is(err, server.ErrTxnToken) {
+		t.Errorf("another key's signature: %v %v, want refused", err, ok)
+	}
+}
+
+// signRaw is the base64url JWS signature of input by k.
+func signRaw(t testing.TB, k signingKey, input string) string {
+	t.Helper()
+	switch priv := k.priv.(type) {
+	case ed25519.PrivateKey:
+		return base64.RawURLEncoding.EncodeToString(ed25519.Sign(priv, []byte(input)))
+	case *ecdsa.PrivateKey:
+		h := sha256.Sum256([]byte(input))
+		r, s, err := ecdsa.Sign(rand.Reader, priv, h[:])
+		if err != nil {
+			t.Fatal(err)
+		}
+		sig := make([]byte, 64)
+		r.FillBytes(sig[:32])
+		s.FillBytes(sig[32:])
+		return base64.RawURLEncoding.EncodeToString(sig)
+	}
+	t.Fatalf("a %T", k.priv)
+	return ""
+}
+
+// FuzzTxnTokenKnownHeader signs any payload under a known header, then
+// perhaps changes a byte of the token, re-encodes its payload segment
+// non-canonically, or breaks a line in it: whatever the known-header path
+// accepts, go-jose accepts too, with the same caller, and whatever it
+// refuses go-jose refuses.
+//
+//	go test -run '^$' -fuzz FuzzTxnTokenKnownHeader -fuzztime 30s ./server/
+func FuzzTxnTokenKnownHeader(f *testing.F) {
+	now := time.Now().Unix()
+	valid := fmt.Sprintf(`{"iss":"https://gateway.test","sub":"bob","aud":"%s","iat":%d,"exp":%d,"txn":"r1","groups":["a","b"]}`, testAudience, now, now+60)
+	for _, p := range []string{
+		valid,
+		fmt.Sprintf(`{"sub":"bob","aud":["x","%s"],"iat":%d,"exp":%d,"iss":"https://gateway.test"}`, testAudience, now, now+60),
+		fmt.Sprintf(`{"SUB":"bob","sub":"eve","aud":"%s","iat":%d,"exp":%d,"iss":"https://gateway.test"}`, testAudience, now, now+60),
+		fmt.Sprintf(`{"sub":"bob","sub":"eve","aud":"%s","iat":%d,"exp":%d,"iss":"https://gateway.test"}`, testAudience, now, now+60),
+		fmt.Sprintf(`{"sub":"bob","aud":"%s","iat":%d,"exp":%d,"iss":"https://gateway.test","groups":"a"}`, testAudience, now, now+60),
+		fmt.Sprintf(`{"sub":"bob","aud":"%s","iat":%d.5,"exp":%d,"iss":"https://gateway.test"}`, testAudience, now, now+60),
+		fmt.Sprintf(`{"sub":"bob","aud":"%s","iat":%d,"exp":%d}`, testAudience, now, now-600),
+		`{"sub":"bob"}`, `[]`, `null`, ``, `{"sub":"\u0000"}`,
+	} {
+		for mode := range uint8(4) {
+			f.Add([]byte(p), false, mode, uint16(0), byte('A'))
+			f.Add([]byte(p), true, mode, uint16(30), byte('.'))
+		}
+	}
+	v, keys := knownHeaderVerifier(f)
+	headers := make([]string, len(keys))
+	for i, k := range keys {
+		headers[i] = strings.Split(sign(f, k, claims("bob")), ".")[0]
+	}
+	f.Fuzz(func(t *testing.T, payload []byte, es256 bool, mode uint8, pos uint16, b byte) {
+		i := 0
+		if es256 {
+			i = 1
+		}
+		seg := base64.RawURLEncoding.EncodeToString(payload)
+		tok := headers[i] + "." + seg + "." + signRaw(t, keys[i], headers[i]+"."+seg)
+		switch mode % 4 {
+		case 1: // one byte changed
+			bs := []byte(tok)
+			bs[int(pos)%len(bs)] = b
+			tok = string(bs)
+		case 2: // the payload's last character with other trailing bits, signed so
+			if len(seg)%4 != 0 {
+				last := strings.IndexByte("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_", seg[len(seg)-1])
+				seg = seg[:len(seg)-1] + string("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"[(last+1+int(b)%3)%64])
+			}
+			tok = headers[i] + "." + seg + "." + signRaw(t, keys[i], headers[i]+"."+seg)
+		case 3: // a line break in the payload, signed so
+			at := int(pos) % (len(seg) + 1)
+			seg = seg[:at] + "\n" + seg[at:]
+			tok = headers[i] + "." + seg + "." + signRaw(t, keys[i], headers[i]+"."+seg)
+		}
+		fc, ferr, ok := server.VerifyKnownHeader(v, tok)
+		if !ok {
+			return
+		}
+		jc, jerr := server.VerifyJOSE(context.Background(), v, tok)
+		switch {
+		case ferr == nil && jerr != nil:
+			t.Fatalf("the known-header path accepts %q (%+v), go-jose refuses it: %v", tok, fc, jerr)
+		case ferr != nil && jerr == nil:
+			t.Fatalf("the known-header path refuses %q (%v), go-jose accepts it: %+v", tok, ferr, jc)
+		case ferr == nil && (fc.Subject != jc.Subject || fc.RequestID != jc.RequestID || !slices.Equal(fc.Groups, jc.Groups)):
+			t.Fatalf("%q: the known-header path names %+v, go-jose %+v", tok, fc, jc)
+		case ferr != nil && ferr.Error() != jerr.Error():
+			t.Fatalf("%q: the known-header path says %v, go-jose %v", tok, ferr, jerr)
+		}
+	})
 }
