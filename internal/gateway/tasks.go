@@ -497,7 +497,7 @@ func (g *Gateway) taskMethod(ctx context.Context, r *http.Request, req *jsonrpc.
 	}
 	caller := callerFromRequest(r)
 	if key := limitKeyOf(caller, r.Header); key != "" {
-		if res, after := g.taskLimits.reserve(key, g.taskRequestsPerMinute(), time.Now()); res == nil {
+		if res, after := g.taskLimits.reserve(keyOf(key), g.taskRequestsPerMinute(), time.Now()); res == nil {
 			g.metrics.refused.WithLabelValues(refusedTaskRequests).Inc()
 			return nil, taskError(codeServerBusy, "too many task requests from you through this gateway replica (%d a minute); retry in %d s", g.taskRequestsPerMinute(), max(1, int(after.Seconds()+0.999)))
 		}
