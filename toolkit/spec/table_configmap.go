@@ -300,6 +300,9 @@ type TableEncoder struct {
 	// zw compresses segments; Reset between them, so that its buffers are
 	// allocated once, not per segment.
 	zw *gzip.Writer
+	// entries holds the JSON of every tool of the last Encode, so that the
+	// next marshals only the tools that changed.
+	entries entryCache
 }
 
 // Encode returns the ConfigMap payloads of t, published under baseName.
@@ -342,12 +345,24 @@ type TableEncoder struct {
 // stored.MaxParts); and with [ErrTablePartsFull], wrapped in
 // ErrTableTooLarge, if the chunks of the stored index and of t together
 // overflow the part ConfigMaps although t's alone would fit.
+//
+// The encoder keeps the JSON of every tool it encoded last, with a
+// fingerprint of the tool (every field, hashed): the next Encode marshals
+// only the tools whose fingerprint changed, so that a write after one change
+// marshals one tool, not the table. It holds that JSON, about the size of
+// the table's, until the next Encode.
 func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]TablePart, error) {
-	entries, err := MarshalTableEntries(t)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var tools []TableTool
+	if t != nil {
+		tools = t.Tools
+	}
+	entries, err := e.entries.marshal(tools)
 	if err != nil {
 		return nil, err
 	}
-	return e.EncodeEntries(entries, baseName, stored)
+	return e.encodeEntries(entries, baseName, stored)
 }
 
 // TableEntryJSON is one tool of a table, already encoded: its name and
@@ -395,6 +410,13 @@ func MarshalTableEntries(t *Table) ([]TableEntryJSON, error) {
 // the parts: the entries' JSON is hashed where it is, not copied, and a
 // segment is only assembled when its gzip member is not cached.
 func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, stored TableStored) ([]TablePart, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.encodeEntries(entries, baseName, stored)
+}
+
+// encodeEntries is EncodeEntries with e.mu held.
+func (e *TableEncoder) encodeEntries(entries []TableEntryJSON, baseName string, stored TableStored) ([]TablePart, error) {
 	if baseName == "" {
 		return nil, fmt.Errorf("%w: empty ConfigMap name", ErrTableMalformed)
 	}
@@ -410,8 +432,6 @@ func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, 
 		return []TablePart{{Name: baseName, Data: map[string]string{TableKey: string(j.bytes())}}}, nil
 	}
 
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	ends := j.segments(lim)
 	maxParts := stored.maxParts()
 	if len(ends) >= maxParts {
