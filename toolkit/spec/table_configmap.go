@@ -358,7 +358,20 @@ func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]
 	if t != nil {
 		tools = t.Tools
 	}
-	entries, err := e.entries.marshal(tools)
+	entries, err := e.entries.marshal(len(tools), func(i int) *TableTool { return &tools[i] })
+	if err != nil {
+		return nil, err
+	}
+	return e.encodeEntries(entries, baseName, stored)
+}
+
+// EncodeTools is [TableEncoder.Encode] of the table of tools, given by
+// reference, so that a publisher that holds its tools elsewhere need not
+// copy them into a [Table] for every write. The tools are only read.
+func (e *TableEncoder) EncodeTools(tools []*TableTool, baseName string, stored TableStored) ([]TablePart, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	entries, err := e.entries.marshal(len(tools), func(i int) *TableTool { return tools[i] })
 	if err != nil {
 		return nil, err
 	}

@@ -28,20 +28,20 @@ type cachedEntry struct {
 	gen         uint64
 }
 
-// marshal returns the entries of tools, in their order, marshalling only
-// the tools that changed since the last call. The slice is reused by the
+// marshal returns the entries of the n tools that tool returns, in their
+// order, marshalling only the tools that changed since the last call. The slice is reused by the
 // next call: the caller is done with it by then.
-func (c *entryCache) marshal(tools []TableTool) ([]TableEntryJSON, error) {
+func (c *entryCache) marshal(n int, tool func(i int) *TableTool) ([]TableEntryJSON, error) {
 	if c.entries == nil {
 		c.seed = maphash.MakeSeed()
-		c.entries = make(map[string]*cachedEntry, len(tools))
+		c.entries = make(map[string]*cachedEntry, n)
 	}
 	c.gen++
 	out := c.buf[:0]
 	var h maphash.Hash
 	h.SetSeed(c.seed)
-	for i := range tools {
-		t := &tools[i]
+	for i := range n {
+		t := tool(i)
 		h.Reset()
 		fp, err := fingerprint(&h, t)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"runtime/metrics"
 	"slices"
 	"syscall"
@@ -113,7 +114,9 @@ func scaleTools(n int) []spec.TableTool {
 // with the encoder of the previous write and after the stored index:
 // "remarshal" marshals every tool again, as Encode did before it kept each
 // tool's JSON (the baseline, in the same run), "cached" is Encode. gc-% is
-// the share of the loop's CPU that went to the GC.
+// the share of the loop's CPU that went to the GC, cpu-ns/op its CPU time
+// per write (wall time on a shared machine counts other processes too),
+// held-MiB what the encoder holds between writes.
 //
 //	go test ./spec -run '^$' -bench BenchmarkTableWrite -benchmem -count 6
 func BenchmarkTableWrite(b *testing.B) {
@@ -135,6 +138,9 @@ func BenchmarkTableWrite(b *testing.B) {
 				return enc.EncodeEntries(entries, "toolplane-tools", stored)
 			}
 			var stored [2]*spec.TableIndex
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
 			for i, t := range tables {
 				parts, err := encode(t, spec.TableStored{})
 				if err != nil {
@@ -142,6 +148,11 @@ func BenchmarkTableWrite(b *testing.B) {
 				}
 				stored[i] = index(b, parts)
 			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			// What the encoder holds between writes, the two indexes aside;
+			// reported after the loop, which resets the metrics.
+			held := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
 			b.ReportAllocs()
 			gc, cpu := startGCShare(), startCPU()
 			n := 0
@@ -152,6 +163,7 @@ func BenchmarkTableWrite(b *testing.B) {
 				n++
 			}
 			b.ReportMetric(gc(), "gc-%")
+			b.ReportMetric(held, "held-MiB")
 			b.ReportMetric(float64(cpu())/float64(n), "cpu-ns/op")
 		})
 	}
@@ -244,10 +256,20 @@ func TestEncodeRemarshalsChangedTools(t *testing.T) {
 	// Both forms: 30 tools are published plain, 3,000 in gzipped chunks.
 	for _, n := range []int{30, 3_000} {
 		tools := scaleTools(n)
-		enc := new(spec.TableEncoder)
+		// One encoder given the tools in a Table, one given them by
+		// reference (EncodeTools), in reverse order.
+		enc, refs := new(spec.TableEncoder), new(spec.TableEncoder)
 		encode := func(tools []spec.TableTool) {
 			t.Helper()
 			got, err := enc.Encode(&spec.Table{Tools: tools}, "tools", spec.TableStored{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptrs := make([]*spec.TableTool, len(tools))
+			for i := range tools {
+				ptrs[len(tools)-1-i] = &tools[i]
+			}
+			gotRefs, err := refs.EncodeTools(ptrs, "tools", spec.TableStored{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -258,6 +280,9 @@ func TestEncodeRemarshalsChangedTools(t *testing.T) {
 			if !reflect.DeepEqual(got, want) {
 				back, _ := spec.DecodeTableParts(got...)
 				t.Fatalf("%d tools: the encoder that kept the last write's JSON gives other parts than a fresh one (%d tools read back)", n, len(back.Tools))
+			}
+			if !reflect.DeepEqual(gotRefs, want) {
+				t.Fatalf("%d tools: EncodeTools gives other parts than EncodeTable", n)
 			}
 		}
 		encode(tools)
