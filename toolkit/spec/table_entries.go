@@ -18,8 +18,11 @@ type entryCache struct {
 	// gen counts the encodings; an entry not seen in the last one is
 	// dropped.
 	gen uint64
-	// buf is the entries of the last encoding, reused by the next.
-	buf []TableEntryJSON
+	// bufs hold the entries of the last two calls, in turn: the entries
+	// of the last call, and the JSON they name, stay as they are until the
+	// call after next, so that an encoder may compare the next call's
+	// buffers with them (see TableEncoder.sums).
+	bufs [2][]TableEntryJSON
 }
 
 type cachedEntry struct {
@@ -29,15 +32,15 @@ type cachedEntry struct {
 }
 
 // marshal returns the entries of the n tools that tool returns, in their
-// order, marshalling only the tools that changed since the last call. The slice is reused by the
-// next call: the caller is done with it by then.
+// order, marshalling only the tools that changed since the last call. The
+// slice is reused by the call after next.
 func (c *entryCache) marshal(n int, tool func(i int) *TableTool) ([]TableEntryJSON, error) {
 	if c.entries == nil {
 		c.seed = maphash.MakeSeed()
 		c.entries = make(map[string]*cachedEntry, n)
 	}
 	c.gen++
-	out := c.buf[:0]
+	out := c.bufs[c.gen%2][:0]
 	var h maphash.Hash
 	h.SetSeed(c.seed)
 	for i := range n {
@@ -69,7 +72,7 @@ func (c *entryCache) marshal(n int, tool func(i int) *TableTool) ([]TableEntryJS
 			}
 		}
 	}
-	c.buf = out
+	c.bufs[c.gen%2] = out
 	return out, nil
 }
 

@@ -286,6 +286,20 @@ func TestEncodeRemarshalsChangedTools(t *testing.T) {
 			}
 		}
 		encode(tools)
+		// Encodings that fail, in marshalling a tool or in laying out
+		// the table, leave nothing stale for the next.
+		bad := slices.Clone(tools)
+		bad[1].InputSchema = json.RawMessage(`{`)
+		dup := append(slices.Clone(tools), tools[0])
+		for _, failing := range [][]spec.TableTool{bad, dup, dup, bad} {
+			if _, err := enc.Encode(&spec.Table{Tools: failing}, "tools", spec.TableStored{}); err == nil {
+				t.Fatalf("%d tools: a table with a bad or duplicate tool encoded", n)
+			}
+			changed := slices.Clone(tools)
+			changed[n/3].Description += " Changed after a failure."
+			encode(changed)
+			encode(tools)
+		}
 		for field, fs := range changes {
 			for k, change := range fs {
 				t.Run(fmt.Sprintf("%d/%s/%d", n, field, k), func(t *testing.T) {
