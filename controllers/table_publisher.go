@@ -548,12 +548,26 @@ func (p *TablePublisher) listToolSets(ctx context.Context) (map[types.Namespaced
 // The budget was applied when the ledger was decided, so every verdict
 // Owned is in it and no other.
 func (p *TablePublisher) table() (*spec.Table, bool) {
+	owned, ok := p.tableTools()
+	if !ok {
+		return nil, false
+	}
+	tools := make([]spec.TableTool, len(owned))
+	for i, t := range owned {
+		tools[i] = *t
+	}
+	return &spec.Table{Tools: tools}, true
+}
+
+// tableTools is table's tools, sorted, by reference: they are the claims'
+// tools, which are never modified, so they may be read once p.mu is
+// released. A write encodes them where they are rather than copy the table.
+func (p *TablePublisher) tableTools() ([]*spec.TableTool, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.holdWrites {
 		return nil, false
 	}
-	// Sorted as references, which are small, then copied once.
 	owned := make([]*spec.TableTool, 0, len(p.ledger))
 	for name, rec := range p.ledger {
 		if t, ok := findTool(p.claims[rec.Owner].toolsOrNil(), name); ok {
@@ -561,11 +575,7 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 		}
 	}
 	slices.SortFunc(owned, func(a, b *spec.TableTool) int { return strings.Compare(a.Name, b.Name) })
-	tools := make([]spec.TableTool, len(owned))
-	for i, t := range owned {
-		tools[i] = *t
-	}
-	return &spec.Table{Tools: tools}, true
+	return owned, true
 }
 
 // maxTableTrims bounds how often one flush lowers the compressed ceiling
@@ -581,18 +591,18 @@ const maxTableTrims = 10
 // incompressible tools never stop the table for everyone.
 func (p *TablePublisher) flush(ctx context.Context) (wait time.Duration, err error) {
 	for trims := 0; ; trims++ {
-		t, ok := p.table()
+		tools, ok := p.tableTools()
 		if !ok {
 			return 0, nil
 		}
-		wait, err = p.tables.write(ctx, t)
+		wait, err = p.tables.writeTools(ctx, tools)
 		if !overCapacity(err) || trims == maxTableTrims {
 			if err == nil {
 				p.relax()
 			}
 			return wait, err
 		}
-		ctrl.LoggerFrom(ctx).Info("The tool table does not fit its ConfigMaps; denying the tools that weigh most compressed", "tools", len(t.Tools), "reason", err.Error())
+		ctrl.LoggerFrom(ctx).Info("The tool table does not fit its ConfigMaps; denying the tools that weigh most compressed", "tools", len(tools), "reason", err.Error())
 		p.tighten()
 	}
 }

@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -29,12 +30,14 @@ const DefaultTablePartGracePeriod = time.Minute
 var errTableUnreadable = errors.New("the stored tool table cannot be read back")
 
 // tableStore is where the publisher keeps the table. read returns nil and no
-// error when no table is stored. write stores t; a positive wait asks to be
-// called again after it, to finish what must wait for the grace period (the
-// write itself, if a part has no room yet, or the removal of old chunks).
+// error when no table is stored. writeTools stores the table of tools, given
+// by reference (the publisher's claims hold them, and they are only read),
+// so that a write copies no tool; a positive wait asks to be called again
+// after it, to finish what must wait for the grace period (the write
+// itself, if a part has no room yet, or the removal of old chunks).
 type tableStore interface {
 	read(ctx context.Context) (*spec.Table, error)
-	write(ctx context.Context, t *spec.Table) (wait time.Duration, err error)
+	writeTools(ctx context.Context, tools []*spec.TableTool) (wait time.Duration, err error)
 }
 
 // configMapTable stores the table in ConfigMaps, as [spec.TableEncoder] lays
@@ -124,7 +127,16 @@ func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
 	return t, nil
 }
 
+// write is writeTools of t's tools.
 func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duration, error) {
+	tools := make([]*spec.TableTool, len(t.Tools))
+	for i := range t.Tools {
+		tools[i] = &t.Tools[i]
+	}
+	return s.writeTools(ctx, tools)
+}
+
+func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool) (time.Duration, error) {
 	list, err := s.list(ctx)
 	if err != nil {
 		return 0, err
@@ -140,7 +152,7 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 	// The chunks the stored index names stay where they are, and new ones
 	// go to parts with room, counting the chunks in their grace: see
 	// spec.TableEncoder.Encode.
-	parts, err := s.encoder.Encode(t, s.name, spec.TableStored{Index: prev, Grace: func(name string) int {
+	parts, err := s.encoder.EncodeTools(tools, s.name, spec.TableStored{Index: prev, Grace: func(name string) int {
 		return s.inGrace(stored[name], named, now)
 	}, MaxParts: s.parts()})
 	if err != nil {
@@ -184,12 +196,12 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 	for _, part := range parts {
 		size += part.StoredSize()
 	}
-	tableTools.Set(float64(len(t.Tools)))
+	tableTools.Set(float64(len(tools)))
 	tableBytes.Set(float64(size))
 	tableParts.Set(float64(len(parts)))
 	if wrote > 0 {
-		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", writtenRevision(t, parts[0]),
-			"tools", len(t.Tools), "parts", len(parts), "bytes", size, "writes", wrote)
+		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", writtenRevision(tools, parts[0]),
+			"tools", len(tools), "parts", len(parts), "bytes", size, "writes", wrote)
 	}
 	return wait, err
 }
@@ -198,13 +210,26 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 // index has it, so that a large table is not encoded once more for a log
 // line (which held a buffer the size of the table). A table small enough to
 // have no index is hashed again.
-func writtenRevision(t *spec.Table, index spec.TablePart) string {
+func writtenRevision(tools []*spec.TableTool, index spec.TablePart) string {
 	if raw, ok := index.Data[spec.TableIndexKey]; ok {
 		if idx, err := spec.ParseTableIndex([]byte(raw)); err == nil {
 			return idx.Revision
 		}
 	}
-	return spec.TableRevision(t.Tools)
+	if raw, ok := index.Data[spec.TableKey]; ok {
+		var head struct {
+			Revision string `json:"revision"`
+		}
+		if err := json.Unmarshal([]byte(raw), &head); err == nil {
+			return head.Revision
+		}
+	}
+	sorted := make([]spec.TableTool, len(tools))
+	for i, t := range tools {
+		sorted[i] = *t
+	}
+	spec.SortTableTools(sorted)
+	return spec.TableRevision(sorted)
 }
 
 // inGrace returns the bytes, as stored, that stage would keep in cm besides

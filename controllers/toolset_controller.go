@@ -72,8 +72,8 @@ type ToolSetReconciler struct {
 	// means DefaultMaxConcurrentScrapesPerNamespace.
 	MaxConcurrentScrapesPerNamespace int
 	// MaxIdleScrapeConnections bounds the scrape connections kept open
-	// between rounds across every ToolSet; past it, scrapes connect anew
-	// each round. Zero means DefaultMaxIdleScrapeConnections; negative
+	// between rounds across every ToolSet; past it, scrapes of Pods that
+	// hold none connect anew each round (see connPool). Zero means DefaultMaxIdleScrapeConnections; negative
 	// keeps none.
 	MaxIdleScrapeConnections int
 	// ScrapeMemoryBudget bounds the bytes the scrapes in flight hold

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"runtime"
+	"runtime/pprof"
 	"testing"
 	"time"
 
@@ -46,6 +48,8 @@ func benchDocument(b *testing.B, prefix string, n int) []byte {
 // a first round that parses, assembles and offers, then a round of 304s.
 // Run with
 // go test ./controllers -run '^$' -bench ReconcilerMemory -benchtime 1x -count 5
+// and RECONCILER_HEAP_PROFILE=path (with -memprofilerate 512) for a heap
+// profile of what is held.
 func BenchmarkReconcilerMemory(b *testing.B) {
 	const toolSets, tools = 5000, 10
 	ctx := context.Background()
@@ -108,10 +112,27 @@ func BenchmarkReconcilerMemory(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/toolSets, "B/toolset")
+		if path := os.Getenv("RECONCILER_HEAP_PROFILE"); path != "" {
+			// Where the bytes go, by allocation site, while they are held:
+			// go tool pprof -sample_index=inuse_space -top controllers.test $path
+			writeHeapProfile(b, path)
+		}
 		runtime.KeepAlive(p)
 		runtime.KeepAlive(r)
 		for key := range r.memory {
 			forgetTools(key)
 		}
+	}
+}
+
+func writeHeapProfile(b *testing.B, path string) {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _ = f.Close() }()
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Fatal(err)
 	}
 }

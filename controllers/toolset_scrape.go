@@ -141,12 +141,14 @@ func ParseDocument(body []byte) (*spec.Document, error) {
 // manager-wide one, so that a namespace at its bound waits without holding
 // slots that other namespaces could use.
 //
-// Each ToolSet scrapes through a client of its own (see clientFor), built
-// once, that keeps its connections alive between rounds, as Prometheus keeps
-// a connection per target, so that a steady round costs one request per Pod,
-// not a connection and a TLS handshake. The idle connections kept are
-// bounded across every ToolSet (idle): past the bound, a ToolSet's scrapes
-// connect anew each round.
+// The ToolSets of a namespace scrape through the pool of their settings
+// (see clientFor), built once, that keeps its connections alive between
+// rounds, as Prometheus keeps a connection per target, so that a steady
+// round costs one request per Pod, not a connection and a TLS handshake,
+// and ToolSets that scrape one address share its connections. The idle
+// connections kept are bounded across every pool (idle; see connPool): past
+// the bound, scrapes of an address that holds no reservation connect anew
+// each round.
 type scraper struct {
 	sem      *semaphore.Weighted
 	maxBytes int64
@@ -156,19 +158,17 @@ type scraper struct {
 	perNamespace int64
 	mu           sync.Mutex
 	namespaces   map[string]*nsSlots
-	clients      map[types.NamespacedName]*pooledClient
+	// pools are the keep-alive transports, one per namespace and settings,
+	// and clients the pool of each ToolSet (see clientFor).
+	pools   map[poolKey]*connPool
+	clients map[types.NamespacedName]*connPool
 
-	// idle is how many idle connections the ToolSets' clients may keep in
-	// all, and reserved how many of them they do (see clientFor).
+	// idle is how many idle connections the pools may keep in all, and
+	// reserved how many of them their addresses do (see connPool).
 	idle, reserved int
-}
-
-// pooledClient is the client of one ToolSet, the settings it was built
-// from, and how many idle connections it may keep.
-type pooledClient struct {
-	settings string
-	client   *http.Client
-	idle     int
+	// swept is when reservations idle past their pool's timeout were last
+	// returned.
+	swept time.Time
 }
 
 // nsSlots are the scrape slots of one namespace, dropped when unused.
@@ -188,8 +188,8 @@ func newScraper(maxConcurrent int, maxBytes int64) *scraper {
 		sem: semaphore.NewWeighted(int64(maxConcurrent)), maxBytes: maxBytes,
 		budget:       newScrapeBudget(DefaultScrapeMemoryBudget),
 		perNamespace: DefaultMaxConcurrentScrapesPerNamespace, namespaces: map[string]*nsSlots{},
-		clients: map[types.NamespacedName]*pooledClient{},
-		idle:    DefaultMaxIdleScrapeConnections,
+		pools: map[poolKey]*connPool{}, clients: map[types.NamespacedName]*connPool{},
+		idle: DefaultMaxIdleScrapeConnections,
 	}
 }
 
@@ -255,7 +255,7 @@ type podResult struct {
 // time and within the manager-wide bound. last holds each Pod's previous
 // document, by UID, for conditional GETs; it is only read.
 func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.Pod, last map[types.UID]podDoc) []podResult {
-	client := s.clientFor(t, len(pods))
+	client := s.clientFor(t)
 	results := make([]podResult, len(pods))
 	var g errgroup.Group
 	g.SetLimit(scrapesPerToolSet)
@@ -269,49 +269,57 @@ func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.
 	return results
 }
 
-// clientFor returns the ToolSet's client, building it on first use and again
-// whenever what it is built from changes: the scheme, the timeout, the
-// interval, or the TLS settings (server name, verification, CA bundle). The
-// client it replaces closes its idle connections; a connection made under
-// the old TLS settings is never used again.
-//
-// A new client reserves idle connections from the scraper's bound, one per
-// Pod it scrapes now (at most maxIdlePerToolSet), and keeps at most as many
-// between rounds; once the bound is reserved, new clients keep none and
-// connect anew each round. A ToolSet whose Pods grow in number keeps its
-// reservation: the transport drops the least recently used idle
-// connections past it.
-func (s *scraper) clientFor(t scrapeTarget, pods int) *http.Client {
-	settings := t.clientSettings()
+// clientFor returns the client of the ToolSet's scrapes: the one of its
+// namespace's pool for its settings (the scheme, the timeout, the interval
+// and the TLS settings: server name, verification, CA bundle), built on
+// first use. A ToolSet whose settings change moves to the pool of its new
+// ones; a connection made under the old TLS settings serves only ToolSets
+// that still have them, and a pool no ToolSet uses closes its idle
+// connections. The ToolSets of one namespace that scrape the same Pod, or
+// Pods behind one address, reuse one another's connections; those of other
+// namespaces never do.
+func (s *scraper) clientFor(t scrapeTarget) *http.Client {
+	key := poolKey{namespace: t.namespace, settings: t.clientSettings()}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if pc := s.clients[t.toolSet]; pc != nil {
-		if pc.settings == settings {
-			return pc.client
+	if p := s.clients[t.toolSet]; p != nil {
+		if p.key == key {
+			return p.client
 		}
-		s.dropLocked(t.toolSet)
+		s.leaveLocked(t.toolSet)
 	}
-	idle := min(max(pods, 1), maxIdlePerToolSet, max(s.idle-s.reserved, 0))
-	s.reserved += idle
-	c := t.newClient(idle)
-	s.clients[t.toolSet] = &pooledClient{settings: settings, client: c, idle: idle}
-	return c
+	p := s.pools[key]
+	if p == nil {
+		p = s.newPool(key, t)
+		s.pools[key] = p
+	}
+	p.users++
+	s.clients[t.toolSet] = p
+	return p.client
 }
 
-// forget closes the idle connections of a ToolSet that is gone, and returns
-// its reservation.
+// forget leaves the pool of a ToolSet that is gone: a pool no ToolSet uses
+// closes its idle connections and returns its reservations.
 func (s *scraper) forget(toolSet types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.dropLocked(toolSet)
+	s.leaveLocked(toolSet)
 }
 
-func (s *scraper) dropLocked(toolSet types.NamespacedName) {
-	if pc := s.clients[toolSet]; pc != nil {
-		pc.client.CloseIdleConnections()
-		s.reserved -= pc.idle
-		delete(s.clients, toolSet)
+func (s *scraper) leaveLocked(toolSet types.NamespacedName) {
+	p := s.clients[toolSet]
+	if p == nil {
+		return
 	}
+	delete(s.clients, toolSet)
+	if p.users--; p.users > 0 {
+		return
+	}
+	p.tr.CloseIdleConnections()
+	for _, h := range p.hosts {
+		s.reserved -= h.reserved
+	}
+	delete(s.pools, p.key)
 }
 
 func (s *scraper) scrapePod(ctx context.Context, c *http.Client, t scrapeTarget, pod *corev1.Pod, prev podDoc) podResult {
@@ -494,22 +502,37 @@ func (t scrapeTarget) httpClient() *http.Client { return t.newClient(maxIdlePerT
 // takes 3.9ms for a round of 4 Pods that connect, 0.2ms for one that
 // reuses); with idle zero it keeps none.
 func (t scrapeTarget) newClient(idle int) *http.Client {
+	return t.clientOver(t.newTransport(idle, 1))
+}
+
+// newTransport builds the transport of newClient, keeping idle connections
+// in all and perHost per address.
+func (t scrapeTarget) newTransport(idle, perHost int) *http.Transport {
 	tr := &http.Transport{
 		DialContext:            (&net.Dialer{Timeout: t.timeout}).DialContext,
 		TLSHandshakeTimeout:    t.timeout,
 		ResponseHeaderTimeout:  t.timeout,
 		MaxResponseHeaderBytes: 64 << 10,
 		MaxIdleConns:           idle,
-		MaxIdleConnsPerHost:    1,
-		IdleConnTimeout:        max(2*t.interval, minIdleConnTimeout),
+		MaxIdleConnsPerHost:    perHost,
+		IdleConnTimeout:        t.idleTimeout(),
 		DisableKeepAlives:      idle <= 0,
 		ForceAttemptHTTP2:      false,
 	}
 	if t.creds != nil {
 		tr.TLSClientConfig = t.creds.TLS
 	}
+	return tr
+}
+
+// idleTimeout is how long an idle connection is kept: two intervals.
+func (t scrapeTarget) idleTimeout() time.Duration { return max(2*t.interval, minIdleConnTimeout) }
+
+// clientOver returns a client of the ToolSet's scrapes over rt: it refuses
+// redirects to another host.
+func (t scrapeTarget) clientOver(rt http.RoundTripper) *http.Client {
 	return &http.Client{
-		Transport: tr,
+		Transport: rt,
 		CheckRedirect: func(req *http.Request, via []*http.Request) error {
 			if len(via) >= maxRedirects {
 				return errTooManyRedirects

@@ -58,7 +58,7 @@ func BenchmarkScrapeOnePod(b *testing.B) {
 		}
 		s := newScraper(1, 0)
 		// The ToolSet's keep-alive client, as every round uses it.
-		c := s.clientFor(tgt, 1)
+		c := s.clientFor(tgt)
 		var prev *spec.Document
 		for b.Loop() {
 			var (

@@ -86,7 +86,7 @@ func main() {
 		"The most scrapes in flight at once for the ToolSets of one namespace, so that no namespace takes every slot.")
 	flag.IntVar(&maxIdleScrapeConns, "max-idle-scrape-connections", controllers.DefaultMaxIdleScrapeConnections,
 		"The most connections to Pods kept open between scrapes, across all ToolSets (about 20 KiB each); "+
-			"past it, ToolSets connect anew each round. 0 keeps none.")
+			"past it, Pods without one kept connect anew each round. 0 keeps none.")
 	flag.Int64Var(&scrapeBudget, "scrape-memory-budget", controllers.DefaultScrapeMemoryBudget,
 		"The bytes the scrapes in flight hold at once, across all ToolSets: what they read and what it decodes to, charged as they read. "+
 			"A scrape waits for its first share within its timeout; one that needs more while the budget is spent fails, and its ToolSet goes stale. "+

@@ -300,6 +300,30 @@ type TableEncoder struct {
 	// zw compresses segments; Reset between them, so that its buffers are
 	// allocated once, not per segment.
 	zw *gzip.Writer
+	// entries holds the JSON of every tool of the last Encode, so that the
+	// next marshals only the tools that changed.
+	entries entryCache
+	// sums are the SHA-256 digests of the segments of the last encoding of
+	// entries the encoder marshalled itself, by the JSON buffers they
+	// hold: a segment of the same buffers, which are never modified, needs
+	// no hashing. prev are those entries, by name.
+	sums map[segmentID]segmentSum
+	prev []TableEntryJSON
+}
+
+// segmentID identifies a segment by the buffer of its first entry's JSON
+// and its length in entries.
+type segmentID struct {
+	first *byte
+	n     int
+}
+
+// segmentSum is a segment of the last encoding: where its entries were,
+// whether it ended the table, and its digest.
+type segmentSum struct {
+	from int
+	last bool
+	sum  [sha256.Size]byte
 }
 
 // Encode returns the ConfigMap payloads of t, published under baseName.
@@ -342,12 +366,57 @@ type TableEncoder struct {
 // stored.MaxParts); and with [ErrTablePartsFull], wrapped in
 // ErrTableTooLarge, if the chunks of the stored index and of t together
 // overflow the part ConfigMaps although t's alone would fit.
+//
+// The encoder keeps the JSON of every tool it encoded last, with a
+// fingerprint of the tool (every field, hashed): the next Encode marshals
+// only the tools whose fingerprint changed, so that a write after one change
+// marshals one tool, not the table. It holds that JSON, about the size of
+// the table's, until the next Encode.
 func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]TablePart, error) {
-	entries, err := MarshalTableEntries(t)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	var tools []TableTool
+	if t != nil {
+		tools = t.Tools
+	}
+	entries, err := e.entries.marshal(len(tools), func(i int) *TableTool { return &tools[i] })
 	if err != nil {
+		e.sums, e.prev = nil, nil
 		return nil, err
 	}
-	return e.EncodeEntries(entries, baseName, stored)
+	return e.encodeOwned(entries, baseName, stored)
+}
+
+// EncodeTools is [TableEncoder.Encode] of the table of tools, given by
+// reference, so that a publisher that holds its tools elsewhere need not
+// copy them into a [Table] for every write. The tools are only read.
+func (e *TableEncoder) EncodeTools(tools []*TableTool, baseName string, stored TableStored) ([]TablePart, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	entries, err := e.entries.marshal(len(tools), func(i int) *TableTool { return tools[i] })
+	if err != nil {
+		e.sums, e.prev = nil, nil
+		return nil, err
+	}
+	return e.encodeOwned(entries, baseName, stored)
+}
+
+// encodeOwned is encodeEntries of entries whose JSON the encoder's cache
+// marshalled: buffers that are never modified, and that stay referenced
+// until the encoding after next (see entryCache), so that a segment of the
+// same buffers as one of the last encoding holds the same bytes, and its
+// digest is not computed again.
+func (e *TableEncoder) encodeOwned(entries []TableEntryJSON, baseName string, stored TableStored) ([]TablePart, error) {
+	next := map[segmentID]segmentSum{}
+	parts, j, err := e.encodeEntries(entries, baseName, stored, next)
+	if err != nil || j == nil {
+		// The entries' buffer is reused by the call after next: only
+		// those of a completed encoding are kept to compare with.
+		e.sums, e.prev = nil, nil
+		return parts, err
+	}
+	e.sums, e.prev = next, j.entries
+	return parts, nil
 }
 
 // TableEntryJSON is one tool of a table, already encoded: its name and
@@ -395,8 +464,22 @@ func MarshalTableEntries(t *Table) ([]TableEntryJSON, error) {
 // the parts: the entries' JSON is hashed where it is, not copied, and a
 // segment is only assembled when its gzip member is not cached.
 func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, stored TableStored) ([]TablePart, error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	// The caller's buffers may change after the call: their segments are
+	// hashed, and the digests of the encoder's own are dropped.
+	e.sums, e.prev = nil, nil
+	parts, _, err := e.encodeEntries(entries, baseName, stored, nil)
+	return parts, err
+}
+
+// encodeEntries is EncodeEntries with e.mu held. With next not nil, the
+// digests of segments found in e.sums are reused, and those of every
+// segment are recorded in next. It returns the table's JSON too, nil for
+// the plain form.
+func (e *TableEncoder) encodeEntries(entries []TableEntryJSON, baseName string, stored TableStored, next map[segmentID]segmentSum) ([]TablePart, *tableJSON, error) {
 	if baseName == "" {
-		return nil, fmt.Errorf("%w: empty ConfigMap name", ErrTableMalformed)
+		return nil, nil, fmt.Errorf("%w: empty ConfigMap name", ErrTableMalformed)
 	}
 	lim := e.lim
 	if lim == (tableLimits{}) {
@@ -404,26 +487,27 @@ func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, 
 	}
 	j, err := newTableJSON(entries)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if len(TableKey)+j.size <= lim.plain {
-		return []TablePart{{Name: baseName, Data: map[string]string{TableKey: string(j.bytes())}}}, nil
+		return []TablePart{{Name: baseName, Data: map[string]string{TableKey: string(j.bytes())}}}, nil, nil
 	}
 
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	ends := j.segments(lim)
 	maxParts := stored.maxParts()
 	if len(ends) >= maxParts {
-		return nil, fmt.Errorf("%w: %d segments of JSON, at most %d", ErrTableTooLarge, len(ends), maxParts-1)
+		return nil, nil, fmt.Errorf("%w: %d segments of JSON, at most %d", ErrTableTooLarge, len(ends), maxParts-1)
 	}
 	if e.zw == nil {
 		e.zw, _ = gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
 	}
 	seg := segmenter{j: j, lim: lim, cache: e.members, used: map[[sha256.Size]byte][]byte{}, zw: e.zw, maxChunks: maxParts}
+	if next != nil {
+		seg.sums, seg.prev, seg.next = e.sums, e.prev, next
+	}
 	head, err := seg.member(j.head)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	chunks := [][]byte{head}
 	total := len(head)
@@ -437,7 +521,7 @@ func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, 
 				e.members = map[[sha256.Size]byte][]byte{}
 			}
 			maps.Copy(e.members, seg.used)
-			return nil, err
+			return nil, nil, err
 		}
 		from = to
 	}
@@ -459,7 +543,7 @@ func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, 
 	}
 	names, err := placeChunks(baseName, chunks, digests, stored, lim.fill, maxParts)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	parts := []TablePart{{Name: baseName}}
 	at := map[string]int{baseName: 0} // ConfigMap name → index in parts
@@ -479,15 +563,15 @@ func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, 
 	}
 	ib, err := json.Marshal(idx)
 	if err != nil {
-		return nil, fmt.Errorf("encoding tool table index: %w", err)
+		return nil, nil, fmt.Errorf("encoding tool table index: %w", err)
 	}
 	parts[0].Data = map[string]string{TableIndexKey: string(ib)}
 	if s := parts[0].StoredSize(); s > MaxTablePartBytes {
 		// The size of chunk 0 leaves room for the index of MaxTableParts
 		// chunks with long names, so this is a bug, not an input error.
-		return nil, fmt.Errorf("%w: part %s is %d bytes, at most %d", ErrTableTooLarge, baseName, s, MaxTablePartBytes)
+		return nil, nil, fmt.Errorf("%w: part %s is %d bytes, at most %d", ErrTableTooLarge, baseName, s, MaxTablePartBytes)
 	}
-	return parts, nil
+	return parts, j, nil
 }
 
 // placeChunks returns the ConfigMap of each chunk: see
@@ -813,6 +897,43 @@ type segmenter struct {
 	zw    *gzip.Writer
 	// maxChunks bounds the chunks, the first included.
 	maxChunks int
+	// sums and prev, if not nil, are the digests of the segments of the
+	// last encoding and its entries (see TableEncoder.sums); next records
+	// this encoding's.
+	sums map[segmentID]segmentSum
+	prev []TableEntryJSON
+	next map[segmentID]segmentSum
+}
+
+// sum returns the SHA-256 of segment(from, to): that of the last
+// encoding's segment of the same JSON buffers, in the same place (first or
+// not, last or not), if there was one.
+func (s *segmenter) sum(from, to int) [sha256.Size]byte {
+	if s.next == nil || len(s.j.entries[from].JSON) == 0 {
+		return s.j.segmentSum(from, to)
+	}
+	id := segmentID{first: &s.j.entries[from].JSON[0], n: to - from}
+	last := to == len(s.j.entries)
+	if p, ok := s.sums[id]; ok && (p.from == 0) == (from == 0) && p.last == last && p.from+id.n <= len(s.prev) &&
+		sameBuffers(s.j.entries[from:to], s.prev[p.from:p.from+id.n]) {
+		s.next[id] = segmentSum{from: from, last: last, sum: p.sum}
+		return p.sum
+	}
+	sum := s.j.segmentSum(from, to)
+	s.next[id] = segmentSum{from: from, last: last, sum: sum}
+	return sum
+}
+
+// sameBuffers reports whether a and b hold the very same JSON buffers, in
+// order.
+func sameBuffers(a, b []TableEntryJSON) bool {
+	for i := range a {
+		x, y := a[i].JSON, b[i].JSON
+		if len(x) != len(y) || len(x) == 0 || &x[0] != &y[0] {
+			return false
+		}
+	}
+	return true
 }
 
 // pack appends the chunks of tools [from, to) to chunks: one gzip member of
@@ -823,7 +944,7 @@ type segmenter struct {
 func (s *segmenter) pack(from, to int, chunks *[][]byte) error {
 	// A segment compressed before is found by its digest, without being
 	// assembled.
-	z, ok := s.cached(s.j.segmentSum(from, to))
+	z, ok := s.cached(s.sum(from, to))
 	if !ok {
 		var err error
 		if z, err = s.member(s.j.segment(from, to)); err != nil {

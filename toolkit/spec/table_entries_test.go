@@ -3,9 +3,14 @@ package spec_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
+	"runtime"
+	"runtime/metrics"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolplane/toolplane/toolkit/internal/tabletest"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -74,5 +79,238 @@ func TestEncodeEntriesErrors(t *testing.T) {
 	bad := spec.TableTool{Name: "bad", InputSchema: json.RawMessage(`{`)}
 	if _, err := spec.MarshalTableEntry(&bad); err == nil {
 		t.Error("a tool with invalid schema JSON marshalled")
+	}
+}
+
+// scaleTools returns the table of make bench-scale at 5,000 ToolSets:
+// n tools of 10 per ToolSet, each with a small object schema, endpoints
+// and a digest, about 600 bytes of JSON each.
+func scaleTools(n int) []spec.TableTool {
+	schema := json.RawMessage(`{"type":"object","properties":{"query":{"type":"string","description":"What to look for."},"limit":{"type":"integer","minimum":1,"maximum":100,"default":10}},"required":["query"]}`)
+	yes := true
+	tools := make([]spec.TableTool, n)
+	for i := range tools {
+		ts, j := i/10, i%10
+		source := fmt.Sprintf("ts%04d_%02d", ts, j)
+		tools[i] = spec.TableTool{
+			Name: source, SourceName: source,
+			Description:  fmt.Sprintf("Looks up records of kind %d; returns at most limit matches.", j),
+			InputSchema:  schema,
+			Annotations:  &spec.Annotations{ReadOnlyHint: &yes},
+			SchemaDigest: spec.SchemaDigest(schema, nil, &spec.Annotations{ReadOnlyHint: &yes}),
+			ToolSet:      spec.ObjectReference{Namespace: fmt.Sprintf("ns-%03d", ts/50), Name: fmt.Sprintf("ts-%04d", ts)},
+			ToolSetUID:   fmt.Sprintf("8c5d2a4e-0000-4000-8000-%012d", ts),
+			Endpoints: &spec.Endpoints{
+				Invoke: fmt.Sprintf("http://svc-%04d.ns-%03d.svc.cluster.local:8080/tools/%s", ts, ts/50, source),
+				MCP:    fmt.Sprintf("http://svc-%04d.ns-%03d.svc.cluster.local:8080/mcp", ts, ts/50),
+			},
+		}
+	}
+	return tools
+}
+
+// BenchmarkTableWrite encodes, as every write of the table does, a table of
+// 50,000 tools (make bench-scale at 5,000 ToolSets) after one tool changed,
+// with the encoder of the previous write and after the stored index:
+// "remarshal" marshals every tool again, as Encode did before it kept each
+// tool's JSON (the baseline, in the same run), "cached" is Encode. gc-% is
+// the share of the loop's CPU that went to the GC, cpu-ns/op its CPU time
+// per write (wall time on a shared machine counts other processes too),
+// held-MiB what the encoder holds between writes.
+//
+//	go test ./spec -run '^$' -bench BenchmarkTableWrite -benchmem -count 6
+func BenchmarkTableWrite(b *testing.B) {
+	tools := scaleTools(50_000)
+	other := slices.Clone(tools)
+	other[len(other)/2].Description += " Also archived ones."
+	tables := []*spec.Table{{Tools: tools}, {Tools: other}}
+	for _, mode := range []string{"remarshal", "cached"} {
+		b.Run(mode, func(b *testing.B) {
+			enc := new(spec.TableEncoder)
+			encode := func(t *spec.Table, stored spec.TableStored) ([]spec.TablePart, error) {
+				if mode == "cached" {
+					return enc.Encode(t, "toolplane-tools", stored)
+				}
+				entries, err := spec.MarshalTableEntries(t)
+				if err != nil {
+					return nil, err
+				}
+				return enc.EncodeEntries(entries, "toolplane-tools", stored)
+			}
+			var stored [2]*spec.TableIndex
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			for i, t := range tables {
+				parts, err := encode(t, spec.TableStored{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				stored[i] = index(b, parts)
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&after)
+			// What the encoder holds between writes, the two indexes aside;
+			// reported after the loop, which resets the metrics.
+			held := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
+			b.ReportAllocs()
+			gc, cpu := startGCShare(), startCPU()
+			n := 0
+			for i := 0; b.Loop(); i++ {
+				if _, err := encode(tables[(i+1)%2], spec.TableStored{Index: stored[i%2]}); err != nil {
+					b.Fatal(err)
+				}
+				n++
+			}
+			b.ReportMetric(gc(), "gc-%")
+			b.ReportMetric(held, "held-MiB")
+			b.ReportMetric(float64(cpu())/float64(n), "cpu-ns/op")
+		})
+	}
+}
+
+// startCPU returns a function that reports the CPU time the process used
+// since startCPU was called, user and system: on a shared machine, wall
+// time also counts the time other processes held the cores.
+func startCPU() func() time.Duration {
+	used := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			return 0
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	start := used()
+	return func() time.Duration { return used() - start }
+}
+
+// startGCShare returns a function that reports the share of the CPU the
+// process used, in percent, that went to the GC since startGCShare was
+// called: GC over GC plus user code, as the runtime estimates them, so
+// that other processes on the machine do not count.
+func startGCShare() func() float64 {
+	samples := []metrics.Sample{{Name: "/cpu/classes/gc/total:cpu-seconds"}, {Name: "/cpu/classes/user:cpu-seconds"}}
+	metrics.Read(samples)
+	gc0, user0 := samples[0].Value.Float64(), samples[1].Value.Float64()
+	return func() float64 {
+		metrics.Read(samples)
+		gc, user := samples[0].Value.Float64()-gc0, samples[1].Value.Float64()-user0
+		if gc+user <= 0 {
+			return 0
+		}
+		return 100 * gc / (gc + user)
+	}
+}
+
+// TestEncodeRemarshalsChangedTools changes each field of one tool in turn,
+// and each member of its annotations and endpoints, and encodes the table
+// with an encoder that holds the JSON of every tool from the write before:
+// the parts must be those of a fresh encoder, so that no change to a tool
+// is ever published stale. A field added to TableTool fails here until it
+// is given a change below (and counts in the encoder's fingerprint).
+func TestEncodeRemarshalsChangedTools(t *testing.T) {
+	yes, no := true, false
+	changes := map[string][]func(*spec.TableTool){
+		"Name":         {func(tt *spec.TableTool) { tt.Name += "_renamed" }},
+		"SourceName":   {func(tt *spec.TableTool) { tt.SourceName += "x" }},
+		"Title":        {func(tt *spec.TableTool) { tt.Title = "A title" }},
+		"Description":  {func(tt *spec.TableTool) { tt.Description += " More." }},
+		"InputSchema":  {func(tt *spec.TableTool) { tt.InputSchema = json.RawMessage(`{"type":"object","properties":{}}`) }},
+		"OutputSchema": {func(tt *spec.TableTool) { tt.OutputSchema = json.RawMessage(`{"type":"object"}`) }},
+		"Annotations": {
+			func(tt *spec.TableTool) { tt.Annotations = nil },
+			func(tt *spec.TableTool) { tt.Annotations = &spec.Annotations{Title: "t", ReadOnlyHint: &yes} },
+			func(tt *spec.TableTool) { tt.Annotations = &spec.Annotations{ReadOnlyHint: &no} },
+			func(tt *spec.TableTool) { tt.Annotations = &spec.Annotations{ReadOnlyHint: &yes, DestructiveHint: &no} },
+			func(tt *spec.TableTool) { tt.Annotations = &spec.Annotations{ReadOnlyHint: &yes, IdempotentHint: &yes} },
+			func(tt *spec.TableTool) { tt.Annotations = &spec.Annotations{ReadOnlyHint: &yes, OpenWorldHint: &no} },
+		},
+		"Meta": {
+			func(tt *spec.TableTool) { tt.Meta = map[string]any{"k": "v"} },
+			func(tt *spec.TableTool) { tt.Meta = map[string]any{"k": "w"} },
+		},
+		"SchemaDigest": {func(tt *spec.TableTool) { tt.SchemaDigest = "sha256:00" }},
+		"ToolSet": {
+			func(tt *spec.TableTool) { tt.ToolSet.Namespace += "x" },
+			func(tt *spec.TableTool) { tt.ToolSet.Name += "x" },
+		},
+		"ToolSetUID": {func(tt *spec.TableTool) { tt.ToolSetUID = "another-uid" }},
+		"Protocol":   {func(tt *spec.TableTool) { tt.Protocol = spec.ProtocolMCP }},
+		"Endpoints": {
+			func(tt *spec.TableTool) { tt.Endpoints = nil },
+			func(tt *spec.TableTool) {
+				tt.Endpoints = &spec.Endpoints{Invoke: tt.Endpoints.Invoke + "x", MCP: tt.Endpoints.MCP}
+			},
+			func(tt *spec.TableTool) {
+				tt.Endpoints = &spec.Endpoints{Invoke: tt.Endpoints.Invoke, MCP: tt.Endpoints.MCP + "x"}
+			},
+		},
+		"CallsPerMinute": {func(tt *spec.TableTool) { tt.CallsPerMinute = 60 }},
+	}
+	fields := reflect.TypeFor[spec.TableTool]()
+	for i := range fields.NumField() {
+		if _, ok := changes[fields.Field(i).Name]; !ok {
+			t.Errorf("TableTool.%s has no change here: add one, and hash the field in the encoder's fingerprint", fields.Field(i).Name)
+		}
+	}
+	// Both forms: 30 tools are published plain, 3,000 in gzipped chunks.
+	for _, n := range []int{30, 3_000} {
+		tools := scaleTools(n)
+		// One encoder given the tools in a Table, one given them by
+		// reference (EncodeTools), in reverse order.
+		enc, refs := new(spec.TableEncoder), new(spec.TableEncoder)
+		encode := func(tools []spec.TableTool) {
+			t.Helper()
+			got, err := enc.Encode(&spec.Table{Tools: tools}, "tools", spec.TableStored{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptrs := make([]*spec.TableTool, len(tools))
+			for i := range tools {
+				ptrs[len(tools)-1-i] = &tools[i]
+			}
+			gotRefs, err := refs.EncodeTools(ptrs, "tools", spec.TableStored{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := spec.EncodeTable(&spec.Table{Tools: tools}, "tools")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				back, _ := spec.DecodeTableParts(got...)
+				t.Fatalf("%d tools: the encoder that kept the last write's JSON gives other parts than a fresh one (%d tools read back)", n, len(back.Tools))
+			}
+			if !reflect.DeepEqual(gotRefs, want) {
+				t.Fatalf("%d tools: EncodeTools gives other parts than EncodeTable", n)
+			}
+		}
+		encode(tools)
+		// Encodings that fail, in marshalling a tool or in laying out
+		// the table, leave nothing stale for the next.
+		bad := slices.Clone(tools)
+		bad[1].InputSchema = json.RawMessage(`{`)
+		dup := append(slices.Clone(tools), tools[0])
+		for _, failing := range [][]spec.TableTool{bad, dup, dup, bad} {
+			if _, err := enc.Encode(&spec.Table{Tools: failing}, "tools", spec.TableStored{}); err == nil {
+				t.Fatalf("%d tools: a table with a bad or duplicate tool encoded", n)
+			}
+			changed := slices.Clone(tools)
+			changed[n/3].Description += " Changed after a failure."
+			encode(changed)
+			encode(tools)
+		}
+		for field, fs := range changes {
+			for k, change := range fs {
+				t.Run(fmt.Sprintf("%d/%s/%d", n, field, k), func(t *testing.T) {
+					changed := slices.Clone(tools)
+					change(&changed[n/2])
+					encode(changed)
+					// And back: the tool's JSON from two writes before is
+					// not kept, nor used.
+					encode(tools)
+				})
+			}
+		}
 	}
 }
