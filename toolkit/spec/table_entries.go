@@ -133,6 +133,12 @@ func fingerprint(h *maphash.Hash, t *TableTool) (uint64, error) {
 		}
 		raw(b)
 	}
+	if x := t.Execution; x == nil {
+		_ = h.WriteByte(0)
+	} else {
+		_ = h.WriteByte(1)
+		str(x.TaskSupport)
+	}
 	str(t.SchemaDigest)
 	str(t.ToolSet.Namespace)
 	str(t.ToolSet.Name)

@@ -97,7 +97,7 @@ func scaleTools(n int) []spec.TableTool {
 			Description:  fmt.Sprintf("Looks up records of kind %d; returns at most limit matches.", j),
 			InputSchema:  schema,
 			Annotations:  &spec.Annotations{ReadOnlyHint: &yes},
-			SchemaDigest: spec.SchemaDigest(schema, nil, &spec.Annotations{ReadOnlyHint: &yes}),
+			SchemaDigest: spec.SchemaDigest(schema, nil, &spec.Annotations{ReadOnlyHint: &yes}, nil),
 			ToolSet:      spec.ObjectReference{Namespace: fmt.Sprintf("ns-%03d", ts/50), Name: fmt.Sprintf("ts-%04d", ts)},
 			ToolSetUID:   fmt.Sprintf("8c5d2a4e-0000-4000-8000-%012d", ts),
 			Endpoints: &spec.Endpoints{
@@ -228,6 +228,11 @@ func TestEncodeRemarshalsChangedTools(t *testing.T) {
 		"Meta": {
 			func(tt *spec.TableTool) { tt.Meta = map[string]any{"k": "v"} },
 			func(tt *spec.TableTool) { tt.Meta = map[string]any{"k": "w"} },
+		},
+		"Execution": {
+			func(tt *spec.TableTool) { tt.Execution = &spec.Execution{} },
+			func(tt *spec.TableTool) { tt.Execution = &spec.Execution{TaskSupport: spec.TaskSupportOptional} },
+			func(tt *spec.TableTool) { tt.Execution = &spec.Execution{TaskSupport: spec.TaskSupportRequired} },
 		},
 		"SchemaDigest": {func(tt *spec.TableTool) { tt.SchemaDigest = "sha256:00" }},
 		"ToolSet": {
