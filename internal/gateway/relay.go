@@ -138,17 +138,18 @@ func relayFrom(ctx context.Context) *relay {
 }
 
 // mcpRoute is the MCP endpoint to call tool i of s at: an MCP server's,
-// and a toolkit workload's when the client asked for progress or logs;
-// "" to call a toolkit workload's invoke endpoint. A client's elicitation
-// capability alone does not take a toolkit workload over MCP: the gateway
-// calls it in the 2026-07-28 era, in which a toolkit tool does not ask
-// (server.Elicit).
+// and a toolkit workload's when the client asked for progress or logs, or
+// can answer a question (toolkit.Ask: the gateway calls it in the
+// 2026-07-28 era, in which the question comes back as input_required);
+// "" to call a toolkit workload's invoke endpoint, where a tool that asks
+// is told it cannot. Sampling alone does not: a toolkit tool does not
+// sample.
 func (r *relay) mcpRoute(s *snapshot, i int) string {
 	tool := &s.table.Tools[i]
 	if tool.IsMCP() {
 		return s.routes[i]
 	}
-	if r == nil || (r.token == nil && r.logLevel == "") {
+	if r == nil || (r.token == nil && r.logLevel == "" && !r.elicit) {
 		return ""
 	}
 	u, err := mcpRoute(tool, s.clusterDomain)
