@@ -37,7 +37,11 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]: //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
 			g.noteLogLevel(r)
 		}
-		return next(ctx, method, req)
+		res, err := next(ctx, method, req)
+		if err == nil && (method == "initialize" || method == "server/discover") {
+			g.withExtensions(req, res)
+		}
+		return res, err
 	}
 }
 
