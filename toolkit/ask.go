@@ -69,6 +69,8 @@ func askerFrom(ctx context.Context) Asker {
 // the tool returns, and the call's result is the question; the client
 // calls again with the answer, the tool runs again, and Ask returns the
 // answer. Without a client that can answer, Ask returns [ErrCannotAsk].
+// Declare a tool that asks with [Asks], so that the toolplane gateway
+// calls it where it can ask.
 //
 //	ans, err := toolkit.Ask(ctx, "confirm", toolkit.Question{Message: "Delete " + in.Name + "?"})
 //	if err != nil {

@@ -194,7 +194,8 @@
 // Where no one can be asked (another transport, a client that cannot
 // answer) Ask returns [ErrCannotAsk]. A transport of one's own provides an
 // [Asker]. The sensitive values of the call are redacted from the
-// question, as from progress messages.
+// question, as from progress messages. Declare a tool that asks with
+// [Asks]: the toolplane gateway calls only such tools where they can ask.
 //
 // # Middleware
 //

@@ -43,6 +43,7 @@ func behindGateway(t *testing.T, names ...string) string {
 		}
 		tbl.Tools = append(tbl.Tools, spec.TableTool{
 			Name: tool.Name, SourceName: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema, OutputSchema: tool.OutputSchema,
+			Annotations: tool.Annotations, Meta: tool.Meta,
 			ToolSet:   spec.ObjectReference{Namespace: "demo", Name: "reports"},
 			Endpoints: &spec.Endpoints{Invoke: base + spec.InvokePrefix + tool.Name, MCP: base + spec.MCPPath},
 		})

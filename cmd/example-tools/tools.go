@@ -215,7 +215,7 @@ func exampleTools(reg *toolkit.Registry, helpdesk *Helpdesk) ([]*toolkit.Tool, e
 	tools = append(tools, scanned...)
 	keep(toolkit.New("delete_ticket",
 		"Delete a support ticket by its id, after asking the user to confirm (MCP elicitation): a client that cannot be asked gets an error, and nothing is deleted.",
-		deleteTicket(helpdesk), toolkit.Title("Delete ticket"), toolkit.Destructive(true), toolkit.Idempotent(), toolkit.OpenWorld(false),
+		deleteTicket(helpdesk), toolkit.Title("Delete ticket"), toolkit.Asks(), toolkit.Destructive(true), toolkit.Idempotent(), toolkit.OpenWorld(false),
 		toolkit.Category("support")))
 
 	addSchema, err := new(toolkit.Params).

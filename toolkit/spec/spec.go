@@ -28,6 +28,10 @@ const (
 	MetaCategory = "toolplane.io/category"
 	MetaTags     = "toolplane.io/tags"
 	MetaScopes   = "toolplane.io/scopes"
+	// MetaAsks is true for a tool that asks its user (toolkit.Ask), so
+	// that a gateway calls it where it can ask: over MCP, for a client
+	// that can answer.
+	MetaAsks = "toolplane.io/asks"
 )
 
 // Document is the spec document served at [DefaultPath].
