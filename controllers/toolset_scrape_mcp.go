@@ -94,14 +94,35 @@ func (s *scraper) listMCP(ctx context.Context, c *http.Client, t scrapeTarget, t
 	if res := cs.InitializeResult(); res != nil && res.ServerInfo != nil {
 		doc.Server = spec.Server{Name: truncate(res.ServerInfo.Name, maxStatusNameLen), Version: truncate(res.ServerInfo.Version, maxStatusNameLen)}
 	}
+	if res := cs.InitializeResult(); res != nil && res.Capabilities != nil {
+		doc.Extensions = extensionNames(res.Capabilities.Extensions)
+	}
 	// Stable, as in ParseDocument: a name served twice stays twice, for
 	// assemble to reject.
 	slices.SortStableFunc(doc.Tools, func(a, b spec.Tool) int { return strings.Compare(a.Name, b.Name) })
 	doc.Revision = spec.Revision(doc.Tools)
-	if prev != nil && prev.Revision == doc.Revision && prev.Server == doc.Server {
+	if prev != nil && prev.Revision == doc.Revision && prev.Server == doc.Server && slices.Equal(prev.Extensions, doc.Extensions) {
 		return prev, nil
 	}
 	return doc, nil
+}
+
+// extensionNames are the names of the extensions a server advertises,
+// sorted: its settings are not kept (the gateway advertises its own for
+// what it relays), and a hostile server's list is held to
+// spec.MaxExtensions valid names; the rest are dropped.
+func extensionNames(ext map[string]any) []string {
+	var names []string
+	for name := range ext {
+		if spec.ValidExtensionName(name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	if len(names) > spec.MaxExtensions {
+		names = names[:spec.MaxExtensions]
+	}
+	return names
 }
 
 // listAllTools follows tools/list from the first page to the last.

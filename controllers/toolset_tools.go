@@ -125,6 +125,12 @@ func assembleWithin(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, boun
 		}
 	}
 	a.revision, a.skew = majorityRevision(revisions)
+	var extensions []string
+	if ts.Spec.IsMCP() {
+		// A toolkit workload's document names none; one that did would be
+		// claiming what toolkit does not serve.
+		extensions = commonExtensions(docs)
+	}
 
 	names := make([]string, 0, len(byName))
 	for name := range byName {
@@ -167,7 +173,9 @@ func assembleWithin(ts *v1alpha1.ToolSet, docs []*spec.Document, blind int, boun
 			reject(v1alpha1.ToolInvalid, err.Error())
 			continue
 		}
-		a.tools = append(a.tools, tableTool(ts, ep, published, t))
+		tt := tableTool(ts, ep, published, t)
+		tt.Extensions = extensions
+		a.tools = append(a.tools, tt)
 	}
 	if len(a.tools) == 0 {
 		// As before there was room: no valid tool, no slice.
@@ -339,6 +347,37 @@ func validateSchema(field string, raw json.RawMessage, maxBytes int32, required 
 		return fmt.Errorf("%s does not compile: %s", field, oneLine(err.Error()))
 	}
 	return nil
+}
+
+// commonExtensions are the extensions every document names, sorted, at
+// most spec.MaxExtensions valid names: a Pod that does not advertise one
+// may get the call. A document is the workload's word, so its list is
+// checked here too.
+func commonExtensions(docs []*spec.Document) []string {
+	if len(docs) == 0 {
+		return nil
+	}
+	var out []string
+	for _, name := range docs[0].Extensions {
+		if len(out) == spec.MaxExtensions {
+			break
+		}
+		if !spec.ValidExtensionName(name) || slices.Contains(out, name) {
+			continue
+		}
+		all := true
+		for _, d := range docs[1:] {
+			if !slices.Contains(d.Extensions[:min(len(d.Extensions), spec.MaxExtensions)], name) {
+				all = false
+				break
+			}
+		}
+		if all {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // toolSetEndpoints are what the endpoints of a ToolSet's tools have in

@@ -194,6 +194,23 @@
 //
 // The server package's Handler serves the tasks, bounded per caller.
 //
+// # Asking the user
+//
+// A tool asks the user of the client that called it a question with
+// [Ask]: a message, and the form of the answer as a JSON Schema of
+// primitive properties. Over MCP it is elicitation: a client of the 2025
+// era is asked during the call, and Ask returns the answer; in the
+// 2026-07-28 era Ask returns [ErrInputRequired] the first time, the tool
+// returns it, the call's result is the question (input_required), and the
+// client's next call, with the answer, runs the tool again from the start,
+// Ask now returning the answer. So a tool asks before it does anything
+// that must not be done twice, and gives each question an id of its own.
+// Where no one can be asked (another transport, a client that cannot
+// answer) Ask returns [ErrCannotAsk]. A transport of one's own provides an
+// [Asker]. The sensitive values of the call are redacted from the
+// question, as from progress messages. Declare a tool that asks with
+// [Asks]: the toolplane gateway calls only such tools where they can ask.
+//
 // # Middleware
 //
 // A [Middleware] wraps a [CallHandler], and so every call on every

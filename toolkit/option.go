@@ -83,6 +83,14 @@ func Tags(tags ...string) Option {
 	return func(c *toolConfig) { c.setMeta(spec.MetaTags, append([]string(nil), tags...)) }
 }
 
+// Asks declares that the tool asks its user with [Ask], served in _meta as
+// [spec.MetaAsks]: the toolplane gateway calls such a tool over MCP for a
+// client that can answer, and others at their invoke endpoint, which is
+// cheaper and where Ask returns [ErrCannotAsk].
+func Asks() Option {
+	return func(c *toolConfig) { c.setMeta(spec.MetaAsks, true) }
+}
+
 // Meta sets a key of the tool's _meta object. MCP reserves keys whose
 // prefix's second label is "modelcontextprotocol" or "mcp".
 func Meta(key string, value any) Option {

@@ -270,7 +270,9 @@ func (r *Registry) Call(ctx context.Context, name string, args json.RawMessage) 
 		}
 	}
 	if err != nil {
-		if r.PropagateErrors {
+		// A question for the user goes to the transport that asks it
+		// (ask.go), which answers the call with it.
+		if r.PropagateErrors || (errors.Is(err, ErrInputRequired) && askerFrom(ctx) != nil) {
 			return nil, err
 		}
 		return errorResult(err), nil
@@ -344,6 +346,9 @@ func (r *Registry) callTool(ctx context.Context, req *Request) (res *spec.CallRe
 		if rep, ok := ctx.Value(reporterKey{}).(Reporter); ok {
 			// What the tool reports to its caller is scrubbed too.
 			ctx = WithReporter(ctx, redactingReporter{next: rep, req: req})
+		}
+		if a := askerFrom(ctx); a != nil {
+			ctx = WithAsker(ctx, redactingAsker{next: a, req: req})
 		}
 	}
 	res, err = t.call(ctx, req.Arguments, &req.secrets)

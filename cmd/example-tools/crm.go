@@ -2,11 +2,14 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/toolplane/toolplane/toolkit"
 )
 
 // Customer is one row of the in-memory CRM table.
@@ -182,4 +185,71 @@ func (h *Helpdesk) Tickets() []Ticket {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return slices.Clone(h.tickets)
+}
+
+// DeleteRequest is delete_ticket's input.
+type DeleteRequest struct {
+	ID string `json:"id" description:"The ticket's id, as create_ticket returned it (T-00001)" tool:"minLength=1;maxLength=32"`
+}
+
+// Deleted is delete_ticket's output.
+type Deleted struct {
+	ID      string `json:"id"`
+	Deleted bool   `json:"deleted" description:"Whether the ticket is gone: false when the user declined"`
+	Reason  string `json:"reason,omitempty" description:"Why, as the user said when asked"`
+}
+
+// deleteQuestion is the form delete_ticket asks its user to fill in.
+var deleteQuestion = map[string]any{
+	"type": "object",
+	"properties": map[string]any{
+		"reason": map[string]any{"type": "string", "title": "Reason", "description": "Why the ticket goes (optional)", "maxLength": 200},
+	},
+}
+
+// deleteTicket is the delete_ticket tool: it asks the user to confirm
+// before it deletes, with toolkit.Ask. Over MCP in the 2026-07-28 era the
+// question is the call's result and the tool runs again with the answer,
+// so it changes nothing before Ask.
+func deleteTicket(h *Helpdesk) func(context.Context, DeleteRequest) (Deleted, error) {
+	return func(ctx context.Context, in DeleteRequest) (Deleted, error) {
+		out := Deleted{ID: in.ID}
+		t, ok := h.ticket(in.ID)
+		if !ok {
+			return out, fmt.Errorf("no ticket %q", in.ID)
+		}
+		ans, err := toolkit.Ask(ctx, "confirm", toolkit.Question{
+			Message: fmt.Sprintf("Delete ticket %s (%q)? It cannot be undone.", t.ID, t.Title),
+			Schema:  deleteQuestion,
+		})
+		switch {
+		case errors.Is(err, toolkit.ErrCannotAsk):
+			return out, errors.New("delete_ticket asks its user to confirm, and this client cannot be asked: use an MCP client that supports elicitation")
+		case err != nil:
+			return out, err
+		case !ans.Accepted():
+			return out, nil
+		}
+		out.Reason, _ = ans.Content["reason"].(string)
+		out.Deleted = h.delete(in.ID)
+		return out, nil
+	}
+}
+
+func (h *Helpdesk) ticket(id string) (Ticket, bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	i := slices.IndexFunc(h.tickets, func(t Ticket) bool { return t.ID == id })
+	if i < 0 {
+		return Ticket{}, false
+	}
+	return h.tickets[i], true
+}
+
+func (h *Helpdesk) delete(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := len(h.tickets)
+	h.tickets = slices.DeleteFunc(h.tickets, func(t Ticket) bool { return t.ID == id })
+	return len(h.tickets) < n
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -21,30 +22,35 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
-// behindGateway serves the example tools' build_report through a gateway
-// (with sessions, for 2025 clients' logging level) as the operator would
-// publish it, and returns the gateway's /mcp URL.
-func behindGateway(t *testing.T) string {
+// behindGateway serves the example tools named (build_report when none)
+// through a gateway (with sessions, for 2025 clients' logging level and
+// questions) as the operator would publish them, and returns the
+// gateway's /mcp URL.
+func behindGateway(t *testing.T, names ...string) string {
 	t.Helper()
+	if len(names) == 0 {
+		names = []string{"build_report"}
+	}
 	// The gateway dials the workload's Service name, which lands on
 	// loopback here, as the demo does.
 	in := start(t, "--allow-any-host-on-loopback")
-	var tool spec.Tool
-	for _, tl := range in.document(t).Tools {
-		if tl.Name == "build_report" {
-			tool = tl
-		}
-	}
-	if tool.Name == "" {
-		t.Fatal("no build_report")
-	}
 	const host = "reports.demo.svc.cluster.local:8080"
 	base := "http://" + host
-	tbl := &spec.Table{SchemaVersion: spec.SchemaVersion, Tools: []spec.TableTool{{
-		Name: tool.Name, SourceName: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema, OutputSchema: tool.OutputSchema,
-		ToolSet:   spec.ObjectReference{Namespace: "demo", Name: "reports"},
-		Endpoints: &spec.Endpoints{Invoke: base + spec.InvokePrefix + tool.Name, MCP: base + spec.MCPPath},
-	}}}
+	tbl := &spec.Table{SchemaVersion: spec.SchemaVersion}
+	for _, tool := range in.document(t).Tools {
+		if !slices.Contains(names, tool.Name) {
+			continue
+		}
+		tbl.Tools = append(tbl.Tools, spec.TableTool{
+			Name: tool.Name, SourceName: tool.Name, Description: tool.Description, InputSchema: tool.InputSchema, OutputSchema: tool.OutputSchema,
+			Annotations: tool.Annotations, Meta: tool.Meta,
+			ToolSet:   spec.ObjectReference{Namespace: "demo", Name: "reports"},
+			Endpoints: &spec.Endpoints{Invoke: base + spec.InvokePrefix + tool.Name, MCP: base + spec.MCPPath},
+		})
+	}
+	if len(tbl.Tools) != len(names) {
+		t.Fatalf("the tools %v are not all served: %+v", names, tbl.Tools)
+	}
 	tbl.Revision = spec.TableRevision(tbl.Tools)
 	addr := strings.TrimPrefix(in.url, "http://")
 	g := gateway.New(&gateway.Options{Sessions: true, DialContext: func(ctx context.Context, network, a string) (net.Conn, error) {
@@ -193,4 +199,164 @@ func TestBuildReportProgressThroughTheGatewayToTypeScript(t *testing.T) {
 	if !called {
 		t.Error("no result")
 	}
+}
+
+// createTicket opens a ticket through the gateway at url, and returns its
+// id.
+func createTicket(t *testing.T, ctx context.Context, url, title string) string {
+	t.Helper()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "setup", Version: "1"}, nil).Connect(ctx,
+		&mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "create_ticket", Arguments: map[string]any{"title": title, "priority": "low"}})
+	if err != nil || res.IsError {
+		t.Fatalf("create_ticket: %v %+v", err, res)
+	}
+	var tk Ticket
+	b, _ := json.Marshal(res.StructuredContent)
+	if err := json.Unmarshal(b, &tk); err != nil || tk.ID == "" {
+		t.Fatalf("create_ticket: %s %v", b, err)
+	}
+	return tk.ID
+}
+
+// TestDeleteTicketAsksThroughTheGateway: delete_ticket asks its user to
+// confirm (toolkit.Ask) and a Go SDK client of either era, through the
+// gateway's /mcp, is asked, answers, and gets the result that uses its
+// answer: in 2026-07-28 the question comes back as input_required and the
+// SDK's client calls again with the answer; in 2025 it is an
+// elicitation/create during the call, which the gateway relays from the
+// 2026-07-28 input_required of the workload. A client that cannot answer
+// gets an isError result, and nothing is deleted.
+func TestDeleteTicketAsksThroughTheGateway(t *testing.T) {
+	url := behindGateway(t, "create_ticket", "delete_ticket")
+	for _, era := range []string{"2026-07-28", "2025-11-25"} {
+		t.Run(era, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			id := createTicket(t, ctx, url, "Printer jam "+era)
+			connect := func(opts *mcp.ClientOptions) *mcp.ClientSession {
+				cs, err := mcp.NewClient(&mcp.Implementation{Name: "agent", Version: "1"}, opts).Connect(ctx,
+					&mcp.StreamableClientTransport{Endpoint: url, MaxRetries: -1}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { cs.Close() })
+				return cs
+			}
+			// A call's params of their own each time: the SDK's client
+			// writes its capabilities into their _meta.
+			call := func() *mcp.CallToolParams {
+				return &mcp.CallToolParams{Name: "delete_ticket", Arguments: map[string]any{"id": id}}
+			}
+
+			// No elicitation: refused, and the ticket stays.
+			res, err := connect(nil).CallTool(ctx, call())
+			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "cannot be asked") {
+				t.Fatalf("a client that cannot answer: %v %+v", err, res)
+			}
+
+			var mu sync.Mutex
+			var asked []string
+			cs := connect(&mcp.ClientOptions{ElicitationHandler: func(_ context.Context, r *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				mu.Lock()
+				asked = append(asked, r.Params.Message)
+				mu.Unlock()
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"reason": "a duplicate"}}, nil
+			}})
+			res, err = cs.CallTool(ctx, call())
+			if err != nil || res.IsError {
+				t.Fatalf("delete_ticket: %v %+v %s", err, res, textOf(res))
+			}
+			var out Deleted
+			b, _ := json.Marshal(res.StructuredContent)
+			if err := json.Unmarshal(b, &out); err != nil {
+				t.Fatal(err)
+			}
+			if out != (Deleted{ID: id, Deleted: true, Reason: "a duplicate"}) {
+				t.Errorf("delete_ticket: %+v", out)
+			}
+			mu.Lock()
+			if len(asked) != 1 || !strings.Contains(asked[0], "Delete ticket "+id) {
+				t.Errorf("the user was asked %q", asked)
+			}
+			mu.Unlock()
+			// Deleted once: a second call finds no ticket, and asks nothing.
+			res, err = cs.CallTool(ctx, call())
+			if err != nil || !res.IsError || !strings.Contains(res.Content[0].(*mcp.TextContent).Text, "no ticket") {
+				t.Errorf("a second delete: %v %+v", err, res)
+			}
+		})
+	}
+}
+
+// TestDeleteTicketAsksThroughTheGatewayToTypeScript: the TypeScript SDK
+// client (2025 era, with a session) is asked delete_ticket's question
+// through the gateway with elicitation/create, and its answer reaches the
+// tool.
+func TestDeleteTicketAsksThroughTheGatewayToTypeScript(t *testing.T) {
+	dir := filepath.Join("..", "..", "hack", "interop")
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the TypeScript SDK client is not installed (make interop-deps): %v", err)
+		}
+		t.Skipf("the TypeScript SDK client is not installed (make interop-deps): %v", err)
+	}
+	url := behindGateway(t, "create_ticket", "delete_ticket")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	id := createTicket(t, ctx, url, "Printer jam")
+	cmd := exec.CommandContext(ctx, node, "interop.mjs", url, "delete_ticket", `{"id":"`+id+`"}`, "--elicit", `{"reason":"asked in TypeScript"}`)
+	cmd.Dir = dir
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("interop.mjs: %v\n%s", err, out)
+	}
+	var asked []string
+	var result *Deleted
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		var e struct {
+			Event   string `json:"event"`
+			Message string `json:"message"`
+			Result  struct {
+				IsError           bool     `json:"isError"`
+				StructuredContent *Deleted `json:"structuredContent"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(line), &e); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		switch e.Event {
+		case "elicited":
+			asked = append(asked, e.Message)
+		case "called":
+			if e.Result.IsError {
+				t.Errorf("result %s", line)
+			}
+			result = e.Result.StructuredContent
+		}
+	}
+	if len(asked) != 1 || !strings.Contains(asked[0], "Delete ticket "+id) {
+		t.Errorf("the user was asked %q", asked)
+	}
+	if result == nil || *result != (Deleted{ID: id, Deleted: true, Reason: "asked in TypeScript"}) {
+		t.Errorf("result %+v\n%s", result, out)
+	}
+}
+
+func textOf(res *mcp.CallToolResult) string {
+	if res == nil || len(res.Content) == 0 {
+		return ""
+	}
+	if tc, ok := res.Content[0].(*mcp.TextContent); ok {
+		return tc.Text
+	}
+	return ""
 }

@@ -21,7 +21,7 @@ import (
 )
 
 var allTools = []string{
-	"add", "build_report", "create_ticket", "evaluate_transaction_risk", "get_weather",
+	"add", "build_report", "create_ticket", "delete_ticket", "evaluate_transaction_risk", "get_weather",
 	"query_customer", "search_orders", "system_insight", "typed_echo", "whoami",
 }
 
@@ -145,6 +145,7 @@ func TestServesEveryTool(t *testing.T) {
 		"evaluate_transaction_risk": {"amount", "customerRiskScore", "transactionType"},
 		"search_orders":             {"status", "tags"},
 		"create_ticket":             {"title", "priority"},
+		"delete_ticket":             {"id"},
 		"add":                       {"a", "b"},
 		"system_insight":            {"category"},
 		"whoami":                    {},
@@ -241,7 +242,7 @@ var calls = []struct {
 	{"search_orders", `{"status":"Paid","tags":"[\"gift\"]"}`, `"id":"O-5001"`},
 	{"create_ticket", `{"title":"Printer on fire","priority":"HIGH"}`, `"priority":"high"`},
 	{"add", `{"a":"9007199254740993","b":1}`, `9007199254740994`},
-	{"system_insight", `{"category":"Tools"}`, `"count":10`},
+	{"system_insight", `{"category":"Tools"}`, `"count":11`},
 	{"build_report", `{"sections":"2","delayMs":"1"}`, `"sections":["Section 1","Section 2"]`},
 	{"system_insight", `{"category":"version"}`, `"goVersion":"go`},
 	// Without --caller-jwks-url every call is anonymous.

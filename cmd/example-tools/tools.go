@@ -214,6 +214,10 @@ func exampleTools(reg *toolkit.Registry, helpdesk *Helpdesk) ([]*toolkit.Tool, e
 		errs = append(errs, err)
 	}
 	tools = append(tools, scanned...)
+	keep(toolkit.New("delete_ticket",
+		"Delete a support ticket by its id, after asking the user to confirm (MCP elicitation): a client that cannot be asked gets an error, and nothing is deleted.",
+		deleteTicket(helpdesk), toolkit.Title("Delete ticket"), toolkit.Asks(), toolkit.Destructive(true), toolkit.Idempotent(), toolkit.OpenWorld(false),
+		toolkit.Category("support")))
 
 	addSchema, err := new(toolkit.Params).
 		Integer("a", "The first addend").

@@ -71,6 +71,10 @@ func main() {
 	flag.IntVar(&o.MaxConcurrentCallsPerNamespace, "max-concurrent-calls-per-namespace", 0, "The most calls in flight to the ToolSets of one namespace at once, so that one tenant's slow workload cannot hold every slot; 0 means a quarter of --max-concurrent-calls.")
 	flag.IntVar(&o.PageSize, "page-size", gateway.DefaultPageSize, "Tools per tools/list page.")
 	flag.DurationVar(&o.ListTTL, "list-ttl", gateway.DefaultListTTL, "The ttlMs that 2026-07-28 clients may cache a tools/list page for; negative sends 0.")
+	flag.Func("relay-extension", "An MCP extension the gateway advertises when a backend of the view does, because it only annotates tools and results (repeat for more; default none).", func(v string) error {
+		o.RelayExtensions = append(o.RelayExtensions, v)
+		return nil
+	})
 	flag.BoolVar(&o.Sessions, "sessions", false, "Give 2025-era MCP clients sessions, so that list_changed reaches them; needs sticky sessions with more than one replica.")
 	flag.Int64Var(&o.MaxBodyBytes, "max-body-bytes", gateway.DefaultMaxBodyBytes, "The largest MCP request body accepted.")
 	flag.Int64Var(&o.MaxResultBytes, "max-result-bytes", gateway.DefaultMaxResultBytes, "The largest result accepted from a workload for one call.")

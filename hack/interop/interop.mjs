@@ -2,7 +2,7 @@
 // SDK client, so that the Go test in toolkit/server can check that a client
 // it did not write lists and calls toolkit's tools.
 //
-//   node interop.mjs <mcp-url> <tool> <arguments-json> [--await-list-changed] [--progress] [--tasks=<cap> --long=<arguments-json>]
+//   node interop.mjs <mcp-url> <tool> <arguments-json> [--await-list-changed] [--progress] [--tasks=<cap> --long=<arguments-json>] [--elicit <content-json>]
 //
 // It prints one JSON object per line on stdout, each with an "event":
 //   {"event":"connected","protocolVersion":…,"sessionId":…,"serverInfo":…,"capabilities":…}
@@ -14,6 +14,10 @@
 //   {"event":"log","level":…,"logger":…,"data":…}
 //                                             only with --progress: each
 //                                             notifications/message, at level info and up
+//   {"event":"elicited","message":…,"requestedSchema":…}
+//                                             only with --elicit: each elicitation/create
+//                                             the client answers, declaring the elicitation
+//                                             capability; it accepts with <content-json>
 //   {"event":"called","result":{…}}           tools/call with the arguments as given
 //   {"event":"changed","tools":[…]}           only with --await-list-changed: the
 //                                             list after notifications/tools/list_changed
@@ -49,18 +53,20 @@
 // Every wait is bounded; any failure exits non-zero with the reason on stderr.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { CallToolResultSchema, CreateTaskResultSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
+import { CallToolResultSchema, CreateTaskResultSchema, ElicitRequestSchema, LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
 import { ClientCredentialsProvider } from '@modelcontextprotocol/sdk/client/auth-extensions.js';
 
 const [url, tool, rawArgs, ...flags] = process.argv.slice(2);
 if (!url || !tool || rawArgs === undefined) {
-  console.error('usage: node interop.mjs <mcp-url> <tool> <arguments-json> [--await-list-changed] [--progress] [--tasks=<cap> --long=<arguments-json>]');
+  console.error('usage: node interop.mjs <mcp-url> <tool> <arguments-json> [--await-list-changed] [--progress] [--tasks=<cap> --long=<arguments-json>] [--elicit <content-json>]');
   process.exit(2);
 }
 const awaitListChanged = flags.includes('--await-list-changed');
 const wantProgress = flags.includes('--progress');
 const flagValue = (name) => flags.find((f) => f.startsWith(name + '='))?.slice(name.length + 1);
 const taskCap = flagValue('--tasks');
+const elicitAt = flags.indexOf('--elicit');
+const elicitContent = elicitAt >= 0 ? JSON.parse(flags[elicitAt + 1]) : undefined;
 const timeoutMs = 20000;
 
 const emit = (obj) => process.stdout.write(JSON.stringify(obj) + '\n');
@@ -77,7 +83,7 @@ const changedOnce = new Promise((resolve) => { changed = resolve; });
 const client = new Client(
   { name: 'toolplane-interop', version: '1.0.0' },
   {
-    capabilities: {},
+    capabilities: elicitContent ? { elicitation: { form: {} } } : {},
     listChanged: {
       tools: {
         debounceMs: 0,
@@ -178,6 +184,12 @@ try {
       save(tokens);
       emit({ event: 'authorized', tokenType: tokens.token_type });
     };
+  }
+  if (elicitContent) {
+    client.setRequestHandler(ElicitRequestSchema, async (req) => {
+      emit({ event: 'elicited', message: req.params.message, requestedSchema: req.params.requestedSchema });
+      return { action: 'accept', content: elicitContent };
+    });
   }
   const transport = new StreamableHTTPClientTransport(new URL(url), { authProvider });
   await client.connect(transport);

@@ -51,6 +51,9 @@ type Gateway struct {
 	opts    Options
 	logger  *slog.Logger
 	metrics *metrics
+	// relayExt are the extensions the gateway may advertise
+	// (extensions.go).
+	relayExt map[string]bool
 
 	snap   atomic.Pointer[snapshot]
 	server *mcp.Server
@@ -117,14 +120,15 @@ func New(opts *Options) *Gateway {
 	}
 	o = o.withDefaults()
 	g := &Gateway{
-		opts:    o,
-		logger:  o.Logger,
-		metrics: newMetrics(o.Registerer),
-		slots:   make(chan struct{}, o.MaxConcurrentCalls),
-		bodies:  newBudget(o.MaxBodyMemory, firstBodyChunk),
-		results: newBudget(o.MaxResultMemory, firstResultChunk),
-		lists:   semaphore.NewWeighted(int64(o.MaxConcurrentLists)),
-		streams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerClient),
+		opts:     o,
+		relayExt: relayedExtensions(o.RelayExtensions),
+		logger:   o.Logger,
+		metrics:  newMetrics(o.Registerer),
+		slots:    make(chan struct{}, o.MaxConcurrentCalls),
+		bodies:   newBudget(o.MaxBodyMemory, firstBodyChunk),
+		results:  newBudget(o.MaxResultMemory, firstResultChunk),
+		lists:    semaphore.NewWeighted(int64(o.MaxConcurrentLists)),
+		streams:  newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerClient),
 		// Per authenticated caller, the same bound as per address.
 		callerStreams: newCounter(o.MaxStreams, o.MaxStreamsPerClient, refusedStreams, refusedStreamsPerCaller),
 		access:        newAccessCache(maxAccessCacheTools),

@@ -43,14 +43,12 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]: //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
 			g.noteLogLevel(r)
 		}
-		if method == "initialize" || method == "server/discover" {
-			res, err := next(ctx, method, req)
-			if err != nil {
-				return nil, err
-			}
-			return g.withTasksCapability(req, res), nil // tasks_mcp.go
+		res, err := next(ctx, method, req)
+		if err == nil && (method == "initialize" || method == "server/discover") {
+			g.withExtensions(req, res)
+			res = g.withTasksCapability(req, res) // tasks_mcp.go
 		}
-		return next(ctx, method, req)
+		return res, err
 	}
 }
 

@@ -125,6 +125,15 @@ type Options struct {
 	// clients at once, so a short TTL costs little. Zero means
 	// [DefaultListTTL]; a negative value sends ttlMs 0 (do not cache).
 	ListTTL time.Duration
+	// RelayExtensions are the MCP extensions (2026-07-28, SEP-2133) that
+	// the gateway may advertise when a backend of the view advertises them
+	// (extensions.go): those that only annotate tools and tool results
+	// (_meta, content), which the gateway passes on as they are. An
+	// extension with methods of its own (resources/read of ui:// pages,
+	// tasks/*) is not relayed by the gateway, and advertising it would
+	// send clients to methods it does not answer. Names that are not
+	// "{vendor-prefix}/{extension-name}" are ignored. Empty: none.
+	RelayExtensions []string
 	// MaxBodyBytes bounds the body of an MCP request; a larger one is
 	// refused with 413. Zero means [DefaultMaxBodyBytes].
 	MaxBodyBytes int64

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/toolkit/discovery"
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // The relay carries what a backend says while one tools/call runs to the
@@ -138,17 +139,21 @@ func relayFrom(ctx context.Context) *relay {
 }
 
 // mcpRoute is the MCP endpoint to call tool i of s at: an MCP server's,
-// and a toolkit workload's when the client asked for progress or logs;
-// "" to call a toolkit workload's invoke endpoint. A client's elicitation
-// capability alone does not take a toolkit workload over MCP: the gateway
-// calls it in the 2026-07-28 era, in which a toolkit tool does not ask
-// (server.Elicit).
+// and a toolkit workload's when the client asked for progress or logs, or
+// can answer the question of a tool that declares it asks (toolkit.Asks:
+// the gateway calls it in the 2026-07-28 era, in which the question comes
+// back as input_required); "" to call a toolkit workload's invoke
+// endpoint, which costs the gateway 40% of the allocations and bytes of
+// an MCP call (BenchmarkToolkitCallOfAClientThatCanAnswer), and where a
+// tool that asks is told it cannot.
+// Sampling alone does not: a toolkit tool does not sample.
 func (r *relay) mcpRoute(s *snapshot, i int) string {
 	tool := &s.table.Tools[i]
 	if tool.IsMCP() {
 		return s.routes[i]
 	}
-	if r == nil || (r.token == nil && r.logLevel == "") {
+	asks := r != nil && r.elicit && tool.Meta[spec.MetaAsks] == true
+	if r == nil || (r.token == nil && r.logLevel == "" && !asks) {
 		return ""
 	}
 	u, err := mcpRoute(tool, s.clusterDomain)

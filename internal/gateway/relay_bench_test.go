@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/internal/gateway"
+	"github.com/toolplane/toolplane/toolkit"
 )
 
 // BenchmarkRelay measures a call of an MCP server's tool that sends 100
@@ -47,6 +48,49 @@ func BenchmarkRelay(b *testing.B) {
 				}
 			}
 			_ = heard
+		})
+	}
+}
+
+// BenchmarkToolkitCallOfAClientThatCanAnswer measures what a client's
+// elicitation capability costs a call of a toolkit tool: nothing for a
+// tool that does not declare it asks (the gateway calls its invoke
+// endpoint, as for a client that cannot answer, the baseline), and an MCP
+// call for one that does (toolkit.Asks), where toolkit.Ask can ask.
+//
+//	go test ./internal/gateway/ -run '^$' -bench BenchmarkToolkitCallOfAClientThatCanAnswer -benchmem -benchtime 200x
+func BenchmarkToolkitCallOfAClientThatCanAnswer(b *testing.B) {
+	echo := func(_ context.Context, in struct {
+		Text string `json:"text"`
+	}) (string, error) {
+		return in.Text, nil
+	}
+	wl := newWorkload(b, "crm", "crm-tools", "",
+		toolkit.MustNew("echo", "Echoes", echo), toolkit.MustNew("echo_asks", "Echoes, and might ask", echo, toolkit.Asks()))
+	g, url := newGateway(b, new(routes).add(wl), gateway.Options{})
+	if err := g.SetTable(table(wl.tableTools())); err != nil {
+		b.Fatal(err)
+	}
+	elicit := func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "decline"}, nil
+	}
+	for _, tc := range []struct {
+		name, tool string
+		opts       *mcp.ClientOptions
+	}{
+		{"baseline", "echo", &mcp.ClientOptions{}},
+		{"elicits/tool does not ask", "echo", &mcp.ClientOptions{ElicitationHandler: elicit}},
+		{"elicits/tool asks", "echo_asks", &mcp.ClientOptions{ElicitationHandler: elicit}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			cs := connectWith(b, url+"/mcp", "2026-07-28", tc.opts)
+			b.ReportAllocs()
+			for b.Loop() {
+				res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tc.tool, Arguments: map[string]any{"text": "x"}})
+				if err != nil || res.IsError {
+					b.Fatalf("%v %+v", err, res)
+				}
+			}
 		})
 	}
 }

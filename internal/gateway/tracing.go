@@ -30,9 +30,15 @@ const (
 // traceContext is ctx with the trace context the client sent: the
 // request's header (traceparent, tracestate, baggage), and over it the
 // _meta.traceparent (and tracestate) of the request's params, where the
-// 2026-07-28 revision carries it.
+// 2026-07-28 revision carries it; _meta's baggage where the header has
+// none, if the propagator carries baggage.
 func (g *Gateway) traceContext(ctx context.Context, header http.Header, meta map[string]any) context.Context {
 	ctx = g.opts.Propagator.Extract(ctx, propagation.HeaderCarrier(header))
+	if b, _ := meta["baggage"].(string); b != "" && len(b) <= maxTraceMetaBytes && header.Get("baggage") == "" {
+		// A carrier of baggage alone: the trace context's part of the
+		// propagator finds no traceparent in it, and leaves ctx's.
+		ctx = g.opts.Propagator.Extract(ctx, propagation.MapCarrier{"baggage": b})
+	}
 	tp, _ := meta["traceparent"].(string)
 	if tp == "" || len(tp) > 256 {
 		return ctx

@@ -189,7 +189,7 @@ var _ = Describe("An install from the chart", Ordered, func() {
 		}
 		// The README and the sample's comments list these.
 		Expect(names).To(ConsistOf("typed_echo", "query_customer", "get_weather", "evaluate_transaction_risk",
-			"search_orders", "create_ticket", "add", "system_insight", "build_report", "whoami"))
+			"search_orders", "create_ticket", "delete_ticket", "add", "system_insight", "build_report", "whoami"))
 
 		By("serving the table through the gateway, run with the chart's arguments as the chart's gateway ServiceAccount")
 		gw := runChartGateway(ctx, m)

@@ -37,10 +37,14 @@
 //
 // A tool reaches the MCP request that called it with [CallToolRequest]
 // (the session, the client's capabilities, _meta), and asks its user for
-// input with [Elicit], which returns an error wrapping
-// [ErrElicitationUnsupported] where the client cannot answer, so that the
-// tool carries on without. cmd/example-tools --stdio is a complete
-// example.
+// input with [toolkit.Ask] (or [Elicit], with the SDK's types): a 2025
+// client is asked during the call (elicitation/create); a 2026-07-28 one
+// gets the question as the call's input_required result and calls again
+// with the answer, which runs the tool again, so a tool does nothing
+// before it asks that should not be done twice. Where the client cannot
+// answer, the error matches [toolkit.ErrCannotAsk] (and
+// [ErrElicitationUnsupported]), so that the tool carries on without.
+// cmd/example-tools --stdio is a complete example (delete_ticket asks).
 // # Endpoints
 //
 // GET /.well-known/toolplane/tools ([spec.DefaultPath], see

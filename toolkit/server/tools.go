@@ -213,29 +213,23 @@ var ErrElicitationUnsupported = errors.New("server: the client does not support 
 
 // Elicit asks the calling client's user for input (MCP elicitation), when
 // the tool was called over MCP by a client that declared it can answer.
-// Otherwise the error wraps [ErrElicitationUnsupported], so that the tool
-// can carry on without: many clients do not answer, and a client of the
-// 2026-07-28 era takes no request during a call (that era returns input
-// requests with the result instead).
+// Otherwise the error wraps [ErrElicitationUnsupported] (and
+// [toolkit.ErrCannotAsk]), so that the tool can carry on without: many
+// clients do not answer.
+//
+// A client of the 2025 era is asked during the call. In the 2026-07-28 era
+// the error wraps [toolkit.ErrInputRequired] the first time: the tool
+// returns it, the call's result is the question (input_required), and the
+// client calls again with the answer, which runs the tool again; Elicit
+// then returns the answer. The question is its own id: the same question
+// asked twice in a call gets the same answer. [toolkit.Ask] is the same
+// for a tool that does not import the SDK, with an id of its own.
 func Elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
-	req, ok := CallToolRequest(ctx)
-	if !ok || req.Session == nil {
-		return nil, ErrElicitationUnsupported
+	a := askerOf(ctx)
+	if a == nil || params == nil {
+		return nil, fmt.Errorf("%w: %w", ErrElicitationUnsupported, toolkit.ErrCannotAsk)
 	}
-	if caps := req.ClientCapabilities(); caps == nil || caps.Elicitation == nil {
-		return nil, ErrElicitationUnsupported
-	}
-	if ip := req.Session.InitializeParams(); ip == nil || ip.ProtocolVersion >= modernProtocol {
-		// The 2026-07-28 era sends no request to the client during a call:
-		// it returns input requests with the result (SEP-2322), which a
-		// toolkit tool does not build.
-		return nil, fmt.Errorf("%w on protocol %s during a call", ErrElicitationUnsupported, modernProtocol)
-	}
-	res, err := req.Session.Elicit(ctx, params)
-	if err != nil && strings.Contains(err.Error(), "does not support") {
-		return nil, fmt.Errorf("%w: %w", ErrElicitationUnsupported, err)
-	}
-	return res, err
+	return a.elicit(ctx, elicitID(params), params)
 }
 
 // call is the one handler of every tool: it calls the registry exactly as
@@ -268,10 +262,20 @@ func (t *Tools) call(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallTo
 	if req.Session != nil {
 		ctx = toolkit.WithReporter(ctx, &reporter{session: req.Session, tool: req.Params.Name, token: req.Params.GetProgressToken()})
 	}
+	ask := newAsker(req)
+	if ask != nil {
+		ctx = toolkit.WithAsker(context.WithValue(ctx, askerOfKey{}, ask), ask)
+	}
 	res, err := t.reg.Call(ctx, req.Params.Name, req.Params.Arguments)
 	switch {
 	case err == nil:
 		return mcpResult(res), nil
+	case errors.Is(err, toolkit.ErrInputRequired):
+		// The tool's question is the call's answer (ask.go).
+		if ir := ask.inputRequired(); ir != nil {
+			return ir, nil
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: errNoQuestion.Error()}
 	case errors.Is(err, toolkit.ErrToolNotFound):
 		msg := fmt.Sprintf("unknown tool %q", req.Params.Name)
 		if near, ok := t.reg.Nearest(req.Params.Name); ok {

@@ -29,6 +29,10 @@ const (
 	MetaCategory = "toolplane.io/category"
 	MetaTags     = "toolplane.io/tags"
 	MetaScopes   = "toolplane.io/scopes"
+	// MetaAsks is true for a tool that asks its user (toolkit.Ask), so
+	// that a gateway calls it where it can ask: over MCP, for a client
+	// that can answer.
+	MetaAsks = "toolplane.io/asks"
 )
 
 // Document is the spec document served at [DefaultPath].
@@ -41,6 +45,41 @@ type Document struct {
 	Server Server `json:"server"`
 	// Tools are sorted by name.
 	Tools []Tool `json:"tools"`
+	// Extensions are the names of the MCP extensions the server
+	// advertises in its capabilities (2026-07-28, SEP-2133), sorted: an
+	// MCP server's, as the operator read them from its initialize result,
+	// at most [MaxExtensions] valid names. A toolkit workload advertises
+	// none.
+	Extensions []string `json:"extensions,omitempty"`
+}
+
+// MaxExtensions bounds the extension names a document or a table entry
+// carries, and [MaxExtensionName] the length of each.
+const (
+	MaxExtensions    = 16
+	MaxExtensionName = 128
+)
+
+// ValidExtensionName reports whether s is an extension identifier as MCP
+// writes them, "{vendor-prefix}/{extension-name}" (io.modelcontextprotocol/ui),
+// within [MaxExtensionName].
+func ValidExtensionName(s string) bool {
+	if len(s) == 0 || len(s) > MaxExtensionName {
+		return false
+	}
+	vendor, name, ok := strings.Cut(s, "/")
+	if !ok || vendor == "" || name == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '.', c == '-', c == '_', c == '/':
+		default:
+			return false
+		}
+	}
+	return !strings.Contains(name, "/")
 }
 
 // Server identifies the workload that serves a spec document.

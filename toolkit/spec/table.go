@@ -56,6 +56,12 @@ type TableTool struct {
 	// it. 0 (absent) means no limit; readers that do not know it ignore
 	// it.
 	CallsPerMinute int `json:"callsPerMinute,omitempty"`
+	// Extensions are the MCP extensions the tool's server advertises
+	// ([Document.Extensions]; those every ready Pod's document names),
+	// which a gateway may advertise in turn where it relays them. Entries
+	// of one ToolSet share the slice; nothing modifies it. Readers that do
+	// not know it ignore it.
+	Extensions []string `json:"extensions,omitempty"`
 }
 
 // ProtocolMCP is the Protocol of a table entry whose workload is any MCP

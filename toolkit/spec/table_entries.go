@@ -152,6 +152,11 @@ func fingerprint(h *maphash.Hash, t *TableTool) (uint64, error) {
 		str(e.MCP)
 	}
 	var n [8]byte
+	binary.LittleEndian.PutUint64(n[:], uint64(len(t.Extensions)))
+	_, _ = h.Write(n[:])
+	for _, e := range t.Extensions {
+		str(e)
+	}
 	binary.LittleEndian.PutUint64(n[:], uint64(t.CallsPerMinute))
 	_, _ = h.Write(n[:])
 	return h.Sum64(), nil

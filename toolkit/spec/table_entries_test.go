@@ -251,6 +251,11 @@ func TestEncodeRemarshalsChangedTools(t *testing.T) {
 			},
 		},
 		"CallsPerMinute": {func(tt *spec.TableTool) { tt.CallsPerMinute = 60 }},
+		"Extensions": {
+			func(tt *spec.TableTool) { tt.Extensions = []string{"example.com/a"} },
+			func(tt *spec.TableTool) { tt.Extensions = []string{"example.com/a", "example.com/b"} },
+			func(tt *spec.TableTool) { tt.Extensions = []string{"example.com/ab"} },
+		},
 	}
 	fields := reflect.TypeFor[spec.TableTool]()
 	for i := range fields.NumField() {
