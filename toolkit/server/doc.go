@@ -143,9 +143,12 @@
 // go-sdk server of your own ([AddTools]) serves no tasks. Tasks are
 // bounded, and kept per caller: the verified [toolkit.Caller] subject
 // (from a Txn-Token, a bearer token or an outer middleware), else the MCP
-// session (which must exist), else the remote IP address. A caller sees
-// only its own tasks; another caller's task id is not found, and ids are
-// 128 random bits. [Options.MaxTasksPerCaller] (16) tasks of a caller run
+// session (which must exist), else the remote IP address. A verified
+// caller or a session sees only its own tasks: another's task id is not
+// found. An address is not an identity (behind a gateway it is a
+// replica's, and the next poll may come through another): it bounds the
+// tasks it starts, and any anonymous caller reaches an anonymous task by
+// its id. Ids are 128 random bits. [Options.MaxTasksPerCaller] (16) tasks of a caller run
 // at once and as many finished ones are kept, [Options.MaxTasks] (256) run
 // in all, and a task lives at most [Options.MaxTaskTTL] (1h) from its
 // creation, the ttl it asks clamped to that: then it is cancelled if it

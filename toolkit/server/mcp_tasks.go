@@ -312,7 +312,9 @@ func withRelatedTask(res []byte, id string) json.RawMessage {
 //   - the [toolkit.Caller] subject, once a Txn-Token verified (or a token
 //     the SDK's auth middleware verified, or an outer middleware set it);
 //   - else the MCP session, which must exist;
-//   - else the remote IP address.
+//   - else the remote IP address, which bounds the tasks it starts; any
+//     anonymous caller reaches an anonymous task by its id (see
+//     taskStore.lookupLocked).
 //
 // It writes the refusal and returns false for a request that must not
 // reach the store.
@@ -344,7 +346,7 @@ func (t *mcpTasks) caller(w http.ResponseWriter, r *http.Request, id jsonrpc.ID)
 	if err != nil {
 		host = r.RemoteAddr
 	}
-	return ctx, "addr:" + host, true
+	return ctx, anonymousOwner + host, true
 }
 
 // reply writes one JSON-RPC response, as the SDK would with JSONResponse.

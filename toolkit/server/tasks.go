@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 	"unicode/utf8"
@@ -270,9 +271,21 @@ func (s *taskStore) dropLocked(t *taskState) {
 	}
 }
 
-// lookupLocked returns owner's task id.
+// anonymousOwner prefixes the owner key of a caller known only by its
+// address (see mcpTasks.caller).
+const anonymousOwner = "addr:"
+
+// lookupLocked returns owner's task id. A task of an anonymous caller is
+// any anonymous caller's: its address counts its tasks against the
+// per-caller bound, but it is not who the caller is (behind a gateway it
+// is the replica's, and the next request may come through another), so
+// the task's id, 128 random bits, is what reaches it. A task of a verified
+// caller or of a session stays theirs alone.
 func (s *taskStore) lookupLocked(owner, id string) (*taskState, error) {
 	t, ok := s.tasks[id]
+	if ok && t.owner != owner && strings.HasPrefix(t.owner, anonymousOwner) && strings.HasPrefix(owner, anonymousOwner) {
+		return t, nil
+	}
 	if !ok || t.owner != owner {
 		return nil, errTaskNotFound
 	}

@@ -189,3 +189,30 @@ func TestTaskIDsAreRandom(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestTaskStoreLetsAnonymousCallersShareByID: behind a gateway without
+// auth, every request comes from a replica's address, and a task started
+// through one replica is polled through another. An anonymous task is
+// reached by its id from any address, never by a verified caller's or a
+// session's key, and a verified caller's task never by an anonymous one.
+func TestTaskStoreLetsAnonymousCallersShareByID(t *testing.T) {
+	s := newTaskStore(4, 8, time.Hour, time.Second)
+	defer s.close()
+	anon := startOK(t, s, "addr:10.0.0.1", quick)
+	waitStatus(t, s, "addr:10.0.0.1", anon.TaskID, taskCompleted)
+	if _, err := s.get("addr:10.0.0.2", anon.TaskID); err != nil {
+		t.Errorf("another address's get of an anonymous task: %v", err)
+	}
+	for _, other := range []string{"subject:alice", "session:s1"} {
+		if _, err := s.get(other, anon.TaskID); !errors.Is(err, errTaskNotFound) {
+			t.Errorf("%s's get of an anonymous task: %v, want not found", other, err)
+		}
+	}
+	theirs := startOK(t, s, "subject:alice", quick)
+	if _, err := s.get("addr:10.0.0.1", theirs.TaskID); !errors.Is(err, errTaskNotFound) {
+		t.Errorf("an anonymous get of alice's task: %v, want not found", err)
+	}
+	if l := s.list("addr:10.0.0.2"); len(l) != 0 {
+		t.Errorf("another address lists %d tasks, want its own only (0)", len(l))
+	}
+}
