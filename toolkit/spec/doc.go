@@ -20,7 +20,25 @@
 // how an agent mounts it.
 //
 // [SchemaDigest] fingerprints a tool's contract with its callers (its
-// schemas and annotations, in [CanonicalJSON]); every table entry carries
-// it. Package contract, beside this one, says whether a change to that
-// contract breaks callers.
+// schemas, annotations and task support, in [CanonicalJSON]); every table
+// entry carries it. Package contract, beside this one, says whether a
+// change to that contract breaks callers.
+//
+// # Additions since the first contract
+//
+// Each is optional and additive: a reader that does not know a field
+// ignores it, and a writer leaves it out when it is empty, so tables and
+// documents written before it read the same.
+//
+//   - A tool's execution.taskSupport ([Execution]; MCP 2025-11-25 tasks),
+//     in documents and table entries: "forbidden", "optional" or
+//     "required"; any other value makes the tool invalid. It is part of
+//     the tool's contract: absent or "forbidden" leave [SchemaDigest] as it
+//     was, so no digest published before it moved.
+//   - A document's extensions ([Document.Extensions]), the MCP extensions an
+//     MCP server advertises, by name only, and a table entry's (those every
+//     ready Pod of the ToolSet advertises), at most [MaxExtensions].
+//   - A table entry's toolSetUID, the owner's UID, which tells a ToolSet
+//     from one deleted and created again under its name.
+//   - A table entry's callsPerMinute, the owner's spec.limits.
 package spec
