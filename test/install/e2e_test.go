@@ -177,7 +177,7 @@ var _ = Describe("An install from the chart", Ordered, func() {
 			cm, err := kube.CoreV1().ConfigMaps(operatorNS).Get(ctx, "toolplane-tools", metav1.GetOptions{})
 			g.Expect(err).NotTo(HaveOccurred())
 			g.Expect(json.Unmarshal([]byte(cm.Data[spec.TableKey]), table)).To(Succeed())
-			g.Expect(table.Tools).To(HaveLen(10))
+			g.Expect(table.Tools).To(HaveLen(11))
 		}).WithContext(ctx).WithTimeout(2 * eventuallyTimeout).Should(Succeed())
 		var names []string
 		for _, t := range table.Tools {

@@ -323,7 +323,10 @@ func runChartGateway(ctx context.Context, m manifests) *harness.Gateway {
 		LogPath:        filepath.Join(GinkgoT().TempDir(), "gateway.log"),
 	}
 	if flagValue(c.Args, "--tls-cert-file") != "" {
-		gw.Args, gw.TLS = chartGatewayTLS(m, d, c, args)
+		gw.Args, gw.TLS = chartGatewayTLS(m, d, c, gw.Args)
+	}
+	if flagValue(c.Args, "--task-key-file") != "" {
+		gw.Args = chartGatewayTaskKey(m, d, c, gw.Args)
 	}
 	printLogOnFailure("gateway", gw.LogPath)
 	// Start returns once /readyz answers: once it holds the table.
@@ -348,6 +351,39 @@ func gatewayTable(ctx context.Context, gw *harness.Gateway) *spec.Table {
 	t := &spec.Table{}
 	Expect(json.Unmarshal(b, t)).To(Succeed())
 	return t
+}
+
+// chartGatewayTaskKey puts the rendering's task key where the gateway's
+// --task-key-file names it, as the Secret volume would, and returns the
+// arguments pointing there.
+func chartGatewayTaskKey(m manifests, d *appsv1.Deployment, c corev1.Container, args []string) []string {
+	GinkgoHelper()
+	var secretName, mountPath string
+	for _, v := range d.Spec.Template.Spec.Volumes {
+		if v.Secret != nil && v.Name == "task-key" {
+			secretName = v.Secret.SecretName
+		}
+	}
+	for _, vm := range c.VolumeMounts {
+		if vm.Name == "task-key" {
+			mountPath = vm.MountPath
+		}
+	}
+	Expect(secretName).NotTo(BeEmpty(), "--task-key-file without a task-key Secret volume")
+	secret := fromUnstructured[corev1.Secret](m.named("Secret", secretName))
+	dir := GinkgoT().TempDir()
+	args = slices.Clone(args)
+	for i, a := range args {
+		if name, p, ok := strings.Cut(a, "="); ok && name == "--task-key-file" {
+			rel, err := filepath.Rel(mountPath, p)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(rel).NotTo(HavePrefix(".."), "%s is not in the task-key volume's mount %s", a, mountPath)
+			Expect(secret.Data).To(HaveKey(rel), "Secret %s has no key %s", secretName, rel)
+			Expect(os.WriteFile(filepath.Join(dir, rel), secret.Data[rel], 0o600)).To(Succeed())
+			args[i] = name + "=" + filepath.Join(dir, rel)
+		}
+	}
+	return args
 }
 
 // chartGatewayTLS puts the rendering's generated serving pair where the
