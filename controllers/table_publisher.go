@@ -212,6 +212,15 @@ type TablePublisher struct {
 	holdWrites bool
 	conflicts  int
 	pending    map[types.NamespacedName]struct{}
+	// inTable is the table readers see: for every name of the table last
+	// stored (or read back at start), the ToolSet its entry names, with
+	// that ToolSet's UID. A verdict Owned is Published in status only once
+	// its name is in it under the ToolSet (see Written), and every ToolSet
+	// whose names in it change is told through Changed.
+	inTable map[string]storedOwner
+	// unwritten are the ToolSets that Written told of a name they own that
+	// the table readers see lacks: the write that adds one tells them.
+	unwritten map[types.NamespacedName]struct{}
 	// synced is set once the caches have synced after start; the restore
 	// window runs from then.
 	synced atomic.Bool
@@ -239,6 +248,8 @@ func (p *TablePublisher) init() {
 		p.before = make(map[string]ownership.Record)
 		p.awaiting = make(map[types.NamespacedName]struct{})
 		p.pending = make(map[types.NamespacedName]struct{})
+		p.inTable = make(map[string]storedOwner)
+		p.unwritten = make(map[types.NamespacedName]struct{})
 	})
 }
 
@@ -358,6 +369,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 		}
 		store.maxParts = p.maxParts
 		store.wrote = func(name, rv string) { p.ownWrites.Store(name, rv) }
+		store.stored = p.stored
 		p.tables = store
 	}
 

@@ -256,6 +256,9 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	restored := make(map[types.NamespacedName]*claim)
 	dropped := 0
 	if table != nil {
+		// What readers see until the first write: the names of an entry
+		// kept are Published at once.
+		p.inTable = ownersOf(table)
 		for _, t := range table.Tools {
 			ts := types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
 			id, ok := exists[ts]

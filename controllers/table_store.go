@@ -71,6 +71,9 @@ type configMapTable struct {
 	// wrote, if set, is told the resourceVersion of every ConfigMap the
 	// store writes ("" for one it deletes).
 	wrote func(name, rv string)
+	// stored, if set, is told every table that the stored ConfigMaps hold
+	// once write has put it there (or found it there): what readers see.
+	stored func(t *spec.Table)
 
 	// encoder keeps the compressed segments of the last table written, so
 	// that the next write compresses only what changed.
@@ -176,6 +179,9 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 			}
 		}
 		named = newly
+	}
+	if s.stored != nil {
+		s.stored(t)
 	}
 	collected, wait, err := s.collect(ctx, stored, named, now)
 	wrote += collected
