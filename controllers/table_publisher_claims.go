@@ -300,7 +300,11 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 		p.setClaim(ts, c)
 		ids[ts] = ownership.Identity{Created: c.created.Time, UID: c.uid}
 		for _, t := range c.tools {
-			read = append(read, ownership.RestoredEntry{Name: t.Name, ToolSet: ts, UID: types.UID(t.ToolSetUID)})
+			e := ownership.RestoredEntry{Name: t.Name, ToolSet: ts, UID: types.UID(t.ToolSetUID)}
+			if rec, ok := table.Ledger[t.Name]; ok {
+				e.Since, e.Why = rec.Since, ownership.Why(rec.Why)
+			}
+			read = append(read, e)
 		}
 	}
 	for name, rec := range ownership.Restore(read, ids, p.clock()) {

@@ -124,7 +124,37 @@ func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errTableUnreadable, err)
 	}
+	for _, cm := range stored {
+		if cm.Name != s.name {
+			continue
+		}
+		// The records are what the table adds to its entries: a ledger
+		// that does not read back leaves the entries as they are, each
+		// owner's record starting afresh.
+		if t.Ledger, err = spec.DecodeTableLedger(cm.BinaryData[spec.TableLedgerKey], t.Revision); err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "The tool table's ledger cannot be read back; its owners' records start afresh")
+			t.Ledger = nil
+		}
+	}
 	return t, nil
+}
+
+// withLedger adds t's ledger, if any, to the base part: written in the
+// same write as the table it describes, in the room the part has left.
+func withLedger(t *spec.Table, base *spec.TablePart) {
+	if len(t.Ledger) == 0 {
+		return
+	}
+	room := spec.MaxTablePartBytes - base.StoredSize() - len(spec.TableLedgerKey)
+	v := spec.EncodeTableLedger(writtenRevision(t, *base), t.Ledger, room)
+	if v == nil {
+		return
+	}
+	// A copy: the encoder may keep the part's maps.
+	bin := make(map[string][]byte, len(base.BinaryData)+1)
+	maps.Copy(bin, base.BinaryData)
+	bin[spec.TableLedgerKey] = v
+	base.BinaryData = bin
 }
 
 func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duration, error) {
@@ -149,6 +179,7 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 	if err != nil {
 		return 0, fmt.Errorf("encoding the tool table: %w", err)
 	}
+	withLedger(t, &parts[0])
 
 	wrote := 0
 	// The base alone does not say the table is whole: a part ConfigMap
