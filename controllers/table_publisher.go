@@ -576,13 +576,13 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 	tools := make([]spec.TableTool, len(owned))
 	// The ledger's records go beside the table, so that a restart keeps
 	// since when and why each owner holds its names.
-	records := make(map[string]spec.TableRecord, len(owned))
+	records := make([]spec.TableRecord, len(owned))
 	for i, t := range owned {
 		tools[i] = *t
 		rec := p.ledger[t.Name]
-		records[t.Name] = spec.TableRecord{Since: rec.Since, Why: string(rec.Why)}
+		records[i] = spec.TableRecord{Since: rec.Since, Why: string(rec.Why)}
 	}
-	return &spec.Table{Tools: tools, Ledger: records}, true
+	return &spec.Table{Tools: tools, Records: records}, true
 }
 
 // maxTableTrims bounds how often one flush lowers the compressed ceiling

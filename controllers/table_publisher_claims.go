@@ -294,6 +294,15 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	p.holdWrites = unreadable && p.restoring
 	// A name under two ToolSets (a table not written by one leader) goes by
 	// the rule, not by the order of the entries.
+	// The records the table kept, by name, of the entries kept.
+	records := map[string]spec.TableRecord{}
+	if table != nil && len(table.Records) == len(table.Tools) {
+		for i := range table.Tools {
+			if table.Records[i].Why != "" {
+				records[table.Tools[i].Name] = table.Records[i]
+			}
+		}
+	}
 	var read []ownership.RestoredEntry
 	ids := make(map[types.NamespacedName]ownership.Identity, len(restored))
 	for ts, c := range restored {
@@ -301,7 +310,7 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 		ids[ts] = ownership.Identity{Created: c.created.Time, UID: c.uid}
 		for _, t := range c.tools {
 			e := ownership.RestoredEntry{Name: t.Name, ToolSet: ts, UID: types.UID(t.ToolSetUID)}
-			if rec, ok := table.Ledger[t.Name]; ok {
+			if rec, ok := records[t.Name]; ok {
 				e.Since, e.Why = rec.Since, ownership.Why(rec.Why)
 			}
 			read = append(read, e)

@@ -131,9 +131,15 @@ func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
 		// The records are what the table adds to its entries: a ledger
 		// that does not read back leaves the entries as they are, each
 		// owner's record starting afresh.
-		if t.Ledger, err = spec.DecodeTableLedger(cm.BinaryData[spec.TableLedgerKey], t.Revision); err != nil {
+		records, err := spec.DecodeTableLedger(cm.BinaryData[spec.TableLedgerKey], t.Revision)
+		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "The tool table's ledger cannot be read back; its owners' records start afresh")
-			t.Ledger = nil
+		}
+		if len(records) > 0 {
+			t.Records = make([]spec.TableRecord, len(t.Tools))
+			for i := range t.Tools {
+				t.Records[i] = records[t.Tools[i].Name]
+			}
 		}
 	}
 	return t, nil
@@ -142,11 +148,11 @@ func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
 // withLedger adds t's ledger, if any, to the base part: written in the
 // same write as the table it describes, in the room the part has left.
 func withLedger(t *spec.Table, base *spec.TablePart) {
-	if len(t.Ledger) == 0 {
+	if len(t.Records) == 0 {
 		return
 	}
 	room := spec.MaxTablePartBytes - base.StoredSize() - len(spec.TableLedgerKey)
-	v := spec.EncodeTableLedger(writtenRevision(t, *base), t.Ledger, room)
+	v := spec.EncodeTableLedger(t, writtenRevision(t, *base), room)
 	if v == nil {
 		return
 	}

@@ -15,11 +15,12 @@ type Table struct {
 	Revision string `json:"revision"`
 	// Tools are sorted by published name; each name appears once.
 	Tools []TableTool `json:"tools"`
-	// Ledger holds, by name, since when and why each entry's ToolSet owns
-	// it. It is not part of the table's JSON: a publisher stores it beside
-	// the table, under [TableLedgerKey], and reads it back with it. Nil
+	// Records are the ledger's: Records[i] says since when and why the
+	// ToolSet of Tools[i] owns its name (the zero TableRecord for none).
+	// They are not part of the table's JSON: a publisher stores them beside
+	// the table, under [TableLedgerKey], and reads them back with it. Nil
 	// for none.
-	Ledger map[string]TableRecord `json:"-"`
+	Records []TableRecord `json:"-"`
 }
 
 // TableTool is one published tool.

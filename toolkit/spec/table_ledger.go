@@ -61,12 +61,12 @@ type TableLedgerGroup struct {
 	Names []string  `json:"names"`
 }
 
-// EncodeTableLedger returns the value of [TableLedgerKey] for the table
-// whose revision is revision, records holding each name's record: at most
-// maxStored bytes once in base64, as the API server counts binaryData. It
-// keeps the earliest records that fit; nil for no record, or if none fits.
-func EncodeTableLedger(revision string, records map[string]TableRecord, maxStored int) []byte {
-	if len(records) == 0 || maxStored <= 0 {
+// EncodeTableLedger returns the value of [TableLedgerKey] for t, whose
+// revision is revision, from t.Records: at most maxStored bytes once in
+// base64, as the API server counts binaryData. It keeps the earliest
+// records that fit; nil for no record, or if none fits.
+func EncodeTableLedger(t *Table, revision string, maxStored int) []byte {
+	if len(t.Records) != len(t.Tools) || maxStored <= 0 {
 		return nil
 	}
 	type key struct {
@@ -74,7 +74,13 @@ func EncodeTableLedger(revision string, records map[string]TableRecord, maxStore
 		why   string
 	}
 	groups := map[key]*TableLedgerGroup{}
-	for name, r := range records {
+	total := 0
+	for i, r := range t.Records {
+		if r.Why == "" {
+			continue
+		}
+		total++
+		name := t.Tools[i].Name
 		k := key{r.Since.Unix(), r.Why}
 		g := groups[k]
 		if g == nil {
@@ -93,7 +99,6 @@ func EncodeTableLedger(revision string, records map[string]TableRecord, maxStore
 	})
 	// Names kept, the earliest records first: cut by a share of the names
 	// until the compressed ledger fits.
-	total := len(records)
 	for keep := total; keep > 0; {
 		gz := gzipLedger(l.Revision, l.Records, keep)
 		size := base64.StdEncoding.EncodedLen(len(gz))

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"slices"
 	"testing"
 	"time"
 
@@ -27,6 +28,16 @@ func gunzip(t *testing.T, b []byte) string {
 	return string(raw)
 }
 
+// tableOf returns a table of the names of records, with their records.
+func tableOf(records map[string]spec.TableRecord) *spec.Table {
+	t := &spec.Table{}
+	for _, name := range slices.Sorted(maps.Keys(records)) {
+		t.Tools = append(t.Tools, spec.TableTool{Name: name})
+		t.Records = append(t.Records, records[name])
+	}
+	return t
+}
+
 func TestTableLedgerRoundTrip(t *testing.T) {
 	at := time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)
 	records := map[string]spec.TableRecord{
@@ -34,7 +45,7 @@ func TestTableLedgerRoundTrip(t *testing.T) {
 		"b": {Since: at, Why: "Claimed"},
 		"c": {Since: at.Add(time.Hour), Why: "HandedOver"},
 	}
-	v := spec.EncodeTableLedger("sha256:r", records, spec.MaxTablePartBytes)
+	v := spec.EncodeTableLedger(tableOf(records), "sha256:r", spec.MaxTablePartBytes)
 	// Grouped by record, to the second, the earliest first.
 	want := `{"revision":"sha256:r","records":[{"since":"2026-12-01T15:00:00Z","why":"Claimed","names":["a","b"]},` +
 		`{"since":"2026-12-01T16:00:00Z","why":"HandedOver","names":["c"]}]}` + "\n"
@@ -65,10 +76,10 @@ func TestTableLedgerRoundTrip(t *testing.T) {
 	if _, err := spec.DecodeTableLedger([]byte("{"), "sha256:r"); err == nil {
 		t.Error("a malformed ledger reads back")
 	}
-	if v := spec.EncodeTableLedger("sha256:r", nil, spec.MaxTablePartBytes); v != nil {
+	if v := spec.EncodeTableLedger(&spec.Table{}, "sha256:r", spec.MaxTablePartBytes); v != nil {
 		t.Errorf("no record = %q, want none", v)
 	}
-	if v := spec.EncodeTableLedger("sha256:r", records, 0); v != nil {
+	if v := spec.EncodeTableLedger(tableOf(records), "sha256:r", 0); v != nil {
 		t.Errorf("no room = %q, want none", v)
 	}
 }
@@ -82,7 +93,7 @@ func TestTableLedgerBounded(t *testing.T) {
 		records[name(i)] = spec.TableRecord{Since: at.Add(time.Duration(i) * time.Second), Why: "Claimed"}
 	}
 	const room = 64 << 10
-	v := spec.EncodeTableLedger("sha256:r", records, room)
+	v := spec.EncodeTableLedger(tableOf(records), "sha256:r", room)
 	if n := base64.StdEncoding.EncodedLen(len(v)); n > room {
 		t.Fatalf("ledger of %d bytes stored, at most %d", n, room)
 	}
@@ -120,15 +131,15 @@ func TestTableLedgerIgnoredByReaders(t *testing.T) {
 		if bin == nil {
 			bin = map[string][]byte{}
 		}
-		bin[spec.TableLedgerKey] = spec.EncodeTableLedger(plain.Revision,
-			map[string]spec.TableRecord{tools[0].Name: {Since: time.Unix(1, 0), Why: "Claimed"}}, spec.MaxTablePartBytes)
+		bin[spec.TableLedgerKey] = spec.EncodeTableLedger(
+			tableOf(map[string]spec.TableRecord{tools[0].Name: {Since: time.Unix(1, 0), Why: "Claimed"}}), plain.Revision, spec.MaxTablePartBytes)
 		parts[0].BinaryData = bin
 		got, err := spec.DecodeTable(files(t, parts))
 		if err != nil {
 			t.Fatalf("%d tools: a table with a ledger beside it: %v", n, err)
 		}
 		assertSameTools(t, got, tools)
-		if got.Ledger != nil {
+		if got.Records != nil {
 			t.Errorf("%d tools: DecodeTable read the ledger; the publisher does, apart", n)
 		}
 	}
