@@ -56,10 +56,17 @@ type Publisher interface {
 	// offer, or after a restart the entries read back from the table). It
 	// returns the verdict on every name it claims.
 	Retain(ctx context.Context, toolSet types.NamespacedName) (verdicts map[string]ownership.Verdict, err error)
+	// Written returns the names a ToolSet claims that the table readers see
+	// has under it now: written, or read back at start. A name the verdicts
+	// say it owns is Published only once it is in it; until then status
+	// says the name awaits the write. Changed tells the ToolSet when its
+	// names in that table change.
+	Written(toolSet types.NamespacedName) map[string]bool
 	// Withdraw releases every name held by a ToolSet that is gone.
 	Withdraw(ctx context.Context, toolSet types.NamespacedName) error
 	// Changed delivers the ToolSets whose ownership changed through another
-	// ToolSet's offer or withdrawal, so that their status is brought up to
-	// date.
+	// ToolSet's offer or withdrawal, and those whose names in the table
+	// readers see changed with a write, so that their status is brought up
+	// to date.
 	Changed() <-chan event.TypedGenericEvent[*v1alpha1.ToolSet]
 }

@@ -212,6 +212,15 @@ type TablePublisher struct {
 	holdWrites bool
 	conflicts  int
 	pending    map[types.NamespacedName]struct{}
+	// inTable is the table readers see: for every name of the table last
+	// stored (or read back at start), the ToolSet its entry names, with
+	// that ToolSet's UID. A verdict Owned is Published in status only once
+	// its name is in it under the ToolSet (see Written), and every ToolSet
+	// whose names in it change is told through Changed.
+	inTable map[string]storedOwner
+	// unwritten are the ToolSets that Written told of a name they own that
+	// the table readers see lacks: the write that adds one tells them.
+	unwritten map[types.NamespacedName]struct{}
 	// synced is set once the caches have synced after start; the restore
 	// window runs from then.
 	synced atomic.Bool
@@ -239,6 +248,8 @@ func (p *TablePublisher) init() {
 		p.before = make(map[string]ownership.Record)
 		p.awaiting = make(map[types.NamespacedName]struct{})
 		p.pending = make(map[types.NamespacedName]struct{})
+		p.inTable = make(map[string]storedOwner)
+		p.unwritten = make(map[types.NamespacedName]struct{})
 	})
 }
 
@@ -358,6 +369,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 		}
 		store.maxParts = p.maxParts
 		store.wrote = func(name, rv string) { p.ownWrites.Store(name, rv) }
+		store.stored = p.stored
 		p.tables = store
 	}
 
@@ -548,7 +560,7 @@ func (p *TablePublisher) listToolSets(ctx context.Context) (map[types.Namespaced
 // The budget was applied when the ledger was decided, so every verdict
 // Owned is in it and no other.
 func (p *TablePublisher) table() (*spec.Table, bool) {
-	owned, ok := p.tableTools()
+	owned, records, ok := p.tableTools()
 	if !ok {
 		return nil, false
 	}
@@ -556,17 +568,18 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 	for i, t := range owned {
 		tools[i] = *t
 	}
-	return &spec.Table{Tools: tools}, true
+	return &spec.Table{Tools: tools, Records: records}, true
 }
 
-// tableTools is table's tools, sorted, by reference: they are the claims'
-// tools, which are never modified, so they may be read once p.mu is
-// released. A write encodes them where they are rather than copy the table.
-func (p *TablePublisher) tableTools() ([]*spec.TableTool, bool) {
+// tableTools is table's tools, sorted, by reference, and their ledger
+// records in the same order: the tools are the claims' tools, which are
+// never modified, so they may be read once p.mu is released. A write
+// encodes them where they are rather than copy the table.
+func (p *TablePublisher) tableTools() ([]*spec.TableTool, []spec.TableRecord, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.holdWrites {
-		return nil, false
+		return nil, nil, false
 	}
 	owned := make([]*spec.TableTool, 0, len(p.ledger))
 	for name, rec := range p.ledger {
@@ -575,7 +588,14 @@ func (p *TablePublisher) tableTools() ([]*spec.TableTool, bool) {
 		}
 	}
 	slices.SortFunc(owned, func(a, b *spec.TableTool) int { return strings.Compare(a.Name, b.Name) })
-	return owned, true
+	// The ledger's records go beside the table, so that a restart keeps
+	// since when and why each owner holds its names.
+	records := make([]spec.TableRecord, len(owned))
+	for i, t := range owned {
+		rec := p.ledger[t.Name]
+		records[i] = spec.TableRecord{Since: rec.Since, Why: string(rec.Why)}
+	}
+	return owned, records, true
 }
 
 // maxTableTrims bounds how often one flush lowers the compressed ceiling
@@ -591,11 +611,11 @@ const maxTableTrims = 10
 // incompressible tools never stop the table for everyone.
 func (p *TablePublisher) flush(ctx context.Context) (wait time.Duration, err error) {
 	for trims := 0; ; trims++ {
-		tools, ok := p.tableTools()
+		tools, records, ok := p.tableTools()
 		if !ok {
 			return 0, nil
 		}
-		wait, err = p.tables.writeTools(ctx, tools)
+		wait, err = p.tables.writeTools(ctx, tools, records)
 		if !overCapacity(err) || trims == maxTableTrims {
 			if err == nil {
 				p.relax()

@@ -186,7 +186,7 @@ func BenchmarkPublisherTable(b *testing.B) {
 	b.Run("refs", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if tools, ok := p.tableTools(); !ok || len(tools) != 20000 {
+			if tools, _, ok := p.tableTools(); !ok || len(tools) != 20000 {
 				b.Fatalf("%d tools", len(tools))
 			}
 		}

@@ -256,6 +256,13 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	restored := make(map[types.NamespacedName]*claim)
 	dropped := 0
 	if table != nil {
+		// What readers see until the first write: the names of an entry
+		// kept are Published at once.
+		entries := make([]*spec.TableTool, len(table.Tools))
+		for i := range table.Tools {
+			entries[i] = &table.Tools[i]
+		}
+		p.inTable = ownersOf(entries)
 		for _, t := range table.Tools {
 			ts := types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
 			id, ok := exists[ts]
@@ -291,13 +298,26 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	p.holdWrites = unreadable && p.restoring
 	// A name under two ToolSets (a table not written by one leader) goes by
 	// the rule, not by the order of the entries.
+	// The records the table kept, by name, of the entries kept.
+	records := map[string]spec.TableRecord{}
+	if table != nil && len(table.Records) == len(table.Tools) {
+		for i := range table.Tools {
+			if table.Records[i].Why != "" {
+				records[table.Tools[i].Name] = table.Records[i]
+			}
+		}
+	}
 	var read []ownership.RestoredEntry
 	ids := make(map[types.NamespacedName]ownership.Identity, len(restored))
 	for ts, c := range restored {
 		p.setClaim(ts, c)
 		ids[ts] = ownership.Identity{Created: c.created.Time, UID: c.uid}
 		for _, t := range c.tools {
-			read = append(read, ownership.RestoredEntry{Name: t.Name, ToolSet: ts, UID: types.UID(t.ToolSetUID)})
+			e := ownership.RestoredEntry{Name: t.Name, ToolSet: ts, UID: types.UID(t.ToolSetUID)}
+			if rec, ok := records[t.Name]; ok {
+				e.Since, e.Why = rec.Since, ownership.Why(rec.Why)
+			}
+			read = append(read, e)
 		}
 	}
 	for name, rec := range ownership.Restore(read, ids, p.clock()) {

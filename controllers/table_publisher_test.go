@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -877,6 +878,52 @@ var _ = Describe("The table publisher", func() {
 			Eventually(func(g Gomega) {
 				g.Expect(p2.Published(ctx, a)).To(BeEmpty())
 			}).Should(Succeed())
+		})
+
+		It("keeps each owner's since and why across a restart, stored beside the table", func(ctx context.Context) {
+			// Started before the ToolSets exist: no restore window of its own.
+			p1, stop1 := startPublisher(ns, 0)
+			a, aAt := create(ctx, "a")
+			b, bAt := create(ctx, "b")
+			p1.offer(ctx, a, aAt, entry(a, "x", "x"), entry(a, "h", "h"))
+			p1.offer(ctx, b, bAt, entry(b, "h", "h"))
+			// a lets go of h: it passes to b.
+			Expect(p1.offer(ctx, a, aAt, entry(a, "x", "x"))).To(Equal(map[string]types.NamespacedName{"x": a}))
+			Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{"x": a.String(), "h": b.String()}))
+			p1.mu.Lock()
+			before := maps.Clone(p1.ledger)
+			p1.mu.Unlock()
+			Expect(before["x"].Why).To(Equal(ownership.Claimed))
+			Expect(before["h"].Why).To(Equal(ownership.HandedOver))
+			// The records go with the write that stored the table.
+			_, cms, err := storedTable(ctx, ns)
+			Expect(err).NotTo(HaveOccurred())
+			Expect(cms).To(ContainElement(HaveField("BinaryData", HaveKey(spec.TableLedgerKey))))
+			stop1()
+
+			p2, _ := startPublisher(ns, time.Hour)
+			want := func(name string) ownership.Record {
+				rec := before[name]
+				rec.Since = rec.Since.Truncate(time.Second)
+				return rec
+			}
+			check := func(where string) {
+				GinkgoHelper()
+				p2.mu.Lock()
+				defer p2.mu.Unlock()
+				for _, name := range []string{"x", "h"} {
+					got := p2.ledger[name]
+					Expect(got.Since.Equal(want(name).Since)).To(BeTrue(), "%s: since of %s: %v, want %v", where, name, got.Since, want(name).Since)
+					Expect(got.Owner).To(Equal(want(name).Owner), "%s: the owner of %s", where, name)
+					Expect(got.Why).To(Equal(want(name).Why), "%s: why %s owns %s", where, got.Owner, name)
+				}
+			}
+			check("read back")
+			p2.offer(ctx, b, bAt, entry(b, "h", "h"))
+			p2.offer(ctx, a, aAt, entry(a, "x", "x"))
+			check("heard from every ToolSet")
+			Consistently(func() int { return p2.writes.count() }).WithTimeout(300*time.Millisecond).Should(BeZero(),
+				"the table read back, records and all, is what it writes")
 		})
 
 		It("reads its own table back unchanged without writing", func(ctx context.Context) {

@@ -30,14 +30,14 @@ const DefaultTablePartGracePeriod = time.Minute
 var errTableUnreadable = errors.New("the stored tool table cannot be read back")
 
 // tableStore is where the publisher keeps the table. read returns nil and no
-// error when no table is stored. writeTools stores the table of tools, given
+// error when no table is stored. writeTools stores the table of tools (and their ledger records, in the same order), given
 // by reference (the publisher's claims hold them, and they are only read),
 // so that a write copies no tool; a positive wait asks to be called again
 // after it, to finish what must wait for the grace period (the write
 // itself, if a part has no room yet, or the removal of old chunks).
 type tableStore interface {
 	read(ctx context.Context) (*spec.Table, error)
-	writeTools(ctx context.Context, tools []*spec.TableTool) (wait time.Duration, err error)
+	writeTools(ctx context.Context, tools []*spec.TableTool, records []spec.TableRecord) (wait time.Duration, err error)
 }
 
 // configMapTable stores the table in ConfigMaps, as [spec.TableEncoder] lays
@@ -74,6 +74,9 @@ type configMapTable struct {
 	// wrote, if set, is told the resourceVersion of every ConfigMap the
 	// store writes ("" for one it deletes).
 	wrote func(name, rv string)
+	// stored, if set, is told every table that the stored ConfigMaps hold
+	// once write has put it there (or found it there): what readers see.
+	stored func(tools []*spec.TableTool)
 
 	// encoder keeps the compressed segments of the last table written, so
 	// that the next write compresses only what changed.
@@ -124,19 +127,56 @@ func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errTableUnreadable, err)
 	}
+	for _, cm := range stored {
+		if cm.Name != s.name {
+			continue
+		}
+		// The records are what the table adds to its entries: a ledger
+		// that does not read back leaves the entries as they are, each
+		// owner's record starting afresh.
+		records, err := spec.DecodeTableLedger(cm.BinaryData[spec.TableLedgerKey], t.Revision)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "The tool table's ledger cannot be read back; its owners' records start afresh")
+		}
+		if len(records) > 0 {
+			t.Records = make([]spec.TableRecord, len(t.Tools))
+			for i := range t.Tools {
+				t.Records[i] = records[t.Tools[i].Name]
+			}
+		}
+	}
 	return t, nil
 }
 
-// write is writeTools of t's tools.
+// withLedger adds the ledger of tools, if any, to the base part: written
+// in the same write as the table it describes, in the room the part has
+// left.
+func withLedger(tools []*spec.TableTool, records []spec.TableRecord, base *spec.TablePart) {
+	if len(records) == 0 {
+		return
+	}
+	room := spec.MaxTablePartBytes - base.StoredSize() - len(spec.TableLedgerKey)
+	v := spec.EncodeTableLedger(tools, records, writtenRevision(tools, *base), room)
+	if v == nil {
+		return
+	}
+	// A copy: the encoder may keep the part's maps.
+	bin := make(map[string][]byte, len(base.BinaryData)+1)
+	maps.Copy(bin, base.BinaryData)
+	bin[spec.TableLedgerKey] = v
+	base.BinaryData = bin
+}
+
+// write is writeTools of t's tools and records.
 func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duration, error) {
 	tools := make([]*spec.TableTool, len(t.Tools))
 	for i := range t.Tools {
 		tools[i] = &t.Tools[i]
 	}
-	return s.writeTools(ctx, tools)
+	return s.writeTools(ctx, tools, t.Records)
 }
 
-func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool) (time.Duration, error) {
+func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool, records []spec.TableRecord) (time.Duration, error) {
 	list, err := s.list(ctx)
 	if err != nil {
 		return 0, err
@@ -158,6 +198,7 @@ func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool
 	if err != nil {
 		return 0, fmt.Errorf("encoding the tool table: %w", err)
 	}
+	withLedger(tools, records, &parts[0])
 
 	wrote := 0
 	// The base alone does not say the table is whole: a part ConfigMap
@@ -188,6 +229,9 @@ func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool
 			}
 		}
 		named = newly
+	}
+	if s.stored != nil {
+		s.stored(tools)
 	}
 	collected, wait, err := s.collect(ctx, stored, named, now)
 	wrote += collected

@@ -64,6 +64,10 @@ func (r *ToolSetReconciler) checkContracts(ctx context.Context, ts *v1alpha1.Too
 	state := make(map[string]v1alpha1.ToolState, len(ts.Status.Tools))
 	for _, t := range ts.Status.Tools {
 		state[t.Name] = t.State
+		if awaitsWrite(t) {
+			// Owned: published at the table's next write.
+			state[t.Name] = v1alpha1.ToolPublished
+		}
 	}
 	cr := &contractRound{baseline: baselineOf(offered, state)}
 	if cr.baseline == nil {

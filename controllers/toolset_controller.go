@@ -342,7 +342,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			return ctrl.Result{}, fmt.Errorf("retaining the tools of a ToolSet whose spec is invalid: %w", retainErr)
 		}
 		setInvalidSpec(ts, err)
-		setRetained(ts, verdicts)
+		setRetained(ts, shownVerdicts(verdicts, r.Publisher.Written(req.NamespacedName)))
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
@@ -372,6 +372,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		if err != nil {
 			return ctrl.Result{}, fmt.Errorf("offering tools to the publisher: %w", err)
 		}
+		verdicts = shownVerdicts(verdicts, r.Publisher.Written(req.NamespacedName))
 		r.setStatus(ts, last.rd, last.a, last.offer.Tools, verdicts, last.held, mem)
 		if serviceRefused != "" {
 			setServiceRefused(ts, serviceRefused)
@@ -452,6 +453,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}
 	mem.last = &lastRound{key: key, at: now, due: now.Add(requeue), serviceRefused: serviceRefused,
 		offer: offer, rd: rd, a: a, held: held}
+	verdicts = shownVerdicts(verdicts, r.Publisher.Written(req.NamespacedName))
 	r.setStatus(ts, rd, a, offered, verdicts, held, mem)
 	if serviceRefused != "" {
 		setServiceRefused(ts, serviceRefused)

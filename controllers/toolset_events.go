@@ -69,7 +69,7 @@ func (r *ToolSetReconciler) emitTransitions(before, after *v1alpha1.ToolSet) {
 			denied = append(denied, fmt.Sprintf("%s (%s)", t.Name, t.Reason))
 		case t.State == v1alpha1.ToolConflicted && (!seen || prev.State != v1alpha1.ToolConflicted || prev.Owner != t.Owner):
 			lost = append(lost, fmt.Sprintf("%s (owned by %s)", t.Name, t.Owner))
-		case seen && prev.State == v1alpha1.ToolConflicted && (t.State == v1alpha1.ToolPublished || t.State == v1alpha1.ToolStale):
+		case seen && prev.State == v1alpha1.ToolConflicted && (t.State == v1alpha1.ToolPublished || t.State == v1alpha1.ToolStale || awaitsWrite(t)):
 			won = append(won, t.Name)
 		}
 	}
@@ -92,11 +92,13 @@ func condition(ts *v1alpha1.ToolSet, typ string) metav1.Condition {
 	return metav1.Condition{}
 }
 
-// inTable lists the names this ToolSet has in the tool table, sorted.
+// inTable lists the names this ToolSet has in the tool table, sorted, and
+// those it owns that await the table's write: the events announce what the
+// ledger decided, once.
 func inTable(ts *v1alpha1.ToolSet) []string {
 	var names []string
 	for _, t := range ts.Status.Tools {
-		if t.State == v1alpha1.ToolPublished || t.State == v1alpha1.ToolStale {
+		if t.State == v1alpha1.ToolPublished || t.State == v1alpha1.ToolStale || awaitsWrite(t) {
 			names = append(names, t.Name)
 		}
 	}

@@ -134,6 +134,37 @@ type nameClaims struct {
 	conflicted, denied, pending []string
 }
 
+// awaitingWrite is what status makes of a verdict Owned on a name that
+// the table readers see does not have under the ToolSet yet (see
+// Publisher.Written): never a verdict of the rule. The tool is Pending,
+// reason AwaitingWrite, until the write, so that status says Published
+// only of what the table has.
+const awaitingWrite ownership.State = v1alpha1.ReasonAwaitingWrite
+
+// awaitingWriteReason is the reason of a tool whose name awaits the write.
+const awaitingWriteReason = v1alpha1.ReasonAwaitingWrite + ": this ToolSet owns the name; it is published once the tool table is next written"
+
+// shownVerdicts returns the verdicts as status shows them: each Owned one
+// whose name is not written becomes awaitingWrite. verdicts is not
+// modified.
+func shownVerdicts(verdicts map[string]ownership.Verdict, written map[string]bool) map[string]ownership.Verdict {
+	var out map[string]ownership.Verdict
+	for name, v := range verdicts {
+		if v.State != ownership.Owned || written[name] {
+			continue
+		}
+		if out == nil {
+			out = maps.Clone(verdicts)
+		}
+		v.State = awaitingWrite
+		out[name] = v
+	}
+	if out == nil {
+		return verdicts
+	}
+	return out
+}
+
 // apply sets a tool's state from the ownership rule's verdict on its name.
 // A tool the ToolSet owns keeps the state it has (Published or Stale).
 func (nc *nameClaims) apply(tool *v1alpha1.ToolStatus, v ownership.Verdict) {
@@ -150,6 +181,9 @@ func (nc *nameClaims) apply(tool *v1alpha1.ToolStatus, v ownership.Verdict) {
 	case ownership.Pending:
 		tool.State, tool.Owner, tool.Reason = v1alpha1.ToolPending, "", truncate(v.Reason, maxReasonLen)
 		nc.pending = append(nc.pending, tool.Name)
+	case awaitingWrite:
+		// Owned, but not yet in the table readers see: not a conflict.
+		tool.State, tool.Owner, tool.Reason = v1alpha1.ToolPending, "", awaitingWriteReason
 	}
 }
 
@@ -326,6 +360,9 @@ func setProgress(ts *v1alpha1.ToolSet) {
 			reconciling = c
 		} else if c := find(v1alpha1.ConditionConflicted); c != nil && c.Reason == v1alpha1.ReasonHandOverPending {
 			reconciling = c
+		} else if n := awaitingWrites(st.Tools); n > 0 {
+			reconciling = &metav1.Condition{Reason: v1alpha1.ReasonAwaitingWrite,
+				Message: fmt.Sprintf("%s owned, and published once the tool table is next written", are(n, "tool"))}
 		}
 	}
 	set := func(typ string, from *metav1.Condition, idle string) {
@@ -337,6 +374,25 @@ func setProgress(ts *v1alpha1.ToolSet) {
 	}
 	set(v1alpha1.ConditionStalled, stalled, "nothing waits for a change by the user")
 	set(v1alpha1.ConditionReconciling, reconciling, "the ToolSet is where its spec and its Pods put it")
+}
+
+// awaitsWrite reports whether the tool's name is the ToolSet's and awaits
+// the table's write: events and contracts count it as published, as the
+// ledger has it, so that its write announces nothing twice.
+func awaitsWrite(t v1alpha1.ToolStatus) bool {
+	return t.State == v1alpha1.ToolPending && t.Reason == awaitingWriteReason
+}
+
+// awaitingWrites counts the tools of status whose name awaits the table's
+// write.
+func awaitingWrites(tools []v1alpha1.ToolStatus) int {
+	n := 0
+	for _, t := range tools {
+		if awaitsWrite(t) {
+			n++
+		}
+	}
+	return n
 }
 
 // setInvalidSpec reports a spec that cannot be acted on. The last offer

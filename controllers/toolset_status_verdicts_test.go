@@ -42,7 +42,31 @@ var _ = Describe("The status of the ownership verdicts", func() {
 			v1alpha1.ToolDenied, "OverBudget: more than 10 tools", v1alpha1.ReasonNameDenied),
 		Entry("pending a hand-over", ownership.Verdict{State: ownership.Pending, Reason: "nobody owns the name"},
 			v1alpha1.ToolPending, "nobody owns the name", v1alpha1.ReasonHandOverPending),
+		Entry("owned, awaiting the table's write: Pending, and no conflict", ownership.Verdict{State: awaitingWrite},
+			v1alpha1.ToolPending, v1alpha1.ReasonAwaitingWrite, v1alpha1.ReasonNoConflict),
 	)
+
+	It("shows a verdict Owned as Published only once the table readers see has the name", func() {
+		verdicts := map[string]ownership.Verdict{
+			"written":   {State: ownership.Owned, Owner: other},
+			"unwritten": {State: ownership.Owned, Owner: other},
+			"taken":     {State: ownership.Conflicted, Owner: other},
+		}
+		shown := shownVerdicts(verdicts, map[string]bool{"written": true, "taken": true})
+		Expect(shown).To(Equal(map[string]ownership.Verdict{
+			"written":   {State: ownership.Owned, Owner: other},
+			"unwritten": {State: awaitingWrite, Owner: other},
+			"taken":     {State: ownership.Conflicted, Owner: other},
+		}))
+		Expect(verdicts["unwritten"].State).To(Equal(ownership.Owned), "the publisher's verdicts are left as they are")
+
+		ts := &v1alpha1.ToolSet{}
+		ts.Status.Tools = []v1alpha1.ToolStatus{{Name: "unwritten", State: v1alpha1.ToolPending, Reason: awaitingWriteReason}}
+		setProgress(ts)
+		reconciling := meta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionReconciling)
+		Expect(reconciling.Status).To(Equal(metav1.ConditionTrue))
+		Expect(reconciling.Reason).To(Equal(v1alpha1.ReasonAwaitingWrite))
+	})
 
 	It("says what stands of a spec that became invalid: retained tools, and what the last scrape rejected", func() {
 		ts := &v1alpha1.ToolSet{}

@@ -64,6 +64,12 @@ const (
 	// ReasonHandOverPending: some names wait, after a restart, for every
 	// ToolSet to be heard from before they are handed over.
 	ReasonHandOverPending = "HandOverPending"
+	// ReasonAwaitingWrite: the ToolSet owns some names that the tool table
+	// readers see does not have yet; they are published at its next write
+	// (within the publisher's debounce, or once a failing write succeeds).
+	// Tools in state Pending carry it as their reason, and Reconciling
+	// says so.
+	ReasonAwaitingWrite = "AwaitingWrite"
 	// ReasonNoConflict: this ToolSet owns every name it exposes.
 	ReasonNoConflict = "NoConflict"
 	// ReasonNoService: spec.service is not set, so the published tools have

@@ -381,7 +381,8 @@ type ToolState string
 
 // The states of a tool.
 const (
-	// ToolPublished: the tool is in the tool table under its name.
+	// ToolPublished: the tool is in the tool table under its name, as
+	// written: the table readers see has it under this ToolSet.
 	ToolPublished ToolState = "Published"
 	// ToolConflicted: another ToolSet owns the name; owner names it.
 	ToolConflicted ToolState = "Conflicted"
@@ -403,7 +404,10 @@ const (
 	// or a leader failover, a name without an owner is handed out only once
 	// every ToolSet has been heard from (within --table-restore-timeout
 	// of the caches syncing), so that the earliest-created claimant takes it
-	// whatever order the ToolSets are reconciled in.
+	// whatever order the ToolSets are reconciled in. A tool whose name this
+	// ToolSet owns but the tool table does not have yet is Pending too,
+	// with reason AwaitingWrite, until the table is written: a tool is
+	// Published only while the table readers see has it.
 	ToolPending ToolState = "Pending"
 )
 

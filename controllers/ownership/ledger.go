@@ -350,7 +350,9 @@ func NextRecord(prev Record, owner types.NamespacedName, uid types.UID, now time
 func SameObject(a, b types.UID) bool { return a == "" || b == "" || a == b }
 
 // Restore returns the ledger of a table read back at start: for each name,
-// the owner among the ToolSets whose entries name it. A table written by
+// the owner among the ToolSets whose entries name it, with the record the
+// table kept (since when and why it owns the name), or one that says
+// Restored, since now, where the table kept none. A table written by
 // this operator names each once; one written otherwise (by hand, or by two
 // leaders at once) may name several, and then the rule settles it, never
 // the order of the entries: the earliest-created of them, ties by
@@ -371,17 +373,27 @@ func Restore(entries []RestoredEntry, exists map[types.NamespacedName]Identity, 
 				continue
 			}
 		}
-		l[e.Name] = Record{Owner: e.ToolSet, UID: id.UID, Since: now, Why: Restored}
+		rec := Record{Owner: e.ToolSet, UID: id.UID, Since: now, Why: Restored}
+		if !e.Since.IsZero() && e.Why != "" {
+			// The table kept the record: since and why stand.
+			rec.Since, rec.Why = e.Since, e.Why
+		}
+		l[e.Name] = rec
 	}
 	return l
 }
 
 // RestoredEntry is one entry of a table read back: a name and the owner it
-// names.
+// names, and the record the table kept of it, if any.
 type RestoredEntry struct {
 	Name    string
 	ToolSet types.NamespacedName
 	UID     types.UID
+	// Since and Why are the entry's record as the table kept it; zero if
+	// it kept none (a table written before it kept records), and then the
+	// record reads Restored, since now.
+	Since time.Time
+	Why   Why
 }
 
 // Identity tells one ToolSet object from another of its name.

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"testing"
+	"time"
 
 	"k8s.io/apimachinery/pkg/types"
 )
@@ -166,5 +167,39 @@ func TestDecideProperties(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRestoreKeepsRecords checks that a table read back keeps the records
+// it kept of its entries, that an entry without one reads Restored, since
+// now, and that a name the table names twice goes by the rule with the
+// record of the entry that wins.
+func TestRestoreKeepsRecords(t *testing.T) {
+	now := time.Date(2026, 12, 1, 16, 0, 0, 0, time.UTC)
+	claimed, handed := now.Add(-48*time.Hour), now.Add(-time.Hour)
+	a := types.NamespacedName{Namespace: "ns", Name: "a"}
+	b := types.NamespacedName{Namespace: "ns", Name: "b"}
+	exists := map[types.NamespacedName]Identity{
+		a: {Created: now.Add(-72 * time.Hour), UID: "uid-a"},
+		b: {Created: now.Add(-24 * time.Hour), UID: "uid-b"},
+	}
+	got := Restore([]RestoredEntry{
+		{Name: "x", ToolSet: a, UID: "uid-a", Since: claimed, Why: Claimed},
+		{Name: "h", ToolSet: b, UID: "uid-b", Since: handed, Why: HandedOver},
+		{Name: "old", ToolSet: a, UID: "uid-a"},
+		// Named twice: a, created first, wins, with its record.
+		{Name: "twice", ToolSet: b, UID: "uid-b", Since: handed, Why: HandedOver},
+		{Name: "twice", ToolSet: a, UID: "uid-a", Since: claimed, Why: Claimed},
+		// Another object of a's name: dropped, record and all.
+		{Name: "gone", ToolSet: a, UID: "uid-old", Since: claimed, Why: Claimed},
+	}, exists, now)
+	want := Ledger{
+		"x":     {Owner: a, UID: "uid-a", Since: claimed, Why: Claimed},
+		"h":     {Owner: b, UID: "uid-b", Since: handed, Why: HandedOver},
+		"old":   {Owner: a, UID: "uid-a", Since: now, Why: Restored},
+		"twice": {Owner: a, UID: "uid-a", Since: claimed, Why: Claimed},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("Restore\n got %v\nwant %v", got, want)
 	}
 }

@@ -15,6 +15,12 @@ type Table struct {
 	Revision string `json:"revision"`
 	// Tools are sorted by published name; each name appears once.
 	Tools []TableTool `json:"tools"`
+	// Records are the ledger's: Records[i] says since when and why the
+	// ToolSet of Tools[i] owns its name (the zero TableRecord for none).
+	// They are not part of the table's JSON: a publisher stores them beside
+	// the table, under [TableLedgerKey], and reads them back with it. Nil
+	// for none.
+	Records []TableRecord `json:"-"`
 }
 
 // TableTool is one published tool.

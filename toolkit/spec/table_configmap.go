@@ -92,6 +92,10 @@ import (
 // [ErrTablePartMissing] (or [ErrTableTorn] when a chunk does not match its
 // digest), and a reader keeps its last good table until the next update.
 //
+// ConfigMap <name> may also hold, under [TableLedgerKey], the publisher's
+// ledger of the table beside it (since when and why each entry's ToolSet
+// owns its name); readers ignore it.
+//
 // Tables written before chunks were content-addressed keyed chunk i as
 // [TablePartKey](i), with the revision next to it under
 // [TablePartRevisionKey](i); DecodeTable still reads them. Tables written

@@ -1,0 +1,88 @@
+package controllers
+
+import (
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/toolplane/toolplane/controllers/ownership"
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// This file holds what lets status follow the table readers see, not the
+// ledger the publisher is about to write: a verdict Owned is Published only
+// once the stored table has the name under the ToolSet, and each write
+// tells exactly the ToolSets whose names in it changed.
+
+// storedOwner is the ToolSet a stored entry names.
+type storedOwner struct {
+	toolSet types.NamespacedName
+	uid     types.UID
+}
+
+// ownersOf returns, for every name of tools, the ToolSet its entry names.
+func ownersOf(tools []*spec.TableTool) map[string]storedOwner {
+	out := make(map[string]storedOwner, len(tools))
+	for _, e := range tools {
+		out[e.Name] = storedOwner{
+			toolSet: types.NamespacedName{Namespace: e.ToolSet.Namespace, Name: e.ToolSet.Name},
+			uid:     types.UID(e.ToolSetUID),
+		}
+	}
+	return out
+}
+
+// stored records tools as the table readers see, the store having put it in
+// the ConfigMaps (or found it there), and tells through Changed every
+// ToolSet whose status said some name awaits the write and that now has a
+// name more in it: their status is brought up to date without a scrape.
+// A name the table no longer has under a ToolSet needs no word: the ledger
+// took it from the ToolSet before the write, and that change told it (or
+// was its own doing).
+func (p *TablePublisher) stored(tools []*spec.TableTool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.setInTableLocked(ownersOf(tools))
+}
+
+// setInTableLocked replaces the table readers see. p.mu is held.
+func (p *TablePublisher) setInTableLocked(next map[string]storedOwner) {
+	told := false
+	for ts := range p.unwritten {
+		c := p.claims[ts]
+		if c == nil {
+			delete(p.unwritten, ts)
+			continue
+		}
+		for _, t := range c.tools {
+			if o, ok := next[t.Name]; ok && o.toolSet == ts && p.inTable[t.Name] != o {
+				p.pending[ts] = struct{}{}
+				delete(p.unwritten, ts)
+				told = true
+				break
+			}
+		}
+	}
+	p.inTable = next
+	if told {
+		p.notifyLocked()
+	}
+}
+
+// Written implements [Publisher]: the names toolSet claims that the table
+// readers see has under it, the object that claims them now. If some name
+// it owns is not among them, toolSet is told through Changed once the
+// table has it.
+func (p *TablePublisher) Written(toolSet types.NamespacedName) map[string]bool {
+	p.init()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	c := p.claims[toolSet]
+	out := make(map[string]bool, len(c.toolsOrNil()))
+	for _, t := range c.toolsOrNil() {
+		if o, ok := p.inTable[t.Name]; ok && o.toolSet == toolSet && ownership.SameObject(o.uid, c.uid) {
+			out[t.Name] = true
+		} else if p.ledger.Owner(t.Name) == toolSet {
+			p.unwritten[toolSet] = struct{}{}
+		}
+	}
+	return out
+}
