@@ -388,3 +388,31 @@ func TestSearchSessionsAreBoundedAsOthersAre(t *testing.T) {
 		})
 	}
 }
+
+// The gateway's look at a request's method must read it as the SDK does:
+// encoding/json matches keys whatever their case and keeps the last, the
+// SDK's decoder matches "method" only. A body with "method" and, after it,
+// "Method" was a subscriptions/listen stream to the SDK and something else
+// to the gateway's bounds: no stream slot, no stream lifetime.
+func TestAStreamDisguisedByAKeysCaseIsStillBounded(t *testing.T) {
+	g, url := newGateway(t, nil, gateway.Options{MaxStreamsPerClient: 1})
+	if err := g.SetTable(table()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bounded(t))
+	defer cancel()
+	first := listen(t, ctx, url+"/mcp")
+	defer first.Body.Close()
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("a stream within the bound: status %d", first.StatusCode)
+	}
+	for _, disguise := range []string{`"Method":"ping"`, `"METHOD":"tools/list"`} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{` + meta2026 +
+			`,"notifications":{"toolsListChanged":true}},` + disguise + `}`
+		resp := post(t, ctx, url+"/mcp", "2026-07-28", "subscriptions/listen", body)
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("a second stream with %s: status %d, want 429 (the stream bound was skipped)", disguise, resp.StatusCode)
+		}
+		resp.Body.Close()
+	}
+}

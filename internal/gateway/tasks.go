@@ -81,24 +81,24 @@ type taskBodyKey struct{}
 
 // markTaskRequest is serveBounded's note of a task request: a tools/call's
 // params.task in taskHeader, and a tasks/* request's body in r's context
-// for serveTaskMethod.
-func markTaskRequest(r *http.Request, method string, body []byte) *http.Request {
+// for serveTaskMethod. params are the request's params as the SDK decoded
+// them; their keys are matched exactly, as the SDK matches them.
+func markTaskRequest(r *http.Request, method string, params json.RawMessage, body []byte) *http.Request {
 	r.Header.Del(taskHeader)
 	switch {
-	case method == "tools/call" && bytes.Contains(body, []byte(`"task"`)):
-		var m struct {
-			Params struct {
-				Task *struct {
-					TTL *float64 `json:"ttl"`
-				} `json:"task"`
-			} `json:"params"`
+	case method == "tools/call" && bytes.Contains(params, []byte(`"task"`)):
+		var p map[string]json.RawMessage
+		if json.Unmarshal(params, &p) != nil {
+			return r
 		}
-		if json.Unmarshal(body, &m) != nil || m.Params.Task == nil {
+		var task map[string]json.RawMessage
+		if json.Unmarshal(p["task"], &task) != nil || task == nil {
 			return r
 		}
 		v := "-"
-		if t := m.Params.Task.TTL; t != nil && *t > 0 && !math.IsInf(*t, 0) {
-			v = strconv.FormatInt(int64(min(*t, math.MaxInt64/2)), 10)
+		var ttl *float64
+		if json.Unmarshal(task["ttl"], &ttl) == nil && ttl != nil && *ttl > 0 && !math.IsInf(*ttl, 0) {
+			v = strconv.FormatInt(int64(min(*ttl, math.MaxInt64/2)), 10)
 		}
 		r.Header.Set(taskHeader, v)
 	case strings.HasPrefix(method, "tasks/"):
