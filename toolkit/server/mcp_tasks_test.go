@@ -285,3 +285,47 @@ func FuzzMCPTasksFront(f *testing.F) {
 		}
 	})
 }
+
+// TestMCPTasksFrontReadsKeysAsTheSDKDoes is a red-team spec: the front
+// looked at a request with encoding/json, which matches keys whatever
+// their case and keeps the last, while the SDK matches them exactly. A
+// body whose "method" or "name" had a differently cased twin after it was
+// one thing to the front and another to the SDK: a tool whose
+// taskSupport is required ran as an ordinary call, outside the caller's
+// bound on tasks.
+func TestMCPTasksFrontReadsKeysAsTheSDKDoes(t *testing.T) {
+	reg := new(toolkit.Registry)
+	for _, tl := range []*toolkit.Tool{
+		must(toolkit.New("must", "Returns at once, as a task only.", echo, toolkit.TaskSupport(spec.TaskSupportRequired))),
+		must(toolkit.New("never", "An ordinary tool.", echo)),
+	} {
+		if err := reg.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := server.New(reg, nil)
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); srv.Close() })
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"must","arguments":{"text":"x"}},"Method":"ping"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"must","arguments":{"text":"x"},"Name":"never"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"must","arguments":{"text":"x"},"NAME":"nope"}}`,
+	} {
+		req, err := http.NewRequestWithContext(bounded(t), http.MethodPost, srv.URL+spec.MCPPath, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if strings.Contains(string(raw), `"echo"`) || !strings.Contains(string(raw), "must be called as a task") {
+			t.Errorf("%s: %d %.300s, want the error that must is called as a task only", body, resp.StatusCode, raw)
+		}
+	}
+}
