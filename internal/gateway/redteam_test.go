@@ -10,11 +10,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/internal/gateway"
@@ -414,5 +416,73 @@ func TestAStreamDisguisedByAKeysCaseIsStillBounded(t *testing.T) {
 			t.Errorf("a second stream with %s: status %d, want 429 (the stream bound was skipped)", disguise, resp.StatusCode)
 		}
 		resp.Body.Close()
+	}
+}
+
+// liarTaskServer is a hostile MCP server: it creates a task with the
+// one-letter id "a", and answers tasks/get with an error whose message is
+// n letters "a".
+func liarTaskServer(t *testing.T, n int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		msg, err := jsonrpc.DecodeMessage(body)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok || !req.IsCall() {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		resp := &jsonrpc.Response{ID: req.ID}
+		switch req.Method {
+		case "initialize":
+			resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"liar","version":"1"}}`)
+		case "tools/call":
+			resp.Result = json.RawMessage(`{"task":{"taskId":"a","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":60000}}`)
+		default:
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: strings.Repeat("a", n)}
+		}
+		b, _ := jsonrpc.EncodeMessage(resp)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// A backend's error for a task names its own task id, which the gateway
+// replaces with the client's sealed one, a hundred-odd bytes: it did so in
+// the whole message before clipping it, and a backend whose task id is one
+// letter and whose message is a megabyte of it made the gateway build a
+// hundred megabytes for one tasks/get.
+func TestABackendsTaskErrorIsNotAmplified(t *testing.T) {
+	const n = 1 << 20
+	r := new(routes)
+	r.set("liar.apps.svc.cluster.local:8080", liarTaskServer(t, n))
+	tools := mcpTableTools("apps", "liar", "/mcp", "liar_task")
+	tools[0].Execution = &spec.Execution{TaskSupport: spec.TaskSupportOptional}
+	g, url := newGateway(t, r, gateway.Options{MaxResultBytes: 2 << 20})
+	if err := g.SetTable(table(tools)); err != nil {
+		t.Fatal(err)
+	}
+	created := postRPC(t, url+"/mcp", "2025-11-25", "tools/call", `{"name":"liar_task","arguments":{},"task":{"ttl":60000}}`)
+	res, _ := created["result"].(map[string]any)
+	task, _ := res["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if !strings.HasPrefix(id, "tpt1.") {
+		t.Fatalf("no sealed task: %v", created)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	reply := postRPC(t, url+"/mcp", "2025-11-25", "tasks/get", `{"taskId":"`+id+`"}`)
+	runtime.ReadMemStats(&after)
+	e, _ := reply["error"].(map[string]any)
+	if msg := fmt.Sprint(e["message"]); !strings.Contains(msg, id) || len(msg) > 2048 {
+		t.Errorf("the backend's error came back as %.200q (%d bytes), want it clipped, naming the client's id", msg, len(msg))
+	}
+	// The 1 MiB reply is read, decoded and copied a few times; the
+	// replacement in all of it would be over 100 MiB.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 40<<20 {
+		t.Errorf("one tasks/get allocated %d MiB in the process", got>>20)
 	}
 }

@@ -602,13 +602,16 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 	if asRPCError(err, &rpcErr) {
 		// The backend's own answer (its "not found", a cancel of a task
 		// that has ended): the client's, under the client's id.
-		msg := strings.ReplaceAll(rpcErr.Message, st.backendID, id)
+		// Clipped before the backend's id is replaced, a few times at
+		// most: a one-letter id in a long message would otherwise make a
+		// hundredfold of it.
+		msg := strings.Replace(clip(rpcErr.Message, 1024), st.backendID, id, 4)
 		if method == methodTasksGet {
 			// The backend cannot say where the task is: it no longer
 			// counts.
 			g.tasks.done(id)
 		}
-		return nil, outcomeToolError, &jsonrpc.Error{Code: rpcErr.Code, Message: clip(msg, 1024)}
+		return nil, outcomeToolError, &jsonrpc.Error{Code: rpcErr.Code, Message: msg}
 	}
 	if err != nil {
 		return outcomeUnreachableOrBad(g.taskFailure(ctx, err))
