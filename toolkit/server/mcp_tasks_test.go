@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -327,5 +329,64 @@ func TestMCPTasksFrontReadsKeysAsTheSDKDoes(t *testing.T) {
 		if strings.Contains(string(raw), `"echo"`) || !strings.Contains(string(raw), "must be called as a task") {
 			t.Errorf("%s: %d %.300s, want the error that must is called as a task only", body, resp.StatusCode, raw)
 		}
+	}
+}
+
+// TestMCPTasksThatDoNotStopStillCount is a red-team spec: tasks/cancel
+// (or a task's lifetime) freed the task's place at once, while its tool
+// may not heed its context and go on running. A caller that started and
+// cancelled tasks in a loop ran as many of such a tool at once as it
+// liked, past its bound and the server's. A task counts until its tool
+// returns.
+func TestMCPTasksThatDoNotStopStillCount(t *testing.T) {
+	release := make(chan struct{})
+	var running atomic.Int64
+	stubborn := must(toolkit.New("stubborn", "Runs until released, whatever its context.", func(context.Context, struct{}) (struct{}, error) {
+		running.Add(1)
+		defer running.Add(-1)
+		<-release
+		return struct{}{}, nil
+	}, toolkit.TaskSupport(spec.TaskSupportOptional)))
+	reg := new(toolkit.Registry)
+	if err := reg.Add(stubborn); err != nil {
+		t.Fatal(err)
+	}
+	h := server.New(reg, &server.Options{MaxTasksPerCaller: 2, MaxTasks: 4})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); srv.Close() })
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+
+	start := func() rpcReply {
+		return rpc(t, srv.URL, "tools/call", `{"name":"stubborn","arguments":{},"task":{"ttl":60000}}`)
+	}
+	for round := range 2 {
+		for range 2 {
+			r := start()
+			if round == 1 {
+				r.wantError(t, server.CodeTooManyTasks, "too many tasks")
+				continue
+			}
+			tk := r.task(t)
+			if r := rpc(t, srv.URL, "tasks/cancel", fmt.Sprintf(`{"taskId":%q}`, tk.TaskID)); r.err != nil {
+				t.Fatalf("tasks/cancel: %+v", r.err)
+			}
+		}
+	}
+	if n := running.Load(); n > 2 {
+		t.Errorf("%d runs of the tool at once, for a caller bound to 2 tasks", n)
+	}
+	// Once the tool returns, the places are free again.
+	releaseOnce.Do(func() { close(release) })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := start()
+		if r.err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the tool returned, still %+v", r.err)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }
