@@ -486,3 +486,110 @@ func TestABackendsTaskErrorIsNotAmplified(t *testing.T) {
 		t.Errorf("one tasks/get allocated %d MiB in the process", got>>20)
 	}
 }
+
+// workingTaskServer is an MCP server whose tasks are working forever; it
+// counts the tasks/get requests it is sent.
+func workingTaskServer(t *testing.T, gets *atomic.Int64) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		msg, err := jsonrpc.DecodeMessage(body)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok || !req.IsCall() {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		task := `{"taskId":"t-1","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":600000}`
+		resp := &jsonrpc.Response{ID: req.ID}
+		switch req.Method {
+		case "initialize":
+			resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"working","version":"1"}}`)
+		case "tools/call":
+			resp.Result = json.RawMessage(`{"task":` + task + `}`)
+		case "tasks/get":
+			gets.Add(1)
+			resp.Result = json.RawMessage(task)
+		default:
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}
+		}
+		b, _ := jsonrpc.EncodeMessage(resp)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// switchAuth takes the bearer token for the user's name, and allows every
+// call while allowed holds.
+type switchAuth struct{ allowed *atomic.Bool }
+
+func (switchAuth) Authenticate(_ context.Context, token string) (*gateway.Caller, error) {
+	return &gateway.Caller{User: token}, nil
+}
+
+func (a switchAuth) Allowed(context.Context, *gateway.Caller, string, string) (bool, error) {
+	return a.allowed.Load(), nil
+}
+
+// A caller at its bound of tasks has its counted tasks' backends asked
+// whether they have ended (reclaimTasks): the gateway did so, with a
+// Txn-Token-bearing request in the caller's name, for tasks of a tool the
+// caller may no longer call, or of a ToolSet that was deleted and made
+// again under the same name. Such a task cannot be reached by its caller
+// any more (taskMethod finds it not found): it stops counting, and its
+// backend is not asked.
+func TestReclaimAsksNoBackendForATaskItsCallerCannotReach(t *testing.T) {
+	var gets atomic.Int64
+	r := new(routes)
+	r.set("working.apps.svc.cluster.local:8080", workingTaskServer(t, &gets))
+	tools := mcpTableTools("apps", "working", "/mcp", "work")
+	tools[0].Execution = &spec.Execution{TaskSupport: spec.TaskSupportOptional}
+	tools[0].ToolSetUID = "uid-1"
+	var allowed atomic.Bool
+	allowed.Store(true)
+	g, url := newGateway(t, r, gateway.Options{MaxTasksPerCaller: 1, Auth: switchAuth{&allowed}})
+	if err := g.SetTable(table(tools)); err != nil {
+		t.Fatal(err)
+	}
+	call := func() map[string]any {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"work","arguments":{},"task":{"ttl":600000}}}`
+		req, _ := http.NewRequestWithContext(bounded(t), http.MethodPost, url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Authorization", "Bearer alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return replyOf(t, resp)
+	}
+	if res, _ := call()["result"].(map[string]any); res["task"] == nil {
+		t.Fatal("no task created")
+	}
+	// At the bound, while allowed: the backend is asked, the task works on.
+	call()
+	if n := gets.Load(); n != 1 {
+		t.Fatalf("%d tasks/get at the bound, want 1", n)
+	}
+	allowed.Store(false)
+	call()
+	if n := gets.Load(); n != 1 {
+		t.Errorf("the backend of a tool alice may no longer call was asked about her task (%d tasks/get)", n-1)
+	}
+	// And the ToolSet made again under the same name: the old task is
+	// not its.
+	allowed.Store(true)
+	tools[0].ToolSetUID = "uid-2"
+	if err := g.SetTable(table(tools)); err != nil {
+		t.Fatal(err)
+	}
+	before := gets.Load()
+	if res, _ := call()["result"].(map[string]any); res["task"] == nil {
+		t.Errorf("a new task of the new ToolSet was refused: the old one still counts")
+	}
+	if n := gets.Load(); n != before {
+		t.Errorf("the new ToolSet's backend was asked about the old one's task (%d tasks/get)", n-before)
+	}
+}

@@ -276,9 +276,20 @@ func (g *Gateway) reclaimTasks(ctx context.Context, c *Caller, key string, heade
 			continue
 		}
 		i, ok := s.byName[st.tool]
-		if !ok || s.table.Tools[i].ToolSet.String() != st.toolSet {
+		if !ok || s.table.Tools[i].ToolSet.String() != st.toolSet || (st.uid != "" && s.table.Tools[i].ToolSetUID != st.uid) {
 			g.tasks.done(id) // the tool is gone: so is the way to the task
 			continue
+		}
+		if g.opts.Auth != nil {
+			// A task its caller may no longer reach (taskMethod would
+			// find it not found) stops counting, and its backend is not
+			// asked in the caller's name.
+			if allowed, err := g.permits(ctx, c, s, i); err != nil || !allowed {
+				if err == nil {
+					g.tasks.done(id)
+				}
+				continue
+			}
 		}
 		_, outcome, _ := g.forwardTask(ctx, c, s, i, st, methodTasksGet, id, header)
 		g.taskOps.WithLabelValues("reclaim", outcome).Inc()
