@@ -593,3 +593,38 @@ func TestReclaimAsksNoBackendForATaskItsCallerCannotReach(t *testing.T) {
 		t.Errorf("the new ToolSet's backend was asked about the old one's task (%d tasks/get)", n-before)
 	}
 }
+
+// Held: a task id given on one view is not found on a view without its
+// tool, and its backend is not asked.
+func TestATaskIsNotReachedThroughAnotherView(t *testing.T) {
+	var gets atomic.Int64
+	r := new(routes)
+	r.set("working.apps.svc.cluster.local:8080", workingTaskServer(t, &gets))
+	tools := mcpTableTools("apps", "working", "/mcp", "work")
+	tools[0].Execution = &spec.Execution{TaskSupport: spec.TaskSupportOptional}
+	other := newWorkload(t, "other", "kit", "kit_", echoTool("kit"))
+	r.add(other)
+	g, url := newGateway(t, r, gateway.Options{})
+	if err := g.SetTable(table(tools, other.tableTools())); err != nil {
+		t.Fatal(err)
+	}
+	created := postRPC(t, url+"/mcp/namespaces/apps", "2025-11-25", "tools/call", `{"name":"work","arguments":{},"task":{"ttl":60000}}`)
+	res, _ := created["result"].(map[string]any)
+	task, _ := res["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if id == "" {
+		t.Fatalf("no task: %v", created)
+	}
+	for _, path := range []string{"/mcp/namespaces/other", "/mcp/toolsets/other/kit", "/mcp/toolsets/apps/someone-else"} {
+		reply := postRPC(t, url+path, "2025-11-25", "tasks/get", `{"taskId":"`+id+`"}`)
+		if e, _ := reply["error"].(map[string]any); !strings.Contains(fmt.Sprint(e["message"]), "task not found") {
+			t.Errorf("%s: %v", path, reply)
+		}
+	}
+	if n := gets.Load(); n != 0 {
+		t.Errorf("the backend was asked %d times", n)
+	}
+	if reply := postRPC(t, url+"/mcp", "2025-11-25", "tasks/get", `{"taskId":"`+id+`"}`); reply["result"] == nil || gets.Load() != 1 {
+		t.Errorf("on a view with the tool: %v", reply)
+	}
+}
