@@ -628,3 +628,47 @@ func TestATaskIsNotReachedThroughAnotherView(t *testing.T) {
 		t.Errorf("on a view with the tool: %v", reply)
 	}
 }
+
+// A ToolSet's token is redacted from what its workload returns by a
+// replacement of every occurrence with "[redacted]": a tenant whose token
+// is one letter, and whose tool returns a megabyte of it, made the
+// gateway build and send ten megabytes, past the reply bound
+// (MaxResultBytes) and the memory budget that counts replies at their
+// size. A result that redaction would grow past the bound is withheld.
+func TestRedactionDoesNotGrowAResultPastTheBound(t *testing.T) {
+	const (
+		host  = "short.tenant.svc.cluster.local"
+		token = "q"
+	)
+	ca := newPrivateCA(t)
+	cert := ca.serving(t, host)
+	s := mcp.NewServer(&mcp.Implementation{Name: "short"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "qs"}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat(token, 1<<20)}}}, nil, nil
+	})
+	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	r := new(routes)
+	r.set(host+":8443", srv.Listener.Addr().String())
+	creds := kubernetesCredentials(t, credentialObjects("tenant", "short", "https", token, ca.pem)...)
+	const limit = 2 << 20
+	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second, MaxResultBytes: limit})
+	if err := g.SetTable(table([]spec.TableTool{secureTableTool("tenant", "short", "qs", "https://"+host+":8443/mcp")})); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, url+"/mcp", "2026-07-28", nil, nil)
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "qs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown, _ := json.Marshal(res)
+	if len(shown) > limit {
+		t.Errorf("the caller was sent a result of %d bytes for a reply bound of %d", len(shown), limit)
+	}
+	if !res.IsError {
+		t.Errorf("the result is not withheld: %.200s", shown)
+	}
+}

@@ -412,13 +412,16 @@ func (g *Gateway) rewriteTask(ctx context.Context, task map[string]json.RawMessa
 // redactJSON removes the call's ToolSet token from b, where it stays JSON.
 func (g *Gateway) redactJSON(ctx context.Context, b []byte) []byte {
 	be := backendFrom(ctx)
-	if be == nil || be.token == "" {
+	if be == nil || be.token == "" || !bytes.Contains(b, []byte(be.token)) {
 		return b
 	}
-	if red := be.redact(string(b)); red != string(b) && json.Valid([]byte(red)) {
-		return []byte(red)
+	red, ok := be.redactBytes(b, g.opts.MaxResultBytes)
+	if !ok || !json.Valid(red) {
+		// Withheld: what is left is a result of the token's, no more.
+		w, _ := json.Marshal(errorResult(withheldResult))
+		return w
 	}
-	return b
+	return red
 }
 
 // meter returns the client of the call in ctx, whose replies are charged
