@@ -672,3 +672,58 @@ func TestRedactionDoesNotGrowAResultPastTheBound(t *testing.T) {
 		t.Errorf("the result is not withheld: %.200s", shown)
 	}
 }
+
+// The same short token in a relayed notification: a progress message or
+// a log of 15 KiB of it, under the 16 KiB bound of a notification, went to
+// the caller as 150 KiB. A notification is measured as it is sent.
+func TestRedactionDoesNotGrowANotificationPastTheBound(t *testing.T) {
+	const (
+		host  = "chatty.tenant.svc.cluster.local"
+		token = "q"
+	)
+	ca := newPrivateCA(t)
+	cert := ca.serving(t, host)
+	s := mcp.NewServer(&mcp.Implementation{Name: "chatty"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "chat"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		big := strings.Repeat(token, 15<<10)
+		if pt := req.Params.GetProgressToken(); pt != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: pt, Progress: 1, Message: big})
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: pt, Progress: 2, Message: "end"})
+		}
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "chatty", Data: big})   //nolint:staticcheck // relays the deprecated logging on purpose
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "chatty", Data: "end"}) //nolint:staticcheck // relays the deprecated logging on purpose
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	r := new(routes)
+	r.set(host+":8443", srv.Listener.Addr().String())
+	creds := kubernetesCredentials(t, credentialObjects("tenant", "chatty", "https", token, ca.pem)...)
+	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second})
+	if err := g.SetTable(table([]spec.TableTool{secureTableTool("tenant", "chatty", "chat", "https://"+host+":8443/mcp")})); err != nil {
+		t.Fatal(err)
+	}
+	var h heard
+	cs := connectWith(t, url+"/mcp", "2026-07-28", h.options(nil))
+	if res := callWithProgress(t, cs, "2026-07-28", "chat", nil); res.IsError {
+		t.Fatal(text(res))
+	}
+	h.await(t, 1, 1)
+	progress, logs := h.settled(t)
+	for _, n := range append(append([]any{}, anySlice(progress)...), anySlice(logs)...) {
+		if b, _ := json.Marshal(n); len(b) > gateway.DefaultMaxNotificationBytes+1024 {
+			t.Errorf("a caller heard a notification of %d bytes, over the bound of %d", len(b), gateway.DefaultMaxNotificationBytes)
+		}
+	}
+}
+
+func anySlice[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
+}
