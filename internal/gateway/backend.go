@@ -154,7 +154,7 @@ func (b *backend) redact(s string) string {
 	if b == nil || b.token == "" {
 		return s
 	}
-	return strings.ReplaceAll(s, b.token, "[redacted]")
+	return strings.ReplaceAll(s, b.token, redactedMark)
 }
 
 // backends keeps each ToolSet's credentials and client for
@@ -428,9 +428,10 @@ func (b *backend) refused(outcome, detail string) (string, string) {
 // redactResult is res with b's token replaced wherever a workload echoed
 // it (a debugging tool that shows the header it got, say): the token lets
 // its holder call the workload past the gateway's authorization, so no
-// caller may see it. A result whose text cannot be redacted in place is
-// withheld.
-func (b *backend) redactResult(res *mcp.CallToolResult) *mcp.CallToolResult {
+// caller may see it. A result whose text cannot be redacted in place, or
+// whose redaction would be over limit bytes (a short token's every
+// occurrence made ten bytes long), is withheld.
+func (b *backend) redactResult(res *mcp.CallToolResult, limit int64) *mcp.CallToolResult {
 	if b == nil || b.token == "" || res == nil {
 		return res
 	}
@@ -438,9 +439,28 @@ func (b *backend) redactResult(res *mcp.CallToolResult) *mcp.CallToolResult {
 	if err != nil || !bytes.Contains(raw, []byte(b.token)) {
 		return res
 	}
+	red, ok := b.redactBytes(raw, limit)
 	var out mcp.CallToolResult
-	if err := json.Unmarshal(bytes.ReplaceAll(raw, []byte(b.token), []byte("[redacted]")), &out); err != nil {
-		return errorResult("the workload's result carried its ToolSet's credentials, and the gateway withheld it")
+	if !ok || json.Unmarshal(red, &out) != nil {
+		return errorResult(withheldResult)
 	}
 	return &out
+}
+
+// withheldResult is the text of a result withheld for the ToolSet's token.
+const withheldResult = "the workload's result carried its ToolSet's credentials, and the gateway withheld it"
+
+// redactedMark replaces a ToolSet's token.
+const redactedMark = "[redacted]"
+
+// redactBytes is raw with b's token replaced, or false when that would be
+// over limit bytes.
+func (b *backend) redactBytes(raw []byte, limit int64) ([]byte, bool) {
+	tok := []byte(b.token)
+	if grow := len(redactedMark) - len(tok); grow > 0 {
+		if int64(len(raw))+int64(bytes.Count(raw, tok))*int64(grow) > limit {
+			return nil, false
+		}
+	}
+	return bytes.ReplaceAll(raw, tok, []byte(redactedMark)), true
 }

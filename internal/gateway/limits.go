@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"golang.org/x/sync/semaphore"
 )
 
@@ -99,13 +100,18 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 			rpcError(w, http.StatusBadRequest, codeInvalidRequest, "JSON-RPC batches are not supported: send one message per request")
 			return
 		}
-		var m struct {
-			Method string `json:"method"`
+		// The method as the SDK reads it: with its decoder, which matches
+		// "method" exactly (encoding/json would take a later "Method" for
+		// it, and the bounds below would follow a method the SDK never
+		// serves).
+		var params json.RawMessage
+		if m, err := jsonrpc.DecodeMessage(msg); err == nil {
+			if req, ok := m.(*jsonrpc.Request); ok {
+				method, params = req.Method, req.Params
+			}
 		}
-		_ = json.Unmarshal(msg, &m)
-		method = m.Method
 		stream = method == methodListen
-		r = markTaskRequest(r, method, body) // tasks.go
+		r = markTaskRequest(r, method, params, body) // tasks.go
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}

@@ -10,11 +10,13 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/internal/gateway"
@@ -387,4 +389,341 @@ func TestSearchSessionsAreBoundedAsOthersAre(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The gateway's look at a request's method must read it as the SDK does:
+// encoding/json matches keys whatever their case and keeps the last, the
+// SDK's decoder matches "method" only. A body with "method" and, after it,
+// "Method" was a subscriptions/listen stream to the SDK and something else
+// to the gateway's bounds: no stream slot, no stream lifetime.
+func TestAStreamDisguisedByAKeysCaseIsStillBounded(t *testing.T) {
+	g, url := newGateway(t, nil, gateway.Options{MaxStreamsPerClient: 1})
+	if err := g.SetTable(table()); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(bounded(t))
+	defer cancel()
+	first := listen(t, ctx, url+"/mcp")
+	defer first.Body.Close()
+	if first.StatusCode != http.StatusOK {
+		t.Fatalf("a stream within the bound: status %d", first.StatusCode)
+	}
+	for _, disguise := range []string{`"Method":"ping"`, `"METHOD":"tools/list"`} {
+		body := `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{` + meta2026 +
+			`,"notifications":{"toolsListChanged":true}},` + disguise + `}`
+		resp := post(t, ctx, url+"/mcp", "2026-07-28", "subscriptions/listen", body)
+		if resp.StatusCode != http.StatusTooManyRequests {
+			t.Errorf("a second stream with %s: status %d, want 429 (the stream bound was skipped)", disguise, resp.StatusCode)
+		}
+		resp.Body.Close()
+	}
+}
+
+// liarTaskServer is a hostile MCP server: it creates a task with the
+// one-letter id "a", and answers tasks/get with an error whose message is
+// n letters "a".
+func liarTaskServer(t *testing.T, n int) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		msg, err := jsonrpc.DecodeMessage(body)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok || !req.IsCall() {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		resp := &jsonrpc.Response{ID: req.ID}
+		switch req.Method {
+		case "initialize":
+			resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"liar","version":"1"}}`)
+		case "tools/call":
+			resp.Result = json.RawMessage(`{"task":{"taskId":"a","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":60000}}`)
+		default:
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: strings.Repeat("a", n)}
+		}
+		b, _ := jsonrpc.EncodeMessage(resp)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// A backend's error for a task names its own task id, which the gateway
+// replaces with the client's sealed one, a hundred-odd bytes: it did so in
+// the whole message before clipping it, and a backend whose task id is one
+// letter and whose message is a megabyte of it made the gateway build a
+// hundred megabytes for one tasks/get.
+func TestABackendsTaskErrorIsNotAmplified(t *testing.T) {
+	const n = 1 << 20
+	r := new(routes)
+	r.set("liar.apps.svc.cluster.local:8080", liarTaskServer(t, n))
+	tools := mcpTableTools("apps", "liar", "/mcp", "liar_task")
+	tools[0].Execution = &spec.Execution{TaskSupport: spec.TaskSupportOptional}
+	g, url := newGateway(t, r, gateway.Options{MaxResultBytes: 2 << 20})
+	if err := g.SetTable(table(tools)); err != nil {
+		t.Fatal(err)
+	}
+	created := postRPC(t, url+"/mcp", "2025-11-25", "tools/call", `{"name":"liar_task","arguments":{},"task":{"ttl":60000}}`)
+	res, _ := created["result"].(map[string]any)
+	task, _ := res["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if !strings.HasPrefix(id, "tpt1.") {
+		t.Fatalf("no sealed task: %v", created)
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	reply := postRPC(t, url+"/mcp", "2025-11-25", "tasks/get", `{"taskId":"`+id+`"}`)
+	runtime.ReadMemStats(&after)
+	e, _ := reply["error"].(map[string]any)
+	if msg := fmt.Sprint(e["message"]); !strings.Contains(msg, id) || len(msg) > 2048 {
+		t.Errorf("the backend's error came back as %.200q (%d bytes), want it clipped, naming the client's id", msg, len(msg))
+	}
+	// The 1 MiB reply is read, decoded and copied a few times; the
+	// replacement in all of it would be over 100 MiB.
+	if got := after.TotalAlloc - before.TotalAlloc; got > 40<<20 {
+		t.Errorf("one tasks/get allocated %d MiB in the process", got>>20)
+	}
+}
+
+// workingTaskServer is an MCP server whose tasks are working forever; it
+// counts the tasks/get requests it is sent.
+func workingTaskServer(t *testing.T, gets *atomic.Int64) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+		msg, err := jsonrpc.DecodeMessage(body)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || !ok || !req.IsCall() {
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+		task := `{"taskId":"t-1","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":600000}`
+		resp := &jsonrpc.Response{ID: req.ID}
+		switch req.Method {
+		case "initialize":
+			resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"working","version":"1"}}`)
+		case "tools/call":
+			resp.Result = json.RawMessage(`{"task":` + task + `}`)
+		case "tasks/get":
+			gets.Add(1)
+			resp.Result = json.RawMessage(task)
+		default:
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}
+		}
+		b, _ := jsonrpc.EncodeMessage(resp)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(b)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// switchAuth takes the bearer token for the user's name, and allows every
+// call while allowed holds.
+type switchAuth struct{ allowed *atomic.Bool }
+
+func (switchAuth) Authenticate(_ context.Context, token string) (*gateway.Caller, error) {
+	return &gateway.Caller{User: token}, nil
+}
+
+func (a switchAuth) Allowed(context.Context, *gateway.Caller, string, string) (bool, error) {
+	return a.allowed.Load(), nil
+}
+
+// A caller at its bound of tasks has its counted tasks' backends asked
+// whether they have ended (reclaimTasks): the gateway did so, with a
+// Txn-Token-bearing request in the caller's name, for tasks of a tool the
+// caller may no longer call, or of a ToolSet that was deleted and made
+// again under the same name. Such a task cannot be reached by its caller
+// any more (taskMethod finds it not found): it stops counting, and its
+// backend is not asked.
+func TestReclaimAsksNoBackendForATaskItsCallerCannotReach(t *testing.T) {
+	var gets atomic.Int64
+	r := new(routes)
+	r.set("working.apps.svc.cluster.local:8080", workingTaskServer(t, &gets))
+	tools := mcpTableTools("apps", "working", "/mcp", "work")
+	tools[0].Execution = &spec.Execution{TaskSupport: spec.TaskSupportOptional}
+	tools[0].ToolSetUID = "uid-1"
+	var allowed atomic.Bool
+	allowed.Store(true)
+	g, url := newGateway(t, r, gateway.Options{MaxTasksPerCaller: 1, Auth: switchAuth{&allowed}})
+	if err := g.SetTable(table(tools)); err != nil {
+		t.Fatal(err)
+	}
+	call := func() map[string]any {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"work","arguments":{},"task":{"ttl":600000}}}`
+		req, _ := http.NewRequestWithContext(bounded(t), http.MethodPost, url+"/mcp", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		req.Header.Set("Authorization", "Bearer alice")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return replyOf(t, resp)
+	}
+	if res, _ := call()["result"].(map[string]any); res["task"] == nil {
+		t.Fatal("no task created")
+	}
+	// At the bound, while allowed: the backend is asked, the task works on.
+	call()
+	if n := gets.Load(); n != 1 {
+		t.Fatalf("%d tasks/get at the bound, want 1", n)
+	}
+	allowed.Store(false)
+	call()
+	if n := gets.Load(); n != 1 {
+		t.Errorf("the backend of a tool alice may no longer call was asked about her task (%d tasks/get)", n-1)
+	}
+	// And the ToolSet made again under the same name: the old task is
+	// not its.
+	allowed.Store(true)
+	tools[0].ToolSetUID = "uid-2"
+	if err := g.SetTable(table(tools)); err != nil {
+		t.Fatal(err)
+	}
+	before := gets.Load()
+	if res, _ := call()["result"].(map[string]any); res["task"] == nil {
+		t.Errorf("a new task of the new ToolSet was refused: the old one still counts")
+	}
+	if n := gets.Load(); n != before {
+		t.Errorf("the new ToolSet's backend was asked about the old one's task (%d tasks/get)", n-before)
+	}
+}
+
+// Held: a task id given on one view is not found on a view without its
+// tool, and its backend is not asked.
+func TestATaskIsNotReachedThroughAnotherView(t *testing.T) {
+	var gets atomic.Int64
+	r := new(routes)
+	r.set("working.apps.svc.cluster.local:8080", workingTaskServer(t, &gets))
+	tools := mcpTableTools("apps", "working", "/mcp", "work")
+	tools[0].Execution = &spec.Execution{TaskSupport: spec.TaskSupportOptional}
+	other := newWorkload(t, "other", "kit", "kit_", echoTool("kit"))
+	r.add(other)
+	g, url := newGateway(t, r, gateway.Options{})
+	if err := g.SetTable(table(tools, other.tableTools())); err != nil {
+		t.Fatal(err)
+	}
+	created := postRPC(t, url+"/mcp/namespaces/apps", "2025-11-25", "tools/call", `{"name":"work","arguments":{},"task":{"ttl":60000}}`)
+	res, _ := created["result"].(map[string]any)
+	task, _ := res["task"].(map[string]any)
+	id, _ := task["taskId"].(string)
+	if id == "" {
+		t.Fatalf("no task: %v", created)
+	}
+	for _, path := range []string{"/mcp/namespaces/other", "/mcp/toolsets/other/kit", "/mcp/toolsets/apps/someone-else"} {
+		reply := postRPC(t, url+path, "2025-11-25", "tasks/get", `{"taskId":"`+id+`"}`)
+		if e, _ := reply["error"].(map[string]any); !strings.Contains(fmt.Sprint(e["message"]), "task not found") {
+			t.Errorf("%s: %v", path, reply)
+		}
+	}
+	if n := gets.Load(); n != 0 {
+		t.Errorf("the backend was asked %d times", n)
+	}
+	if reply := postRPC(t, url+"/mcp", "2025-11-25", "tasks/get", `{"taskId":"`+id+`"}`); reply["result"] == nil || gets.Load() != 1 {
+		t.Errorf("on a view with the tool: %v", reply)
+	}
+}
+
+// A ToolSet's token is redacted from what its workload returns by a
+// replacement of every occurrence with "[redacted]": a tenant whose token
+// is one letter, and whose tool returns a megabyte of it, made the
+// gateway build and send ten megabytes, past the reply bound
+// (MaxResultBytes) and the memory budget that counts replies at their
+// size. A result that redaction would grow past the bound is withheld.
+func TestRedactionDoesNotGrowAResultPastTheBound(t *testing.T) {
+	const (
+		host  = "short.tenant.svc.cluster.local"
+		token = "q"
+	)
+	ca := newPrivateCA(t)
+	cert := ca.serving(t, host)
+	s := mcp.NewServer(&mcp.Implementation{Name: "short"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "qs"}, func(context.Context, *mcp.CallToolRequest, map[string]any) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat(token, 1<<20)}}}, nil, nil
+	})
+	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	r := new(routes)
+	r.set(host+":8443", srv.Listener.Addr().String())
+	creds := kubernetesCredentials(t, credentialObjects("tenant", "short", "https", token, ca.pem)...)
+	const limit = 2 << 20
+	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second, MaxResultBytes: limit})
+	if err := g.SetTable(table([]spec.TableTool{secureTableTool("tenant", "short", "qs", "https://"+host+":8443/mcp")})); err != nil {
+		t.Fatal(err)
+	}
+	cs := connect(t, url+"/mcp", "2026-07-28", nil, nil)
+	res, err := cs.CallTool(bounded(t), &mcp.CallToolParams{Name: "qs"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown, _ := json.Marshal(res)
+	if len(shown) > limit {
+		t.Errorf("the caller was sent a result of %d bytes for a reply bound of %d", len(shown), limit)
+	}
+	if !res.IsError {
+		t.Errorf("the result is not withheld: %.200s", shown)
+	}
+}
+
+// The same short token in a relayed notification: a progress message or
+// a log of 15 KiB of it, under the 16 KiB bound of a notification, went to
+// the caller as 150 KiB. A notification is measured as it is sent.
+func TestRedactionDoesNotGrowANotificationPastTheBound(t *testing.T) {
+	const (
+		host  = "chatty.tenant.svc.cluster.local"
+		token = "q"
+	)
+	ca := newPrivateCA(t)
+	cert := ca.serving(t, host)
+	s := mcp.NewServer(&mcp.Implementation{Name: "chatty"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "chat"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
+		big := strings.Repeat(token, 15<<10)
+		if pt := req.Params.GetProgressToken(); pt != nil {
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: pt, Progress: 1, Message: big})
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: pt, Progress: 2, Message: "end"})
+		}
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "chatty", Data: big})   //nolint:staticcheck // relays the deprecated logging on purpose
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "chatty", Data: "end"}) //nolint:staticcheck // relays the deprecated logging on purpose
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+	})
+	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
+		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	r := new(routes)
+	r.set(host+":8443", srv.Listener.Addr().String())
+	creds := kubernetesCredentials(t, credentialObjects("tenant", "chatty", "https", token, ca.pem)...)
+	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second})
+	if err := g.SetTable(table([]spec.TableTool{secureTableTool("tenant", "chatty", "chat", "https://"+host+":8443/mcp")})); err != nil {
+		t.Fatal(err)
+	}
+	var h heard
+	cs := connectWith(t, url+"/mcp", "2026-07-28", h.options(nil))
+	if res := callWithProgress(t, cs, "2026-07-28", "chat", nil); res.IsError {
+		t.Fatal(text(res))
+	}
+	h.await(t, 1, 1)
+	progress, logs := h.settled(t)
+	for _, n := range append(append([]any{}, anySlice(progress)...), anySlice(logs)...) {
+		if b, _ := json.Marshal(n); len(b) > gateway.DefaultMaxNotificationBytes+1024 {
+			t.Errorf("a caller heard a notification of %d bytes, over the bound of %d", len(b), gateway.DefaultMaxNotificationBytes)
+		}
+	}
+}
+
+func anySlice[T any](s []T) []any {
+	out := make([]any, len(s))
+	for i, v := range s {
+		out[i] = v
+	}
+	return out
 }

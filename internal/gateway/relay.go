@@ -239,12 +239,18 @@ func (r *relay) progressFromBackend(_ context.Context, p *mcp.ProgressNotificati
 		r.g.metrics.notifications.WithLabelValues("progress", relayedBackward).Inc()
 		return
 	}
-	if !r.take("progress", len(p.Message)) {
+	// Measured as it is sent: a short token redacted grows tenfold.
+	if len(p.Message) > r.g.opts.MaxNotificationBytes {
+		r.take("progress", len(p.Message)) // refused, and counted
 		return
 	}
 	req, ctx, token := r.target()
+	msg := backendFrom(ctx).redact(p.Message)
+	if !r.take("progress", len(msg)) {
+		return
+	}
 	r.wrote(req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
-		ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: backendFrom(ctx).redact(p.Message),
+		ProgressToken: token, Progress: p.Progress, Total: p.Total, Message: msg,
 	}))
 }
 
@@ -253,22 +259,25 @@ func (r *relay) logFromBackend(_ context.Context, p *mcp.LoggingMessageParams) {
 	if err != nil {
 		return
 	}
-	if !r.take("log", len(data)+len(p.Logger)) {
-		return
-	}
 	// The session's Log applies the client's level: _meta's in 2026-07-28,
 	// the session's in 2025.
 	req, ctx, _ := r.target()
 	// The ToolSet's token, which a workload may log, reaches no caller
-	// (backend.redactResult).
+	// (backend.redactResult); the notification is measured as it is sent.
 	be := backendFrom(ctx)
-	if red := be.redact(string(data)); red != string(data) {
-		if !json.Valid([]byte(red)) {
-			return
-		}
-		data = []byte(red)
+	if len(data) > r.g.opts.MaxNotificationBytes {
+		r.take("log", len(data)) // refused, and counted
+		return
 	}
-	r.wrote(req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: p.Level, Logger: be.redact(p.Logger), Data: json.RawMessage(data)}))
+	red := []byte(be.redact(string(data)))
+	if !json.Valid(red) {
+		return
+	}
+	logger := be.redact(p.Logger)
+	if !r.take("log", len(red)+len(logger)) {
+		return
+	}
+	r.wrote(req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: p.Level, Logger: logger, Data: json.RawMessage(red)}))
 }
 
 // errNotRelayed answers a backend's request that the gateway could not

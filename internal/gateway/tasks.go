@@ -81,24 +81,24 @@ type taskBodyKey struct{}
 
 // markTaskRequest is serveBounded's note of a task request: a tools/call's
 // params.task in taskHeader, and a tasks/* request's body in r's context
-// for serveTaskMethod.
-func markTaskRequest(r *http.Request, method string, body []byte) *http.Request {
+// for serveTaskMethod. params are the request's params as the SDK decoded
+// them; their keys are matched exactly, as the SDK matches them.
+func markTaskRequest(r *http.Request, method string, params json.RawMessage, body []byte) *http.Request {
 	r.Header.Del(taskHeader)
 	switch {
-	case method == "tools/call" && bytes.Contains(body, []byte(`"task"`)):
-		var m struct {
-			Params struct {
-				Task *struct {
-					TTL *float64 `json:"ttl"`
-				} `json:"task"`
-			} `json:"params"`
+	case method == "tools/call" && bytes.Contains(params, []byte(`"task"`)):
+		var p map[string]json.RawMessage
+		if json.Unmarshal(params, &p) != nil {
+			return r
 		}
-		if json.Unmarshal(body, &m) != nil || m.Params.Task == nil {
+		var task map[string]json.RawMessage
+		if json.Unmarshal(p["task"], &task) != nil || task == nil {
 			return r
 		}
 		v := "-"
-		if t := m.Params.Task.TTL; t != nil && *t > 0 && !math.IsInf(*t, 0) {
-			v = strconv.FormatInt(int64(min(*t, math.MaxInt64/2)), 10)
+		var ttl *float64
+		if json.Unmarshal(task["ttl"], &ttl) == nil && ttl != nil && *ttl > 0 && !math.IsInf(*ttl, 0) {
+			v = strconv.FormatInt(int64(min(*ttl, math.MaxInt64/2)), 10)
 		}
 		r.Header.Set(taskHeader, v)
 	case strings.HasPrefix(method, "tasks/"):
@@ -276,9 +276,20 @@ func (g *Gateway) reclaimTasks(ctx context.Context, c *Caller, key string, heade
 			continue
 		}
 		i, ok := s.byName[st.tool]
-		if !ok || s.table.Tools[i].ToolSet.String() != st.toolSet {
+		if !ok || s.table.Tools[i].ToolSet.String() != st.toolSet || (st.uid != "" && s.table.Tools[i].ToolSetUID != st.uid) {
 			g.tasks.done(id) // the tool is gone: so is the way to the task
 			continue
+		}
+		if g.opts.Auth != nil {
+			// A task its caller may no longer reach (taskMethod would
+			// find it not found) stops counting, and its backend is not
+			// asked in the caller's name.
+			if allowed, err := g.permits(ctx, c, s, i); err != nil || !allowed {
+				if err == nil {
+					g.tasks.done(id)
+				}
+				continue
+			}
 		}
 		_, outcome, _ := g.forwardTask(ctx, c, s, i, st, methodTasksGet, id, header)
 		g.taskOps.WithLabelValues("reclaim", outcome).Inc()
@@ -401,13 +412,16 @@ func (g *Gateway) rewriteTask(ctx context.Context, task map[string]json.RawMessa
 // redactJSON removes the call's ToolSet token from b, where it stays JSON.
 func (g *Gateway) redactJSON(ctx context.Context, b []byte) []byte {
 	be := backendFrom(ctx)
-	if be == nil || be.token == "" {
+	if be == nil || be.token == "" || !bytes.Contains(b, []byte(be.token)) {
 		return b
 	}
-	if red := be.redact(string(b)); red != string(b) && json.Valid([]byte(red)) {
-		return []byte(red)
+	red, ok := be.redactBytes(b, g.opts.MaxResultBytes)
+	if !ok || !json.Valid(red) {
+		// Withheld: what is left is a result of the token's, no more.
+		w, _ := json.Marshal(errorResult(withheldResult))
+		return w
 	}
-	return b
+	return red
 }
 
 // meter returns the client of the call in ctx, whose replies are charged
@@ -602,13 +616,16 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 	if asRPCError(err, &rpcErr) {
 		// The backend's own answer (its "not found", a cancel of a task
 		// that has ended): the client's, under the client's id.
-		msg := strings.ReplaceAll(rpcErr.Message, st.backendID, id)
+		// Clipped before the backend's id is replaced, a few times at
+		// most: a one-letter id in a long message would otherwise make a
+		// hundredfold of it.
+		msg := strings.Replace(clip(rpcErr.Message, 1024), st.backendID, id, 4)
 		if method == methodTasksGet {
 			// The backend cannot say where the task is: it no longer
 			// counts.
 			g.tasks.done(id)
 		}
-		return nil, outcomeToolError, &jsonrpc.Error{Code: rpcErr.Code, Message: clip(msg, 1024)}
+		return nil, outcomeToolError, &jsonrpc.Error{Code: rpcErr.Code, Message: msg}
 	}
 	if err != nil {
 		return outcomeUnreachableOrBad(g.taskFailure(ctx, err))

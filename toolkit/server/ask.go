@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/toolkit"
@@ -98,8 +99,11 @@ func (a *asker) elicit(ctx context.Context, id string, p *mcp.ElicitParams) (*mc
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	res := a.previous[id]
-	if r, ok := a.req.Params.InputResponses[id].(*mcp.ElicitResult); ok && validAnswer(r) {
+	var res *mcp.ElicitResult
+	if r := a.previous[id]; r != nil && answersForm(r, p.RequestedSchema) {
+		res = r
+	}
+	if r, ok := a.req.Params.InputResponses[id].(*mcp.ElicitResult); ok && validAnswer(r) && answersForm(r, p.RequestedSchema) {
 		res = r
 	}
 	if res != nil {
@@ -140,6 +144,28 @@ func validAnswer(r *mcp.ElicitResult) bool {
 		return true
 	}
 	return false
+}
+
+// answersForm reports whether r's content fits the question's schema, as
+// the SDK checks a 2025 client's answer to elicitation/create: an answer
+// that does not is none, and the question is asked again.
+func answersForm(r *mcp.ElicitResult, schema any) bool {
+	if r.Action != "accept" || r.Content == nil || schema == nil {
+		return true
+	}
+	b, err := json.Marshal(schema)
+	if err != nil {
+		return false
+	}
+	var js jsonschema.Schema
+	if err := json.Unmarshal(b, &js); err != nil {
+		return false
+	}
+	resolved, err := js.Resolve(nil)
+	if err != nil {
+		return false
+	}
+	return resolved.Validate(r.Content) == nil
 }
 
 func encodeAskState(answers map[string]*mcp.ElicitResult) string {

@@ -228,3 +228,32 @@ func TestAskOnTheWire2026(t *testing.T) {
 		t.Errorf("an answer with action maybe: asks %v", ids)
 	}
 }
+
+// TestAskTakesOnlyAnswersOfTheQuestionsForm is a red-team spec: a 2025
+// client's answer to elicitation/create is checked against the question's
+// schema by the SDK, but an answer in a 2026 client's inputResponses or
+// requestState was handed to the tool as it came, a number for a string,
+// a required property missing. Such an answer is none: the question is
+// asked again, as for an answer whose action is not one.
+func TestAskTakesOnlyAnswersOfTheQuestionsForm(t *testing.T) {
+	srv, _ := renameServer(t, false)
+	state := func(answers string) string {
+		return "toolkit.ask.v1." + base64.RawURLEncoding.EncodeToString([]byte(answers))
+	}
+	for what, extra := range map[string]string{
+		"a number for a string":       `"inputResponses":{"name":{"action":"accept","content":{"name":5}}},`,
+		"a required property missing": `"inputResponses":{"name":{"action":"accept","content":{"other":"x"}}},`,
+		"a forged requestState":       `"requestState":"` + state(`{"name":{"action":"accept","content":{"name":["a","b"]}}}`) + `","inputResponses":{"why":{"action":"accept","content":{"why":"w"}}},`,
+	} {
+		res := rawCall(t, srv.URL, extra)
+		irs, _ := res["inputRequests"].(map[string]any)
+		if _, again := irs["name"]; res["resultType"] != "input_required" || !again {
+			t.Errorf("%s: %v, want the name asked again", what, res)
+		}
+	}
+	// An answer of the question's form is taken, as before.
+	res := rawCall(t, srv.URL, `"requestState":"`+state(`{"name":{"action":"accept","content":{"name":"n2"}}}`)+`","inputResponses":{"why":{"action":"accept","content":{"why":"w"}}},`)
+	if sc, _ := res["structuredContent"].(map[string]any); res["resultType"] != "complete" || sc["to"] != "n2" {
+		t.Errorf("answers of the questions' forms: %v", res)
+	}
+}

@@ -132,7 +132,8 @@ type Options struct {
 
 	// MaxTasksPerCaller bounds the MCP tasks (2025-11-25) that one caller
 	// has running, for tools declared with [toolkit.TaskSupport]; the next
-	// task-augmented tools/call is refused with [CodeTooManyTasks]. A
+	// task-augmented tools/call is refused with [CodeTooManyTasks]; a
+	// task cancelled or past its lifetime counts until its tool returns. A
 	// caller also keeps at most this many finished tasks: a new task drops
 	// its oldest. The caller is the verified [toolkit.Caller] subject
 	// (Txn-Token, a bearer token the SDK verified, an outer middleware),

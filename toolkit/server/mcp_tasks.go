@@ -109,36 +109,26 @@ func (t *mcpTasks) serve(w http.ResponseWriter, r *http.Request, next http.Handl
 		return
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
-	// A look at the method (and a tool call's name and task) first, with
-	// encoding/json, which allocates little: the SDK decodes each message
-	// again, and most are not ours.
-	var peek struct {
-		Method string `json:"method"`
-		Params struct {
-			Name string          `json:"name"`
-			Task json.RawMessage `json:"task"`
-		} `json:"params"`
-	}
-	if json.Unmarshal(body, &peek) != nil {
+	// The method (and a tool call's name and task) as the SDK reads them:
+	// with its decoder, and by exact key. encoding/json would match a
+	// later "Method" or "Name" for them, and the SDK would then run what
+	// the front let pass, a tool that must be a task as an ordinary call.
+	msg, err := jsonrpc.DecodeMessage(body)
+	req, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || !req.IsCall() {
 		next.ServeHTTP(w, r) // a batch, or no JSON-RPC: the SDK's to refuse
 		return
 	}
-	switch peek.Method {
+	switch req.Method {
 	case "initialize", "tools/list", "tasks/get", "tasks/result", "tasks/list", "tasks/cancel":
 	case "tools/call":
-		exec, exists := t.execution(peek.Params.Name)
-		task := len(peek.Params.Task) > 0 && string(peek.Params.Task) != "null"
-		if !exists || !task && !exec.TasksRequired() {
+		p, perr := callParamsOf(req.Params)
+		exec, exists := t.execution(p.Name)
+		if perr == nil && (!exists || p.Task == nil && !exec.TasksRequired()) {
 			next.ServeHTTP(w, r)
 			return
 		}
 	default:
-		next.ServeHTTP(w, r)
-		return
-	}
-	msg, err := jsonrpc.DecodeMessage(body)
-	req, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok || !req.IsCall() {
 		next.ServeHTTP(w, r)
 		return
 	}
@@ -171,11 +161,43 @@ type callParams struct {
 	} `json:"task"`
 }
 
+// callParamsOf decodes tools/call params by exact key, as the SDK does.
+func callParamsOf(raw json.RawMessage) (callParams, error) {
+	var p callParams
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return p, err
+	}
+	if v, ok := m["name"]; ok {
+		if err := json.Unmarshal(v, &p.Name); err != nil {
+			return p, err
+		}
+	}
+	p.Arguments = m["arguments"]
+	if v, ok := m["task"]; ok {
+		var task map[string]json.RawMessage
+		if err := json.Unmarshal(v, &task); err != nil {
+			return p, err
+		}
+		if task != nil {
+			p.Task = &struct {
+				TTL *float64 `json:"ttl"`
+			}{}
+			if ttl, ok := task["ttl"]; ok {
+				if err := json.Unmarshal(ttl, &p.Task.TTL); err != nil {
+					return p, err
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
 // call answers a tools/call that is task-augmented or that must be, and
 // reports whether it did; the SDK answers the rest.
 func (t *mcpTasks) call(w http.ResponseWriter, r *http.Request, req *jsonrpc.Request) bool {
-	var p callParams
-	if err := json.Unmarshal(req.Params, &p); err != nil {
+	p, err := callParamsOf(req.Params)
+	if err != nil {
 		// Not passed on: the SDK, which knows no task, would run the call.
 		t.reply(w, r, req.ID, nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "invalid tools/call params: " + err.Error()})
 		return true

@@ -11,6 +11,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,4 +286,107 @@ func FuzzMCPTasksFront(f *testing.F) {
 			t.Fatalf("%q: %d %s", body, rec.Code, rec.Body)
 		}
 	})
+}
+
+// TestMCPTasksFrontReadsKeysAsTheSDKDoes is a red-team spec: the front
+// looked at a request with encoding/json, which matches keys whatever
+// their case and keeps the last, while the SDK matches them exactly. A
+// body whose "method" or "name" had a differently cased twin after it was
+// one thing to the front and another to the SDK: a tool whose
+// taskSupport is required ran as an ordinary call, outside the caller's
+// bound on tasks.
+func TestMCPTasksFrontReadsKeysAsTheSDKDoes(t *testing.T) {
+	reg := new(toolkit.Registry)
+	for _, tl := range []*toolkit.Tool{
+		must(toolkit.New("must", "Returns at once, as a task only.", echo, toolkit.TaskSupport(spec.TaskSupportRequired))),
+		must(toolkit.New("never", "An ordinary tool.", echo)),
+	} {
+		if err := reg.Add(tl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := server.New(reg, nil)
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); srv.Close() })
+	for _, body := range []string{
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"must","arguments":{"text":"x"}},"Method":"ping"}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"must","arguments":{"text":"x"},"Name":"never"}}`,
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"must","arguments":{"text":"x"},"NAME":"nope"}}`,
+	} {
+		req, err := http.NewRequestWithContext(bounded(t), http.MethodPost, srv.URL+spec.MCPPath, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+		resp.Body.Close()
+		if strings.Contains(string(raw), `"echo"`) || !strings.Contains(string(raw), "must be called as a task") {
+			t.Errorf("%s: %d %.300s, want the error that must is called as a task only", body, resp.StatusCode, raw)
+		}
+	}
+}
+
+// TestMCPTasksThatDoNotStopStillCount is a red-team spec: tasks/cancel
+// (or a task's lifetime) freed the task's place at once, while its tool
+// may not heed its context and go on running. A caller that started and
+// cancelled tasks in a loop ran as many of such a tool at once as it
+// liked, past its bound and the server's. A task counts until its tool
+// returns.
+func TestMCPTasksThatDoNotStopStillCount(t *testing.T) {
+	release := make(chan struct{})
+	var running atomic.Int64
+	stubborn := must(toolkit.New("stubborn", "Runs until released, whatever its context.", func(context.Context, struct{}) (struct{}, error) {
+		running.Add(1)
+		defer running.Add(-1)
+		<-release
+		return struct{}{}, nil
+	}, toolkit.TaskSupport(spec.TaskSupportOptional)))
+	reg := new(toolkit.Registry)
+	if err := reg.Add(stubborn); err != nil {
+		t.Fatal(err)
+	}
+	h := server.New(reg, &server.Options{MaxTasksPerCaller: 2, MaxTasks: 4})
+	srv := httptest.NewServer(h)
+	t.Cleanup(func() { h.Close(); srv.Close() })
+	var releaseOnce sync.Once
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+
+	start := func() rpcReply {
+		return rpc(t, srv.URL, "tools/call", `{"name":"stubborn","arguments":{},"task":{"ttl":60000}}`)
+	}
+	for round := range 2 {
+		for range 2 {
+			r := start()
+			if round == 1 {
+				r.wantError(t, server.CodeTooManyTasks, "too many tasks")
+				continue
+			}
+			tk := r.task(t)
+			if r := rpc(t, srv.URL, "tasks/cancel", fmt.Sprintf(`{"taskId":%q}`, tk.TaskID)); r.err != nil {
+				t.Fatalf("tasks/cancel: %+v", r.err)
+			}
+		}
+	}
+	if n := running.Load(); n > 2 {
+		t.Errorf("%d runs of the tool at once, for a caller bound to 2 tasks", n)
+	}
+	// Once the tool returns, the places are free again.
+	releaseOnce.Do(func() { close(release) })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		r := start()
+		if r.err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("after the tool returned, still %+v", r.err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }

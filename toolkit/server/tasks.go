@@ -82,7 +82,8 @@ type taskView struct {
 
 // taskStore holds the tasks of one Handler. Every bound holds under its
 // lock:
-//   - a caller has at most perCaller tasks running, and keeps at most
+//   - a caller has at most perCaller tasks running (a cancelled or
+//     dropped one runs until its tool returns), and keeps at most
 //     perCaller finished ones (the oldest is dropped for a new task);
 //   - at most total tasks run, and at most 2*total are kept;
 //   - a task lives at most maxTTL from its creation, running or not, and
@@ -103,6 +104,12 @@ type taskStore struct {
 	tasks   map[string]*taskState
 	owners  map[string][]*taskState // in creation order
 	running int
+	// calls and callsBy count the tasks' calls that have not returned,
+	// all callers' and each's: a task cancelled or dropped still counts
+	// against the bounds until its tool returns, which a tool that does
+	// not heed its context may not do for long.
+	calls   int
+	callsBy map[string]int
 }
 
 func newTaskStore(perCaller, total int, maxTTL, poll time.Duration) *taskStore {
@@ -110,7 +117,7 @@ func newTaskStore(perCaller, total int, maxTTL, poll time.Duration) *taskStore {
 	return &taskStore{
 		perCaller: perCaller, total: total, maxTTL: maxTTL, minTTL: minTaskTTL, poll: poll, now: time.Now,
 		base: base, cancel: cancel,
-		tasks: map[string]*taskState{}, owners: map[string][]*taskState{},
+		tasks: map[string]*taskState{}, owners: map[string][]*taskState{}, callsBy: map[string]int{},
 	}
 }
 
@@ -156,12 +163,12 @@ func (s *taskStore) start(parent context.Context, owner string, ttl time.Duratio
 		}
 	}
 	switch {
-	case n >= s.perCaller:
+	case n >= s.perCaller || s.callsBy[owner] >= s.perCaller:
 		s.mu.Unlock()
-		return taskView{}, fmt.Errorf("%w: this caller has %d tasks running, the most it may; wait for one to finish or cancel one", errTooManyTasks, n)
-	case s.running >= s.total:
+		return taskView{}, fmt.Errorf("%w: this caller has %d tasks running (or cancelled, with their tool still returning), the most it may; wait for one to finish or cancel one", errTooManyTasks, max(n, s.callsBy[owner]))
+	case s.running >= s.total || s.calls >= s.total:
 		s.mu.Unlock()
-		return taskView{}, fmt.Errorf("%w: the server runs %d tasks, the most it may; try again later", errTooManyTasks, s.running)
+		return taskView{}, fmt.Errorf("%w: the server runs %d tasks, the most it may; try again later", errTooManyTasks, max(s.running, s.calls))
 	}
 	// Room for the result: the caller's oldest finished task goes past
 	// perCaller of them, the store's oldest past 2*total tasks.
@@ -185,17 +192,30 @@ func (s *taskStore) start(parent context.Context, owner string, ttl time.Duratio
 	s.tasks[id] = t
 	s.owners[owner] = append(s.owners[owner], t)
 	s.running++
+	s.calls++
+	s.callsBy[owner]++
 	v := s.viewLocked(t)
 	s.mu.Unlock()
 
 	go func() {
 		defer stop()
 		defer cancel()
+		defer s.callReturned(owner)
 		set := func(msg string) { s.setMessage(t, msg) }
 		res, failed, err := run(ctx, set)
 		s.finish(t, res, failed, err)
 	}()
 	return v, nil
+}
+
+// callReturned notes that a task's call has returned.
+func (s *taskStore) callReturned(owner string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.calls--
+	if s.callsBy[owner]--; s.callsBy[owner] <= 0 {
+		delete(s.callsBy, owner)
+	}
 }
 
 func oldestFinished(tasks []*taskState) *taskState {
