@@ -141,17 +141,7 @@ func TestBuildReportProgressThroughTheGateway(t *testing.T) {
 // client (hack/interop, which speaks the 2025 era: its SDK has no
 // 2026-07-28 yet) sees the same, through the gateway.
 func TestBuildReportProgressThroughTheGatewayToTypeScript(t *testing.T) {
-	dir := filepath.Join("..", "..", "hack", "interop")
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the TypeScript SDK client is not installed (make interop-deps): %v", err)
-		}
-		t.Skipf("the TypeScript SDK client is not installed (make interop-deps): %v", err)
-	}
+	node, dir := typeScriptClient(t)
 	url := behindGateway(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -298,17 +288,7 @@ func TestDeleteTicketAsksThroughTheGateway(t *testing.T) {
 // through the gateway with elicitation/create, and its answer reaches the
 // tool.
 func TestDeleteTicketAsksThroughTheGatewayToTypeScript(t *testing.T) {
-	dir := filepath.Join("..", "..", "hack", "interop")
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the TypeScript SDK client is not installed (make interop-deps): %v", err)
-		}
-		t.Skipf("the TypeScript SDK client is not installed (make interop-deps): %v", err)
-	}
+	node, dir := typeScriptClient(t)
 	url := behindGateway(t, "create_ticket", "delete_ticket")
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -359,4 +339,23 @@ func textOf(res *mcp.CallToolResult) string {
 		return tc.Text
 	}
 	return ""
+}
+
+// typeScriptClient returns node and the directory of hack/interop, the
+// TypeScript SDK client. Outside CI a machine without them skips the test;
+// in CI (CI=true) it fails, since make test installs them.
+func typeScriptClient(t *testing.T) (node, dir string) {
+	t.Helper()
+	dir = filepath.Join("..", "..", "hack", "interop")
+	node, err := exec.LookPath("node")
+	if err == nil {
+		_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
+	}
+	if err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatalf("the TypeScript SDK client is not installed (make interop-deps): %v", err)
+		}
+		t.Skipf("the TypeScript SDK client is not installed (make interop-deps): %v", err)
+	}
+	return node, dir
 }

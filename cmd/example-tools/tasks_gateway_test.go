@@ -8,9 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http/httptest"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -25,17 +23,7 @@ import (
 // and cancels another mid-run through a second replica, which shares the
 // first's task key.
 func TestBuildReportRunsAsATaskThroughTwoGatewayReplicas(t *testing.T) {
-	dir := filepath.Join("..", "..", "hack", "interop")
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(filepath.Join(dir, "node_modules", "@modelcontextprotocol", "sdk", "package.json"))
-	}
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the TypeScript SDK client is not installed (make interop-deps): %v", err)
-		}
-		t.Skipf("the TypeScript SDK client is not installed (make interop-deps): %v", err)
-	}
+	node, dir := typeScriptClient(t)
 	in := start(t, "--allow-any-host-on-loopback")
 	var tool spec.Tool
 	for _, tl := range in.document(t).Tools {
