@@ -59,6 +59,7 @@ func BenchmarkOffer(b *testing.B) {
 			p, offers := benchPublisher(b, bc.toolSets, 20, bc.shared)
 			ctx := context.Background()
 			b.ReportAllocs()
+			defer cpuPerOp(b)()
 			i := 0
 			for b.Loop() {
 				if _, err := p.Offer(ctx, offers[i%len(offers)]); err != nil {
@@ -152,6 +153,7 @@ func BenchmarkOfferChanged(b *testing.B) {
 				alt[i] = o
 			}
 			b.ReportAllocs()
+			defer cpuPerOp(b)()
 			i := 0
 			for b.Loop() {
 				o := offers[i%len(offers)]
@@ -177,6 +179,7 @@ func BenchmarkPublisherTable(b *testing.B) {
 	p.Budget = ownership.Budget{MaxToolsPerNamespace: DefaultMaxToolsPerNamespace, MaxTableBytes: DefaultMaxTableBytes}
 	b.Run("copy", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cpuPerOp(b)()
 		for b.Loop() {
 			if t, ok := p.table(); !ok || len(t.Tools) != 20000 {
 				b.Fatalf("%d tools", len(t.Tools))
@@ -185,6 +188,7 @@ func BenchmarkPublisherTable(b *testing.B) {
 	})
 	b.Run("refs", func(b *testing.B) {
 		b.ReportAllocs()
+		defer cpuPerOp(b)()
 		for b.Loop() {
 			if tools, _, ok := p.tableTools(); !ok || len(tools) != 20000 {
 				b.Fatalf("%d tools", len(tools))

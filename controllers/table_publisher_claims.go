@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -103,7 +102,8 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 	// names were settled when it was made and at every change since, so
 	// there is nothing to record but that the ToolSet spoke.
 	p.mu.Lock()
-	if c := p.claims[o.ToolSet]; c != nil && c.repeats(o) {
+	prev := p.claims[o.ToolSet]
+	if prev != nil && prev.repeats(o) {
 		p.offered(o.ToolSet)
 		verdicts := p.verdicts(o.ToolSet)
 		p.mu.Unlock()
@@ -120,7 +120,9 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 			return nil, fmt.Errorf("%w: %s denies %q, which it does not offer", ErrInvalidOffer, o.ToolSet, name)
 		}
 	}
-	sizes := entrySizes(tools)
+	// A claim's tools and sizes are never modified, so prev's may be read
+	// without p.mu: an entry it has as it was keeps its size.
+	sizes, same := entrySizesSince(prev, tools)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if c := p.claims[o.ToolSet]; c != nil && c.uid != "" && o.UID != "" && c.uid != o.UID {
@@ -130,20 +132,33 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 		p.release(o.ToolSet, o.ToolSet)
 		p.rebudgetLocked()
 	}
-	var old []spec.TableTool
-	if c := p.claims[o.ToolSet]; c != nil {
-		old = c.tools
+	old := p.claims[o.ToolSet]
+	if old != prev {
+		// Another offer of the ToolSet came between: compare with its.
+		same = nil
 	}
-	p.setClaim(o.ToolSet, &claim{created: o.Created, uid: o.UID, tools: tools, sizes: sizes, denied: maps.Clone(o.Denied), offered: o.Tools})
+	c := &claim{created: o.Created, uid: o.UID, tools: tools, sizes: sizes, denied: maps.Clone(o.Denied), offered: o.Tools}
+	p.setClaim(o.ToolSet, c)
 	p.offered(o.ToolSet)
 	dirty := false
-	mergeTools(old, tools, func(name string, was, is *spec.TableTool) {
-		if p.resolve(name, o.ToolSet) {
+	mergeTools(old.toolsOrNil(), tools, func(name string, was *spec.TableTool, j int) {
+		// A name claimed before and after as it was (the same creation
+		// time and denial) has the same contest as before, which the rule
+		// settled then: only the others are settled again.
+		if (was == nil || j < 0 || !old.sameClaimant(c, name)) && p.resolve(name, o.ToolSet) {
 			dirty = true
 		}
+		if dirty || p.ledger.Owner(name) != o.ToolSet {
+			return
+		}
 		// A new entry, or a changed one, of a name this ToolSet owns.
-		if p.ledger.Owner(name) == o.ToolSet && (was == nil || is == nil || !reflect.DeepEqual(*was, *is)) {
+		switch {
+		case was == nil || j < 0:
 			dirty = true
+		case same != nil:
+			dirty = !same[j]
+		default:
+			dirty = !sameEntry(was, &tools[j])
 		}
 	})
 	if dirty {
@@ -355,47 +370,63 @@ func (p *TablePublisher) release(toolSet, actor types.NamespacedName) {
 }
 
 // setClaim replaces the claim of toolSet (nil removes it) and keeps the
-// claimants index and the conflict count in step. A name claimed before and
-// after keeps its place in the index.
+// claimants index, the owned bytes and the conflict count in step. A name
+// claimed before and after keeps its place in the index, and is not
+// touched at all if its claim is the same.
 func (p *TablePublisher) setClaim(toolSet types.NamespacedName, c *claim) {
-	// The owned entries' bytes follow the claim: its owner is unchanged.
-	p.ownedBytes -= p.claims[toolSet].ownedSize(p.ledger, toolSet)
-	p.ownedBytes += c.ownedSize(p.ledger, toolSet)
-	if old := p.claims[toolSet]; old != nil {
-		for _, t := range old.tools {
-			if c != nil {
-				if _, still := findTool(c.tools, t.Name); still {
-					continue
-				}
-			}
-			set := p.claimants[t.Name]
+	old := p.claims[toolSet]
+	if c == nil || len(c.tools) == 0 {
+		delete(p.claims, toolSet)
+	} else {
+		p.claims[toolSet] = c
+	}
+	var now []spec.TableTool
+	if c != nil {
+		now = c.tools
+	}
+	mergeTools(old.toolsOrNil(), now, func(name string, was *spec.TableTool, j int) {
+		// The owned entries' bytes follow the claim: its owner is unchanged.
+		owned := p.ledger[name].Owner == toolSet
+		if was != nil && owned {
+			p.ownedBytes -= old.size(name)
+		}
+		if j < 0 {
+			set := p.claimants[name]
 			p.conflicts -= max(set.Len()-1, 0)
 			set.Delete(toolSet)
 			p.conflicts += max(set.Len()-1, 0)
 			if set.Len() == 0 {
-				delete(p.claimants, t.Name)
+				delete(p.claimants, name)
 			} else {
-				p.claimants[t.Name] = set
+				p.claimants[name] = set
 			}
+			return
 		}
-		delete(p.claims, toolSet)
-	}
-	if c == nil || len(c.tools) == 0 {
-		return
-	}
-	p.claims[toolSet] = c
-	for _, t := range c.tools {
-		set := p.claimants[t.Name]
+		if owned {
+			p.ownedBytes += int64(c.sizes[j])
+		}
+		if was != nil && old.sameClaimant(c, name) {
+			return
+		}
+		set := p.claimants[name]
 		cl := ownership.Claimant{Created: c.created.Time}
-		if d, ok := c.denied[t.Name]; ok {
+		if d, ok := c.denied[name]; ok {
 			// Through a call, so that only a denial costs an allocation.
 			cl.Denied = ptrTo(d)
 		}
 		p.conflicts -= max(set.Len()-1, 0)
 		set.Set(toolSet, cl)
 		p.conflicts += max(set.Len()-1, 0)
-		p.claimants[t.Name] = set
-	}
+		p.claimants[name] = set
+	})
+}
+
+// sameClaimant reports whether c claims name, which both claim, as b does:
+// with the same creation time and denial.
+func (c *claim) sameClaimant(b *claim, name string) bool {
+	dc, okc := c.denied[name]
+	db, okb := b.denied[name]
+	return c.created.Equal(&b.created) && okc == okb && dc == db
 }
 
 // setOwner records rec as the ledger's entry for name (the zero Record
@@ -658,20 +689,21 @@ func findTool(tools []spec.TableTool, name string) (*spec.TableTool, bool) {
 	return &tools[i], true
 }
 
-// mergeTools calls fn with every name of a and b, both sorted by name, and
-// its entry in each (nil where it has none).
-func mergeTools(a, b []spec.TableTool, fn func(name string, was, is *spec.TableTool)) {
+// mergeTools calls fn with every name of a and b, both sorted by name, its
+// entry in a (nil where it has none) and its index in b (-1 where it has
+// none).
+func mergeTools(a, b []spec.TableTool, fn func(name string, was *spec.TableTool, j int)) {
 	i, j := 0, 0
 	for i < len(a) || j < len(b) {
 		switch {
 		case j == len(b) || (i < len(a) && a[i].Name < b[j].Name):
-			fn(a[i].Name, &a[i], nil)
+			fn(a[i].Name, &a[i], -1)
 			i++
 		case i == len(a) || b[j].Name < a[i].Name:
-			fn(b[j].Name, nil, &b[j])
+			fn(b[j].Name, nil, j)
 			j++
 		default:
-			fn(a[i].Name, &a[i], &b[j])
+			fn(a[i].Name, &a[i], j)
 			i, j = i+1, j+1
 		}
 	}
