@@ -48,10 +48,16 @@
 // rebuilds the ledger from a table read back at start, by the rule
 // wherever the table names a name twice.
 //
-// The table publisher keeps the ledger and applies Decide incrementally:
-// name by name as claims change while no budget can bind, and Decide from
-// the ledger before the change otherwise. Its property test checks that
-// this is Decide from scratch at every step; the durable record is the
+// # The index
+//
+// [Index] keeps the ledger incrementally, as the table publisher needs it:
+// [Index.Offer], [Index.Release], [Index.SetRule] and [Index.Settle] apply
+// the rule name by name as claims change, and [Index.Rebudget] decides
+// again with Decide from the ledger before the change while the budget
+// may bind. It holds no client and no lock and does no I/O: the publisher
+// serialises the calls, and [Index.Drain] says what the outcome asks of
+// it (a table to write, ToolSets to tell). Its property test checks that
+// it is Decide from scratch at every step. The durable record is the
 // table itself, whose entries carry their owner's UID (toolSetUID), with
 // every record's since and why stored beside it in the same write (see
 // spec.TableLedgerKey), so that [Restore] keeps them. The table readers
