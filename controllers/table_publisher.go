@@ -167,39 +167,20 @@ type TablePublisher struct {
 	writeFailing bool
 
 	mu sync.Mutex
-	// overBudget are the claims the budget denies, by name and claimant:
-	// each was the name's owner when the budget denied it, and the name
-	// passed on (see ownership.Decide).
-	overBudget map[string]map[types.NamespacedName]ownership.Denial
-	// ownedBytes is the sum of the owned entries' sizes, and nsOwned the
-	// owned names of each namespace, nsOverCap how many namespaces own more
-	// than Budget.MaxToolsPerNamespace: kept as owners change, they tell
-	// whether the budget may bind without weighing the table.
-	ownedBytes int64
-	nsOwned    map[string]int
-	nsOverCap  int
-	// before holds, for every name whose owner changed since the last
-	// rebudgetLocked, its record before (the zero Record for nobody): the
-	// ledger that change started from, which ownership.Decide weighs.
-	before map[string]ownership.Record
 	// now stamps the ledger's records; time.Now if nil.
 	now func() time.Time
 	// encodedCeiling, when positive, bounds the compressed weight of the
 	// table: set when a table did not fit its ConfigMaps, lowered until one
 	// does, cleared once the table fits without it (see tighten).
 	encodedCeiling int64
-	// encodedBinding: the last decision under encodedCeiling denied tools
-	// for it; encodedKept is the weight it kept.
-	encodedBinding bool
-	encodedKept    int64
 	// claims are the ToolSets that offer at least one name.
 	claims map[types.NamespacedName]*claim
-	// claimants index claims by name; ledger records the owner of every
-	// owned name (published or about to be). rule and budget decide them
-	// (see table_publisher_claims.go and ownership.Decide).
-	claimants map[string]ownership.Claimants
-	ledger    ownership.Ledger
-	rule      *ownership.Rule
+	// index keeps the claims by name and the ledger, which records the
+	// owner of every owned name (published or about to be), as the rule
+	// and the budget decide them (see ownership.Index); ledger is its
+	// ledger, read under p.mu.
+	index  *ownership.Index
+	ledger ownership.Ledger
 	// policiesSet: SetPolicies was called at least once.
 	policiesSet bool
 	// awaiting are the ToolSets that existed at start and have not been
@@ -210,7 +191,6 @@ type TablePublisher struct {
 	awaiting   map[types.NamespacedName]struct{}
 	restoring  bool
 	holdWrites bool
-	conflicts  int
 	pending    map[types.NamespacedName]struct{}
 	// inTable is the table readers see: for every name of the table last
 	// stored (or read back at start), the ToolSet its entry names, with
@@ -242,10 +222,10 @@ func (p *TablePublisher) init() {
 		p.notify = make(chan struct{}, 1)
 		p.changed = make(chan event.TypedGenericEvent[*v1alpha1.ToolSet])
 		p.claims = make(map[types.NamespacedName]*claim)
-		p.claimants = make(map[string]ownership.Claimants)
-		p.ledger = make(ownership.Ledger)
-		p.nsOwned = make(map[string]int)
-		p.before = make(map[string]ownership.Record)
+		p.index = ownership.NewIndex()
+		p.index.Budget, p.index.Hold, p.index.Now = p.budget, p.holds, p.clock
+		p.index.Weigh = func(ts types.NamespacedName, i int) int64 { return p.claims[ts].encodedWeight(i) }
+		p.ledger = p.index.Ledger()
 		p.awaiting = make(map[types.NamespacedName]struct{})
 		p.pending = make(map[types.NamespacedName]struct{})
 		p.inTable = make(map[string]storedOwner)

@@ -6,13 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"reflect"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -39,119 +37,11 @@ func (p *TablePublisher) budget() ownership.Budget {
 	return b
 }
 
-// budgetMayBind reports whether the budget may deny some owned name now,
-// from the counts kept as owners change: no table is weighed for it.
-// p.mu is held.
-func (p *TablePublisher) budgetMayBind() bool {
-	return p.nsOverCap > 0 || p.ownedBytes > p.budget().MaxTableBytes || p.encodedCeiling > 0
-}
-
-// rebudgetLocked brings the ledger to what ownership.Decide makes of it
-// with the budget, after the rule settled the names a change touched. While
-// the budget cannot bind and denies nobody, the rule's outcome is the
-// decision already, and this costs nothing; otherwise every claim is
-// decided again, so that a denied owner is not an owner and the verdicts
-// the offerer gets are final. p.mu is held.
+// rebudgetLocked has the index decide the budget again if it may bind
+// (see ownership.Index.Rebudget), and writes what changed. p.mu is held.
 func (p *TablePublisher) rebudgetLocked() {
-	defer clear(p.before)
-	if len(p.overBudget) == 0 && !p.budgetMayBind() {
-		return
-	}
-	// Decided from the ledger before the change, as if from scratch: the
-	// rule's incremental outcome may differ from it wherever the budget
-	// denied a claim.
-	prev := maps.Clone(p.ledger)
-	for name, rec := range p.before {
-		if rec.Owner == (types.NamespacedName{}) {
-			delete(prev, name)
-		} else {
-			prev[name] = rec
-		}
-	}
-	p.applyLocked(ownership.Decide(prev, p.inputLocked()))
-}
-
-// inputLocked gathers what ownership.Decide weighs. p.mu is held.
-func (p *TablePublisher) inputLocked() ownership.Input {
-	weigh := p.encodedCeiling > 0
-	in := ownership.Input{Rule: p.rule, Budget: p.budget(), Hold: p.holds(), Now: p.clock(),
-		Claims: make([]ownership.Claim, 0, len(p.claims))}
-	for ts, c := range p.claims {
-		cl := ownership.Claim{ToolSet: ts, Created: c.created.Time, UID: c.uid, Denied: c.denied,
-			Names: make([]string, len(c.tools)), Bytes: make([]int64, len(c.tools))}
-		if weigh {
-			cl.Encoded = make([]int64, len(c.tools))
-		}
-		for i := range c.tools {
-			cl.Names[i], cl.Bytes[i] = c.tools[i].Name, int64(c.sizes[i])
-			if weigh {
-				cl.Encoded[i] = c.encodedWeight(i)
-			}
-		}
-		in.Claims = append(in.Claims, cl)
-	}
-	return in
-}
-
-// applyLocked makes d the publisher's state: every name that changed hands
-// moves, and every claimant whose verdict may have changed is told. p.mu is
-// held.
-func (p *TablePublisher) applyLocked(d ownership.Decision) {
-	moved := false
-	for name, rec := range p.ledger {
-		if next, ok := d.Ledger[name]; !ok || next.Owner != rec.Owner || next.UID != rec.UID {
-			p.tellClaimants(name)
-			moved = true
-			if !ok {
-				p.setOwner(name, ownership.Record{})
-			}
-		}
-	}
-	for name, next := range d.Ledger {
-		if rec, ok := p.ledger[name]; !ok || rec != next {
-			if !ok || rec.Owner != next.Owner {
-				p.tellClaimants(name)
-				moved = true
-			}
-			p.setOwner(name, next)
-		}
-	}
-	for name, was := range p.overBudget {
-		for ts, dn := range was {
-			if is, ok := d.OverBudget[name][ts]; !ok || is != dn {
-				p.pending[ts] = struct{}{}
-			}
-		}
-	}
-	for name, is := range d.OverBudget {
-		for ts := range is {
-			if _, ok := p.overBudget[name][ts]; !ok {
-				p.pending[ts] = struct{}{}
-			}
-		}
-	}
-	p.overBudget = d.OverBudget
-	if p.encodedCeiling > 0 {
-		p.encodedBinding = d.EncodedBound
-		p.encodedKept = 0
-		for _, e := range d.Publish {
-			p.encodedKept += e.Encoded
-		}
-	}
-	if moved {
-		p.kickLocked()
-	}
-	if len(p.pending) > 0 {
-		p.notifyLocked()
-	}
-}
-
-// tellClaimants marks every claimant of name to be told of a change.
-// p.mu is held.
-func (p *TablePublisher) tellClaimants(name string) {
-	for ts := range p.claimants[name].All() {
-		p.pending[ts] = struct{}{}
-	}
+	p.index.Rebudget()
+	p.drainLocked()
 }
 
 // overCapacity reports whether err says the table cannot be written
@@ -194,7 +84,8 @@ func (p *TablePublisher) tighten() {
 	if p.encodedCeiling <= 0 {
 		p.encodedCeiling = p.encodedCapacity()
 	} else {
-		p.encodedCeiling = max(min(p.encodedCeiling, p.encodedKept)*5/6, 1)
+		_, kept := p.index.Encoded()
+		p.encodedCeiling = max(min(p.encodedCeiling, kept)*5/6, 1)
 	}
 	p.rebudgetLocked()
 }
@@ -204,7 +95,7 @@ func (p *TablePublisher) tighten() {
 func (p *TablePublisher) relax() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.encodedCeiling > 0 && !p.encodedBinding {
+	if bound, _ := p.index.Encoded(); p.encodedCeiling > 0 && !bound {
 		p.encodedCeiling = 0
 		p.rebudgetLocked()
 	}
@@ -285,18 +176,7 @@ func (p *TablePublisher) Governed(policy ownership.Policy) (governed, denied int
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for name, claimants := range p.claimants {
-		if !policy.Matches(name) {
-			continue
-		}
-		for ts := range claimants.All() {
-			governed++
-			if !policy.Permits(ts.Namespace) {
-				denied++
-			}
-		}
-	}
-	return governed, denied
+	return p.index.Governed(policy)
 }
 
 // Event reasons of the tool table, recorded on its ConfigMap.

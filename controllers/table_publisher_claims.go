@@ -16,12 +16,11 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
-// This file holds the publisher's bookkeeping of claims and of the
-// ownership ledger. Who owns a name is decided by package ownership
-// (ownership.Decide); the publisher gathers its inputs, applies the rule
-// name by name as claims change, has Decide settle the budget when it may
-// bind (rebudgetLocked), and tells the ToolSets whose verdict changed
-// through another's action.
+// This file holds the publisher's side of claims: the tools each ToolSet
+// offers, serialised under p.mu into the ownership index
+// (ownership.Index), which keeps the ledger as the rule and the budget
+// decide it; the publisher writes what it says changed (a table to write,
+// ToolSets to tell) and logs and counts it.
 
 // claim is what one ToolSet offers.
 type claim struct {
@@ -45,6 +44,8 @@ type claim struct {
 	// offered is the slice of the offer the claim was made from: mostly
 	// tools itself, or what tools were copied from.
 	offered []spec.TableTool
+	// indexed is the claim as the ownership index keeps it.
+	indexed *ownership.Indexed
 }
 
 // toolsOrNil returns the claim's tools; nil for no claim.
@@ -53,33 +54,6 @@ func (c *claim) toolsOrNil() []spec.TableTool {
 		return nil
 	}
 	return c.tools
-}
-
-// size returns the bytes of the claim's entry of name in the table; zero
-// if it claims no such name (or c is nil).
-func (c *claim) size(name string) int64 {
-	if c == nil {
-		return 0
-	}
-	if i, ok := slices.BinarySearchFunc(c.tools, name, compareToolName); ok {
-		return int64(c.sizes[i])
-	}
-	return 0
-}
-
-// ownedSize returns the bytes of the claim's entries that toolSet owns in
-// l; zero for a nil claim.
-func (c *claim) ownedSize(l ownership.Ledger, toolSet types.NamespacedName) int64 {
-	if c == nil {
-		return 0
-	}
-	var n int64
-	for i := range c.tools {
-		if l[c.tools[i].Name].Owner == toolSet {
-			n += int64(c.sizes[i])
-		}
-	}
-	return n
 }
 
 // repeats reports whether o offers again exactly what made c: the very same
@@ -138,36 +112,30 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 		same = nil
 	}
 	c := &claim{created: o.Created, uid: o.UID, tools: tools, sizes: sizes, denied: maps.Clone(o.Denied), offered: o.Tools}
-	p.setClaim(o.ToolSet, c)
-	p.offered(o.ToolSet)
 	dirty := false
-	mergeTools(old.toolsOrNil(), tools, func(name string, was *spec.TableTool, j int) {
-		// A name claimed before and after as it was (the same creation
-		// time and denial) has the same contest as before, which the rule
-		// settled then: only the others are settled again.
-		if (was == nil || j < 0 || !old.sameClaimant(c, name)) && p.resolve(name, o.ToolSet) {
-			dirty = true
-		}
+	p.putClaim(o.ToolSet, c, func(name string, i, j int, moved bool) {
+		dirty = dirty || moved
 		if dirty || p.ledger.Owner(name) != o.ToolSet {
 			return
 		}
 		// A new entry, or a changed one, of a name this ToolSet owns.
 		switch {
-		case was == nil || j < 0:
+		case i < 0 || j < 0:
 			dirty = true
 		case same != nil:
 			dirty = !same[j]
 		default:
-			dirty = !sameEntry(was, &tools[j])
+			dirty = !sameEntry(&old.tools[i], &tools[j])
 		}
 	})
+	p.offered(o.ToolSet)
 	if dirty {
 		p.kickLocked()
 	}
 	// The budget is decided now, not when the table is written: the
 	// verdicts returned are those the table will show.
 	p.rebudgetLocked()
-	setConflictsMetric(p.conflicts)
+	setConflictsMetric(p.index.Conflicts())
 	return p.verdicts(o.ToolSet), nil
 }
 
@@ -198,7 +166,7 @@ func (p *TablePublisher) Withdraw(ctx context.Context, toolSet types.NamespacedN
 	p.offered(toolSet)
 	p.release(toolSet, toolSet)
 	p.rebudgetLocked()
-	setConflictsMetric(p.conflicts)
+	setConflictsMetric(p.index.Conflicts())
 	return nil
 }
 
@@ -217,25 +185,12 @@ func (p *TablePublisher) SetPolicies(ctx context.Context, policies []ownership.P
 	p.init()
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	old := p.rule
-	p.rule, p.policiesSet = rule, true
-	changed := 0
-	for name, claimants := range p.claimants {
-		for ts := range claimants.All() {
-			_, before := old.Permits(ts.Namespace, name)
-			if _, after := rule.Permits(ts.Namespace, name); before != after {
-				p.pending[ts] = struct{}{}
-				changed++
-			}
-		}
-	}
-	if changed > 0 {
-		p.notifyLocked()
-	}
-	moved := p.settle()
+	p.policiesSet = true
+	changed := p.index.SetRule(rule)
+	moved := p.index.Settle()
 	p.rebudgetLocked()
 	ctrl.LoggerFrom(ctx).Info("Applied the tool name policies", "policies", len(policies), "claimsChanged", changed, "namesMoved", moved)
-	setConflictsMetric(p.conflicts)
+	setConflictsMetric(p.index.Conflicts())
 	return nil
 }
 
@@ -325,7 +280,7 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	var read []ownership.RestoredEntry
 	ids := make(map[types.NamespacedName]ownership.Identity, len(restored))
 	for ts, c := range restored {
-		p.setClaim(ts, c)
+		p.putClaim(ts, c, nil)
 		ids[ts] = ownership.Identity{Created: c.created.Time, UID: c.uid}
 		for _, t := range c.tools {
 			e := ownership.RestoredEntry{Name: t.Name, ToolSet: ts, UID: types.UID(t.ToolSetUID)}
@@ -336,13 +291,13 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 		}
 	}
 	for name, rec := range ownership.Restore(read, ids, p.clock()) {
-		p.setOwner(name, rec)
+		p.index.SetOwner(name, rec)
 	}
 	// An owner that a policy forbids the name loses it now, and one past
 	// the budget.
-	p.settle()
+	p.index.Settle()
 	p.rebudgetLocked()
-	setConflictsMetric(p.conflicts)
+	setConflictsMetric(p.index.Conflicts())
 	// Write at once what was read back, less the entries of deleted
 	// ToolSets; a cluster without a table gets an empty one, so that agents
 	// that mount it can start.
@@ -358,108 +313,46 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 // release drops every claim of toolSet and hands its names over; actor is the
 // ToolSet whose action caused it (none for a restore that timed out).
 func (p *TablePublisher) release(toolSet, actor types.NamespacedName) {
-	c := p.claims[toolSet]
-	if c == nil {
+	if !p.index.Release(toolSet, actor) {
 		return
 	}
-	p.setClaim(toolSet, nil)
-	for _, t := range c.tools {
-		p.resolve(t.Name, actor)
-	}
+	delete(p.claims, toolSet)
+	p.drainLocked()
 	p.kickLocked()
 }
 
-// setClaim replaces the claim of toolSet (nil removes it) and keeps the
-// claimants index, the owned bytes and the conflict count in step. A name
-// claimed before and after keeps its place in the index, and is not
-// touched at all if its claim is the same.
-func (p *TablePublisher) setClaim(toolSet types.NamespacedName, c *claim) {
-	old := p.claims[toolSet]
-	if c == nil || len(c.tools) == 0 {
+// putClaim makes c the claim of toolSet (none if it has no tools) and has
+// the index settle the names it changed, calling changed with each name
+// of the claims before and after (see ownership.Index.Offer); nil changed
+// settles nothing, as when a table is read back.
+func (p *TablePublisher) putClaim(toolSet types.NamespacedName, c *claim, changed func(name string, i, j int, moved bool)) {
+	names := make([]string, len(c.tools))
+	for i := range c.tools {
+		names[i] = c.tools[i].Name
+	}
+	c.indexed = &ownership.Indexed{Created: c.created.Time, UID: c.uid, Names: names, Sizes: c.sizes, Denied: c.denied}
+	if len(c.tools) == 0 {
 		delete(p.claims, toolSet)
 	} else {
 		p.claims[toolSet] = c
 	}
-	var now []spec.TableTool
-	if c != nil {
-		now = c.tools
-	}
-	mergeTools(old.toolsOrNil(), now, func(name string, was *spec.TableTool, j int) {
-		// The owned entries' bytes follow the claim: its owner is unchanged.
-		owned := p.ledger[name].Owner == toolSet
-		if was != nil && owned {
-			p.ownedBytes -= old.size(name)
-		}
-		if j < 0 {
-			set := p.claimants[name]
-			p.conflicts -= max(set.Len()-1, 0)
-			set.Delete(toolSet)
-			p.conflicts += max(set.Len()-1, 0)
-			if set.Len() == 0 {
-				delete(p.claimants, name)
-			} else {
-				p.claimants[name] = set
-			}
-			return
-		}
-		if owned {
-			p.ownedBytes += int64(c.sizes[j])
-		}
-		if was != nil && old.sameClaimant(c, name) {
-			return
-		}
-		set := p.claimants[name]
-		cl := ownership.Claimant{Created: c.created.Time}
-		if d, ok := c.denied[name]; ok {
-			// Through a call, so that only a denial costs an allocation.
-			cl.Denied = ptrTo(d)
-		}
-		p.conflicts -= max(set.Len()-1, 0)
-		set.Set(toolSet, cl)
-		p.conflicts += max(set.Len()-1, 0)
-		p.claimants[name] = set
-	})
-}
-
-// sameClaimant reports whether c claims name, which both claim, as b does:
-// with the same creation time and denial.
-func (c *claim) sameClaimant(b *claim, name string) bool {
-	dc, okc := c.denied[name]
-	db, okb := b.denied[name]
-	return c.created.Equal(&b.created) && okc == okb && dc == db
-}
-
-// setOwner records rec as the ledger's entry for name (the zero Record
-// for nobody), and keeps the counts the budget looks at in step. p.mu is
-// held.
-func (p *TablePublisher) setOwner(name string, rec ownership.Record) {
-	if _, ok := p.before[name]; !ok {
-		p.before[name] = p.ledger[name]
-	}
-	if cur, ok := p.ledger[name]; ok {
-		p.ownedBytes -= p.claims[cur.Owner].size(name)
-		p.countOwned(cur.Owner.Namespace, -1)
-		delete(p.ledger, name)
-	}
-	if rec.Owner == (types.NamespacedName{}) {
+	if changed == nil {
+		p.index.Put(toolSet, c.indexed)
 		return
 	}
-	p.ledger[name] = rec
-	p.ownedBytes += p.claims[rec.Owner].size(name)
-	p.countOwned(rec.Owner.Namespace, 1)
+	p.index.Offer(toolSet, c.indexed, changed)
+	p.drainLocked()
 }
 
-// countOwned adds delta to the names namespace owns. p.mu is held.
-func (p *TablePublisher) countOwned(namespace string, delta int) {
-	limit := p.Budget.MaxToolsPerNamespace
-	n := p.nsOwned[namespace]
-	if limit > 0 && (n > limit) != (n+delta > limit) {
-		p.nsOverCap += delta
+// drainLocked writes what the index changed: a table to write, ToolSets
+// to tell. p.mu is held.
+func (p *TablePublisher) drainLocked() {
+	told := false
+	if p.index.Drain(func(ts types.NamespacedName) { p.pending[ts], told = struct{}{}, true }) {
+		p.kickLocked()
 	}
-	if n+delta == 0 {
-		delete(p.nsOwned, namespace)
-	} else {
-		p.nsOwned[namespace] = n + delta
+	if told {
+		p.notifyLocked()
 	}
 }
 
@@ -471,92 +364,15 @@ func (p *TablePublisher) clock() time.Time {
 	return time.Now()
 }
 
-// contest gathers what the rule needs to settle name.
-// A claim the budget denied is denied in it.
-func (p *TablePublisher) contest(name string) ownership.Contest {
-	set := p.claimants[name]
-	if over := p.overBudget[name]; len(over) > 0 {
-		// A copy: Claimants share their storage.
-		var with ownership.Claimants
-		for ts, cl := range set.All() {
-			if d, ok := over[ts]; ok {
-				cl.Denied = ptrTo(d)
-			}
-			with.Set(ts, cl)
-		}
-		set = with
-	}
-	return ownership.Contest{
-		Name:      name,
-		Owner:     p.ledger.Owner(name),
-		Claimants: set,
-		Hold:      p.holds(),
-	}
-}
-
 // holds reports whether a name without an owner must wait: during the
 // restore window, and until the policies are known if they are awaited.
 func (p *TablePublisher) holds() bool {
 	return p.restoring || (p.WaitForPolicies && !p.policiesSet)
 }
 
-// resolve settles the owner of name after a change by actor and reports
-// whether it moved. Every other claimant sees a new owner, so each is told.
-func (p *TablePublisher) resolve(name string, actor types.NamespacedName) bool {
-	cur := p.ledger[name]
-	out := p.rule.Resolve(p.contest(name))
-	if out.Owner == cur.Owner {
-		return false
-	}
-	if out.Owned() {
-		p.setOwner(name, ownership.NextRecord(cur, out.Owner, p.claims[out.Owner].uid, p.clock()))
-	} else {
-		p.setOwner(name, ownership.Record{})
-	}
-	for ts := range p.claimants[name].All() {
-		if ts != actor {
-			p.pending[ts] = struct{}{}
-		}
-	}
-	p.notifyLocked()
-	return true
-}
-
-// settle resolves every claimed name, as when the rule or a hold changed,
-// and returns how many moved.
-func (p *TablePublisher) settle() int {
-	moved := 0
-	for name := range p.claimants {
-		if p.resolve(name, types.NamespacedName{}) {
-			moved++
-		}
-	}
-	if moved > 0 {
-		p.kickLocked()
-	}
-	return moved
-}
-
 // verdicts returns the rule's verdict on every name toolSet claims.
 func (p *TablePublisher) verdicts(toolSet types.NamespacedName) map[string]ownership.Verdict {
-	c := p.claims[toolSet]
-	if c == nil {
-		return map[string]ownership.Verdict{}
-	}
-	out := make(map[string]ownership.Verdict, len(c.tools))
-	for _, t := range c.tools {
-		name := t.Name
-		con := p.contest(name)
-		var o ownership.Outcome
-		if con.Owner != (types.NamespacedName{}) {
-			o.Owner = con.Owner
-		} else {
-			// Unowned: held (Pending) or every claimant is denied.
-			o = p.rule.Resolve(con)
-		}
-		out[name] = p.rule.Verdict(con, o, toolSet)
-	}
-	return out
+	return p.index.Verdicts(toolSet)
 }
 
 // offered records that toolSet has spoken since start: its restored entries
@@ -612,13 +428,13 @@ func (p *TablePublisher) endRestore(ctx context.Context) {
 		log.Info("The restore window ended before every ToolSet was heard from", "awaiting", len(p.awaiting))
 	}
 	p.endRestoreLocked()
-	setConflictsMetric(p.conflicts)
+	setConflictsMetric(p.index.Conflicts())
 }
 
 func (p *TablePublisher) endRestoreLocked() {
 	clear(p.awaiting)
 	p.restoring, p.holdWrites = false, false
-	p.settle()
+	p.index.Settle()
 	p.rebudgetLocked()
 	p.kickLocked()
 }
@@ -687,26 +503,6 @@ func findTool(tools []spec.TableTool, name string) (*spec.TableTool, bool) {
 		return nil, false
 	}
 	return &tools[i], true
-}
-
-// mergeTools calls fn with every name of a and b, both sorted by name, its
-// entry in a (nil where it has none) and its index in b (-1 where it has
-// none).
-func mergeTools(a, b []spec.TableTool, fn func(name string, was *spec.TableTool, j int)) {
-	i, j := 0, 0
-	for i < len(a) || j < len(b) {
-		switch {
-		case j == len(b) || (i < len(a) && a[i].Name < b[j].Name):
-			fn(a[i].Name, &a[i], -1)
-			i++
-		case i == len(a) || b[j].Name < a[i].Name:
-			fn(b[j].Name, nil, j)
-			j++
-		default:
-			fn(a[i].Name, &a[i], j)
-			i, j = i+1, j+1
-		}
-	}
 }
 
 func ptrTo[T any](v T) *T { return &v }

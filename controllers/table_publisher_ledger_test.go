@@ -34,7 +34,7 @@ type ledgerWorld struct {
 func (w *ledgerWorld) input(p *TablePublisher, now time.Time) ownership.Input {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	in := ownership.Input{Rule: p.rule, Budget: p.budget(), Hold: p.holds(), Now: now}
+	in := ownership.Input{Rule: p.index.Rule(), Budget: p.budget(), Hold: p.holds(), Now: now}
 	for _, ts := range slices.SortedFunc(maps.Keys(w.tools), compareNamespacedName) {
 		tools := w.tools[ts]
 		cl := ownership.Claim{ToolSet: ts, Created: w.created[ts], UID: w.uid[ts], Denied: w.denied[ts]}
@@ -171,10 +171,11 @@ func TestPublisherAgreesWithDecide(t *testing.T) {
 					p.rebudgetLocked()
 					p.mu.Unlock()
 				} else {
+					// As relax does once a table fits without the ceiling.
 					p.mu.Lock()
-					p.encodedBinding = false
+					p.encodedCeiling = 0
+					p.rebudgetLocked()
 					p.mu.Unlock()
-					p.relax()
 				}
 			}
 
@@ -200,9 +201,9 @@ func TestPublisherAgreesWithDecide(t *testing.T) {
 				bytes += e.Bytes
 				ns[e.ToolSet.Namespace]++
 			}
-			if p.ownedBytes != bytes || !maps.Equal(p.nsOwned, ns) {
+			if owned, nsOwned := p.index.OwnedBytes(); owned != bytes || !maps.Equal(nsOwned, ns) {
 				p.mu.Unlock()
-				t.Fatalf("%s: the budget's counts %d %v, want %d %v", where, p.ownedBytes, p.nsOwned, bytes, ns)
+				t.Fatalf("%s: the budget's counts %d %v, want %d %v", where, owned, nsOwned, bytes, ns)
 			}
 			p.mu.Unlock()
 			table, _ := p.table()
