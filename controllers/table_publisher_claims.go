@@ -44,8 +44,9 @@ type claim struct {
 	// offered is the slice of the offer the claim was made from: mostly
 	// tools itself, or what tools were copied from.
 	offered []spec.TableTool
-	// indexed is the claim as the ownership index keeps it.
-	indexed *ownership.Indexed
+	// indexed is the claim as the ownership index keeps it: in the claim, so
+	// that indexing it costs no allocation of its own.
+	indexed ownership.Indexed
 }
 
 // toolsOrNil returns the claim's tools; nil for no claim.
@@ -330,17 +331,17 @@ func (p *TablePublisher) putClaim(toolSet types.NamespacedName, c *claim, change
 	for i := range c.tools {
 		names[i] = c.tools[i].Name
 	}
-	c.indexed = &ownership.Indexed{Created: c.created.Time, UID: c.uid, Names: names, Sizes: c.sizes, Denied: c.denied}
+	c.indexed = ownership.Indexed{Created: c.created.Time, UID: c.uid, Names: names, Sizes: c.sizes, Denied: c.denied}
 	if len(c.tools) == 0 {
 		delete(p.claims, toolSet)
 	} else {
 		p.claims[toolSet] = c
 	}
 	if changed == nil {
-		p.index.Put(toolSet, c.indexed)
+		p.index.Put(toolSet, &c.indexed)
 		return
 	}
-	p.index.Offer(toolSet, c.indexed, changed)
+	p.index.Offer(toolSet, &c.indexed, changed)
 	p.drainLocked()
 }
 

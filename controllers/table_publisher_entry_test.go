@@ -17,9 +17,9 @@ func TestSameEntry(t *testing.T) {
 		return spec.TableTool{
 			Name: "n", SourceName: "s", Title: "t", Description: "d",
 			InputSchema: []byte(`{"type":"object"}`), OutputSchema: []byte(`{"type":"object"}`),
-			Annotations: &spec.Annotations{Title: "a", ReadOnlyHint: &yes, DestructiveHint: &yes, IdempotentHint: &yes, OpenWorldHint: &yes},
-			Execution:   &spec.Execution{TaskSupport: spec.TaskSupportOptional},
-			Meta:        map[string]any{"k": []any{"v", 1.0}},
+			Annotations:  &spec.Annotations{Title: "a", ReadOnlyHint: &yes, DestructiveHint: &yes, IdempotentHint: &yes, OpenWorldHint: &yes},
+			Execution:    &spec.Execution{TaskSupport: spec.TaskSupportOptional},
+			Meta:         map[string]any{"k": []any{"v", 1.0}},
 			SchemaDigest: "sha256:x", ToolSet: spec.ObjectReference{Namespace: "ns", Name: "ts"}, ToolSetUID: "uid",
 			Protocol: spec.ProtocolMCP, Endpoints: &spec.Endpoints{Invoke: "i", MCP: "m"}, CallsPerMinute: 7,
 			Extensions: []string{"x"},
