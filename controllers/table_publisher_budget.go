@@ -17,10 +17,11 @@ import (
 )
 
 // This file holds what the publisher does for the admin ceilings that need
-// the whole cluster's view: the budgets of tools per namespace and of table
-// bytes, decided with the rule by ownership.Decide (a pure function) when
-// a change may bind them, the compressed ceiling learnt from a table that
-// did not fit, the policies' counts, and the table writes that fail anyway.
+// the whole cluster's view: the budget in force (the flags, capped at what
+// the table can hold, and the compressed ceiling learnt from a table that
+// did not fit), which ownership.Index decides with the rule; the sizes and
+// compressed weights of the entries it weighs; and the table writes that
+// fail anyway.
 
 // budget returns the budget in force: Budget, its JSON bytes capped at
 // what the table can hold whatever the flags say, and the compressed
