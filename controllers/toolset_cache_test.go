@@ -27,6 +27,9 @@ func TestTrimToolSetForCache(t *testing.T) {
 		}
 	}
 	in := toolSet()
+	// As the JSON decoder leaves them: room for more.
+	in.Status.Tools = append(make([]v1alpha1.ToolStatus, 0, 16), in.Status.Tools...)
+	in.Status.Conditions = append(make([]metav1.Condition, 0, 4), metav1.Condition{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue})
 	shared := in.Annotations
 	out, err := TrimToolSetForCache(in)
 	if err != nil {
@@ -35,8 +38,14 @@ func TestTrimToolSetForCache(t *testing.T) {
 	want := toolSet()
 	want.ManagedFields = nil
 	want.Annotations = map[string]string{"note": "kept"}
-	if got := out.(*v1alpha1.ToolSet); !reflect.DeepEqual(got, want) {
+	want.Status.Conditions = []metav1.Condition{{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue}}
+	got := out.(*v1alpha1.ToolSet)
+	if !reflect.DeepEqual(got, want) {
 		t.Errorf("trimmed to\n%+v\nwant\n%+v", got, want)
+	}
+	if cap(got.Status.Tools) != len(got.Status.Tools) || cap(got.Status.Conditions) != len(got.Status.Conditions) {
+		t.Errorf("status lists keep room: tools %d of %d, conditions %d of %d",
+			len(got.Status.Tools), cap(got.Status.Tools), len(got.Status.Conditions), cap(got.Status.Conditions))
 	}
 	if _, ok := shared[corev1.LastAppliedConfigAnnotation]; !ok {
 		t.Error("the annotations map the object came with was written")
