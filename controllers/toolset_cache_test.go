@@ -16,8 +16,8 @@ func TestTrimToolSetForCache(t *testing.T) {
 		return &v1alpha1.ToolSet{
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "crm", Namespace: "ns", UID: "u", ResourceVersion: "7", Generation: 2,
-				Labels:      map[string]string{"team": "sales"},
-				Annotations: map[string]string{"note": "kept", corev1.LastAppliedConfigAnnotation: `{"apiVersion":"toolplane.io/v1alpha1","kind":"ToolSet","spec":{}}`},
+				Labels:        map[string]string{"team": "sales"},
+				Annotations:   map[string]string{"note": "kept", corev1.LastAppliedConfigAnnotation: `{"apiVersion":"toolplane.io/v1alpha1","kind":"ToolSet","spec":{}}`},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl"}},
 				Finalizers:    []string{"f"},
 			},
