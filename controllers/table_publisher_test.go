@@ -895,10 +895,13 @@ var _ = Describe("The table publisher", func() {
 			p1.mu.Unlock()
 			Expect(before["x"].Why).To(Equal(ownership.Claimed))
 			Expect(before["h"].Why).To(Equal(ownership.HandedOver))
-			// The records go with the write that stored the table.
+			// The records go to the ledger's chunk, apart from the table.
 			_, cms, err := storedTable(ctx, ns)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(cms).To(ContainElement(HaveField("BinaryData", HaveKey(spec.TableLedgerKey))))
+			Expect(cms).To(ContainElement(SatisfyAll(
+				HaveField("Name", spec.TableLedgerName("tools", 0, 1)),
+				HaveField("BinaryData", HaveKey(spec.TableLedgerChunkKey)))))
+			Expect(cms).NotTo(ContainElement(HaveField("BinaryData", HaveKey(spec.TableLedgerKey))))
 			stop1()
 
 			p2, _ := startPublisher(ns, time.Hour)
@@ -938,7 +941,12 @@ var _ = Describe("The table publisher", func() {
 			p2.offer(ctx, a, aAt, entry(a, "x", "x"))
 			p2.offer(ctx, a, aAt, entry(a, "x", "x"), entry(a, "y", "y"))
 			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(2))
-			Expect(p2.writes.all()).To(HaveLen(1), "only the change is written")
+			// The table's base, and the ledger's chunk with y's record.
+			var written []string
+			for _, w := range p2.writes.all() {
+				written = append(written, w.verb+" "+w.cm.Name)
+			}
+			Expect(written).To(Equal([]string{"update " + spec.TableLedgerName("tools", 0, 1), "update tools"}), "only the change is written")
 		})
 	})
 })

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
 	"io"
 	"math/bits"
 	"slices"
@@ -23,14 +24,17 @@ import (
 // tool but no owner writes no byte of it, and one that changes an owner
 // writes one chunk.
 //
-// The names of the table are cut into n chunks, n a power of two up to
-// [MaxTableLedgerChunks], by the first bits of the SHA-256 of each name
-// ([TableLedgerChunkOf]); chunk i of n is ConfigMap
-// [TableLedgerName](base, i, n), holding under [TableLedgerChunkKey] the
-// gzipped JSON of a [TableLedgerChunk]: the records of its names. A chunk
-// with no record is not stored. n follows the names ([TableLedgerChunks]),
-// about 1,024 a chunk, and changes only when the names double or fall to
-// an eighth, so that one owner's change touches one chunk.
+// The records are cut into n chunks, n a power of two up to
+// [MaxTableLedgerChunks], by their owner: the first bits of the SHA-256 of
+// the owner ToolSet's "namespace/name" ([TableLedgerChunkOf]). Chunk i of n
+// is ConfigMap [TableLedgerName](base, i, n), holding under
+// [TableLedgerChunkKey] the gzipped JSON of a [TableLedgerChunk]: the
+// records of the names its owners hold. A chunk with no record is not
+// stored. n follows the names ([TableLedgerChunks]), about 1,024 a chunk,
+// and changes only when they double or fall to an eighth. So a ToolSet
+// that claims names, or goes, changes one chunk, and a name handed from
+// one ToolSet to another the chunks of the two; the names of one owner
+// that share a record stay one group, as compact as in one ledger.
 //
 // A chunk is not written with the table, so every record names the owner
 // it was written for, the entry's toolSet and toolSetUID: a record whose
@@ -82,12 +86,13 @@ func ParseTableLedgerName(baseName, name string) (i, n int, ok bool) {
 }
 
 // TableLedgerChunkOf returns the chunk of n (a power of two) that holds
-// the record of name: the first log2(n) bits of its SHA-256.
-func TableLedgerChunkOf(name string, n int) int {
+// the records of the names that owner holds: the first log2(n) bits of
+// the SHA-256 of its "namespace/name".
+func TableLedgerChunkOf(owner ObjectReference, n int) int {
 	if n <= 1 {
 		return 0
 	}
-	return int(nameHash(name) >> (64 - bits.TrailingZeros(uint(n))))
+	return int(nameHash(owner.String()) >> (64 - bits.TrailingZeros(uint(n))))
 }
 
 // TableLedgerChunks returns how many chunks a ledger of names records is
@@ -132,9 +137,10 @@ type TableLedgerOwned struct {
 // use, and it is safe for concurrent use.
 type TableLedgerEncoder struct {
 	mu sync.Mutex
-	// chunks maps the SHA-256 of a chunk's JSON to its gzip, for the
-	// chunks of the last encoding.
-	chunks map[[sha256.Size]byte][]byte
+	// last maps the digest of a chunk's records (see recordsSum) to its
+	// part, for the chunks of the last encoding: a chunk whose records did
+	// not change is neither marshalled nor compressed again.
+	last map[[sha256.Size]byte]TablePart
 }
 
 // Encode returns the ConfigMap payloads of the ledger of the table of
@@ -152,67 +158,103 @@ func (e *TableLedgerEncoder) Encode(tools []*TableTool, records []TableRecord, b
 	if n < 1 || n > MaxTableLedgerChunks || n&(n-1) != 0 {
 		return nil, fmt.Errorf("%w: a ledger of %d chunks", ErrTableMalformed, n)
 	}
+	// The digest of each chunk's records, in the tools' order, name by
+	// name: what decides whether it changed.
+	sums := make([]hash.Hash, n)
+	counts := make([]int, n)
+	var buf []byte
+	for i, r := range records {
+		if r.Why == "" {
+			continue
+		}
+		t := tools[i]
+		c := TableLedgerChunkOf(t.ToolSet, n)
+		if sums[c] == nil {
+			sums[c] = sha256.New()
+		}
+		buf = appendRecord(buf[:0], t, r)
+		sums[c].Write(buf)
+		counts[c]++
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	next := map[[sha256.Size]byte]TablePart{}
+	var parts []TablePart
+	for c := range n {
+		if sums[c] == nil {
+			continue
+		}
+		var sum [sha256.Size]byte
+		sums[c].Sum(sum[:0])
+		// The name is in the digest: the same records as chunk c of
+		// another n are another part.
+		name := TableLedgerName(baseName, c, n)
+		sum = sha256.Sum256(append(sum[:], name...))
+		part, ok := e.last[sum]
+		if !ok {
+			part, ok = encodeLedgerChunk(tools, records, c, n, counts[c], name)
+		}
+		if ok {
+			next[sum] = part
+			parts = append(parts, part)
+		}
+	}
+	e.last = next
+	return parts, nil
+}
+
+// appendRecord appends what identifies the record r of tool t: its name,
+// owner, UID, since (to the second) and why, each ended by a zero byte.
+func appendRecord(buf []byte, t *TableTool, r TableRecord) []byte {
+	for _, s := range []string{t.Name, t.ToolSet.Namespace, t.ToolSet.Name, t.ToolSetUID, r.Why} {
+		buf = append(buf, s...)
+		buf = append(buf, 0)
+	}
+	return strconv.AppendInt(buf, r.Since.Unix(), 10)
+}
+
+// encodeLedgerChunk returns the part of chunk c of n, which holds count
+// records: false if none fits.
+func encodeLedgerChunk(tools []*TableTool, records []TableRecord, c, n, count int, name string) (TablePart, bool) {
 	type key struct {
 		since int64
 		why   string
 		owner ObjectReference
 		uid   string
 	}
-	groups := make([]map[key]*TableLedgerOwned, n)
-	counts := make([]int, n)
+	groups := map[key]*TableLedgerOwned{}
 	for i, r := range records {
-		if r.Why == "" {
-			continue
-		}
 		t := tools[i]
-		c := TableLedgerChunkOf(t.Name, n)
-		if groups[c] == nil {
-			groups[c] = map[key]*TableLedgerOwned{}
+		if r.Why == "" || TableLedgerChunkOf(t.ToolSet, n) != c {
+			continue
 		}
 		k := key{r.Since.Unix(), r.Why, t.ToolSet, t.ToolSetUID}
-		g := groups[c][k]
+		g := groups[k]
 		if g == nil {
 			g = &TableLedgerOwned{Since: time.Unix(k.since, 0).UTC(), Why: r.Why, ToolSet: t.ToolSet, ToolSetUID: t.ToolSetUID}
-			groups[c][k] = g
+			groups[k] = g
 		}
 		g.Names = append(g.Names, t.Name)
-		counts[c]++
 	}
-
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	used := map[[sha256.Size]byte][]byte{}
-	var parts []TablePart
+	sorted := make([]TableLedgerOwned, 0, len(groups))
+	for _, g := range groups {
+		slices.Sort(g.Names)
+		sorted = append(sorted, *g)
+	}
+	slices.SortFunc(sorted, compareOwned)
+	// Names kept, the earliest records first: cut by a share of the names
+	// until the compressed chunk fits.
 	room := MaxTablePartBytes - len(TableLedgerChunkKey)
-	for c, gs := range groups {
-		if len(gs) == 0 {
-			continue
+	for keep := count; keep > 0; {
+		z := gzipChunk(sorted, keep)
+		size := base64.StdEncoding.EncodedLen(len(z))
+		if size <= room {
+			return TablePart{Name: name, BinaryData: map[string][]byte{TableLedgerChunkKey: z}}, true
 		}
-		sorted := make([]TableLedgerOwned, 0, len(gs))
-		for _, g := range gs {
-			slices.Sort(g.Names)
-			sorted = append(sorted, *g)
-		}
-		slices.SortFunc(sorted, compareOwned)
-		// Names kept, the earliest records first: cut by a share of the
-		// names until the compressed chunk fits.
-		var gz []byte
-		for keep := counts[c]; keep > 0; {
-			z := e.gzipChunk(sorted, keep, used)
-			size := base64.StdEncoding.EncodedLen(len(z))
-			if size <= room {
-				gz = z
-				break
-			}
-			keep = min(int(float64(keep)*float64(room)/float64(size)*0.95), keep-1)
-		}
-		if gz == nil {
-			continue
-		}
-		parts = append(parts, TablePart{Name: TableLedgerName(baseName, c, n), BinaryData: map[string][]byte{TableLedgerChunkKey: gz}})
+		keep = min(int(float64(keep)*float64(room)/float64(size)*0.95), keep-1)
 	}
-	e.chunks = used
-	return parts, nil
+	return TablePart{}, false
 }
 
 // compareOwned orders groups: the earliest first, then by why, owner and
@@ -224,8 +266,8 @@ func compareOwned(a, b TableLedgerOwned) int {
 }
 
 // gzipChunk returns the gzipped JSON of the chunk of the first keep names
-// of groups, from the last encoding if it compressed the same JSON.
-func (e *TableLedgerEncoder) gzipChunk(groups []TableLedgerOwned, keep int, used map[[sha256.Size]byte][]byte) []byte {
+// of groups.
+func gzipChunk(groups []TableLedgerOwned, keep int) []byte {
 	l := TableLedgerChunk{SchemaVersion: SchemaVersion}
 	for _, g := range groups {
 		if keep <= 0 {
@@ -238,16 +280,10 @@ func (e *TableLedgerEncoder) gzipChunk(groups []TableLedgerOwned, keep int, used
 		l.Records = append(l.Records, g)
 	}
 	raw, _ := json.Marshal(&l)
-	sum := sha256.Sum256(raw)
-	if z, ok := e.chunks[sum]; ok {
-		used[sum] = z
-		return z
-	}
 	var buf bytes.Buffer
 	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
 	_, _ = zw.Write(raw)
 	_ = zw.Close()
-	used[sum] = buf.Bytes()
 	return buf.Bytes()
 }
 
@@ -257,9 +293,9 @@ func (e *TableLedgerEncoder) gzipChunk(groups []TableLedgerOwned, keep int, used
 // table's Records; the zero TableRecord for a tool with none), or nil if
 // no part holds a record of any.
 //
-// A record counts for a tool if the chunk is the one its name falls in
-// and the record's owner is the tool's (its toolSet and toolSetUID). Were
-// two chunks to hold one (n changed, and the writer stopped before it
+// A record counts for a tool if the record's owner is the tool's (its
+// toolSet and toolSetUID) and the chunk is the one that owner falls in.
+// Were two chunks to hold one (n changed, and the writer stopped before it
 // removed the old chunks), the later record is kept, whatever the order of
 // parts. A chunk that does not read back is skipped, and the error says
 // so, wrapping [ErrTableMalformed] or [ErrTableTooLarge]; the records of
@@ -300,13 +336,13 @@ func DecodeTableLedgerChunks(tools []TableTool, baseName string, parts ...TableP
 			continue
 		}
 		for _, g := range chunk.Records {
-			if g.Why == "" {
+			if g.Why == "" || TableLedgerChunkOf(g.ToolSet, n) != c {
 				continue
 			}
 			rec := TableRecord{Since: g.Since, Why: g.Why}
 			for _, name := range g.Names {
 				i, ok := at[name]
-				if !ok || TableLedgerChunkOf(name, n) != c || tools[i].ToolSet != g.ToolSet || tools[i].ToolSetUID != g.ToolSetUID {
+				if !ok || tools[i].ToolSet != g.ToolSet || tools[i].ToolSetUID != g.ToolSetUID {
 					continue
 				}
 				if out == nil {
