@@ -53,12 +53,7 @@ var _ = Describe("The tool table store, repairing itself", func() {
 		}).WithTimeout(bigTableTimeout).Should(Succeed())
 
 		// The last part of the table, and the ledger's chunk.
-		var victims []corev1.ConfigMap
-		for _, cm := range parts {
-			if _, _, ok := spec.ParseTableLedgerName("tools", cm.Name); ok {
-				victims = append(victims, cm)
-			}
-		}
+		victims := ledgerConfigMaps(ctx, ns)
 		Expect(victims).To(HaveLen(1), "the ledger is one chunk")
 		for i := len(parts) - 1; i > 0; i-- {
 			if strings.HasPrefix(parts[i].Name, "tools-") {
