@@ -87,6 +87,21 @@ func (l *writeLog) all() []tableWrite {
 
 func (l *writeLog) count() int { return len(l.all()) }
 
+// tableOnly returns the writes of the table's ConfigMaps among writes;
+// ledgerOnly those of the ledger's chunks.
+func tableOnly(writes []tableWrite) []tableWrite {
+	return slices.DeleteFunc(slices.Clone(writes), isLedgerWrite)
+}
+
+func ledgerOnly(writes []tableWrite) []tableWrite {
+	return slices.DeleteFunc(slices.Clone(writes), func(w tableWrite) bool { return !isLedgerWrite(w) })
+}
+
+func isLedgerWrite(w tableWrite) bool {
+	_, _, ok := spec.ParseTableLedgerName("tools", w.cm.Name)
+	return ok
+}
+
 // countingClient is a client on the test API server that logs successful
 // writes.
 func countingClient(log *writeLog) client.Client {
@@ -272,6 +287,10 @@ func storedTable(ctx context.Context, ns string) (*spec.Table, []corev1.ConfigMa
 	var cms []corev1.ConfigMap
 	for _, cm := range list.Items {
 		if cm.Name == "kube-root-ca.crt" {
+			continue
+		}
+		// The ledger's chunks are the publisher's, not the table's.
+		if _, _, ok := spec.ParseTableLedgerName("tools", cm.Name); ok {
 			continue
 		}
 		cms = append(cms, cm)
@@ -500,8 +519,15 @@ var _ = Describe("The table publisher", func() {
 		// visible any write the repeated offers caused would have happened.
 		p.offer(ctx, a, at(0), entry(a, "x", "x"), entry(a, "v", "v"))
 		Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveKey("v"))
-		Expect(p.writes.all()[writes:]).To(HaveLen(1))
-		Expect(p.writes.all()[writes].verb).To(Equal("update"))
+		verbs := func(writes []tableWrite) []string {
+			var out []string
+			for _, w := range writes {
+				out = append(out, w.verb)
+			}
+			return out
+		}
+		Expect(verbs(tableOnly(p.writes.all()[writes:]))).To(Equal([]string{"update"}))
+		Expect(verbs(ledgerOnly(p.writes.all()[writes:]))).To(Equal([]string{"update"}), "v's record")
 	})
 
 	It("coalesces a burst of changes into one write", func(ctx context.Context) {
@@ -515,7 +541,8 @@ var _ = Describe("The table publisher", func() {
 		}
 		close(gate)
 		Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(50))
-		Expect(p.writes.all()).To(HaveLen(2), "the empty table, then the whole burst")
+		Expect(tableOnly(p.writes.all())).To(HaveLen(2), "the empty table, then the whole burst")
+		Expect(ledgerOnly(p.writes.all())).To(HaveLen(1), "the records of the whole burst")
 	})
 
 	It("splits a 10,000-tool table into parts within 512 KiB that read back whole, and cleans up after it shrinks", func(ctx context.Context) {
@@ -611,7 +638,7 @@ var _ = Describe("The table publisher", func() {
 		tools := manyTools(ts, "tool", 10000)
 		p.offer(ctx, ts, at(0), tools...)
 		Eventually(publishedNames).WithArguments(ctx, ns).WithTimeout(bigTableTimeout).Should(HaveLen(len(tools)))
-		after := p.writes.all()[before:]
+		after := tableOnly(p.writes.all()[before:])
 		Expect(len(after)).To(BeNumerically(">", 1))
 		for _, w := range after[:len(after)-1] {
 			Expect(w.verb).To(Equal("create"))
@@ -727,7 +754,7 @@ var _ = Describe("The table publisher", func() {
 			// kept every entry of a ToolSet that still exists.
 			p2.offer(ctx, late, lateAt, entry(late, "x", "x"), entry(late, "l", "l"))
 			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveKey("l"))
-			for _, w := range p2.writes.all() {
+			for _, w := range tableOnly(p2.writes.all()) {
 				if w.verb == "delete" {
 					continue
 				}
@@ -895,10 +922,13 @@ var _ = Describe("The table publisher", func() {
 			p1.mu.Unlock()
 			Expect(before["x"].Why).To(Equal(ownership.Claimed))
 			Expect(before["h"].Why).To(Equal(ownership.HandedOver))
-			// The records go with the write that stored the table.
+			// The records go to the ledger's chunk, apart from the table.
 			_, cms, err := storedTable(ctx, ns)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(cms).To(ContainElement(HaveField("BinaryData", HaveKey(spec.TableLedgerKey))))
+			Expect(cms).NotTo(ContainElement(HaveField("BinaryData", HaveKey(spec.TableLedgerKey))))
+			Expect(ledgerConfigMaps(ctx, ns)).To(ConsistOf(SatisfyAll(
+				HaveField("Name", spec.TableLedgerName("tools", 0, 1)),
+				HaveField("BinaryData", HaveKey(spec.TableLedgerChunkKey)))))
 			stop1()
 
 			p2, _ := startPublisher(ns, time.Hour)
@@ -938,7 +968,12 @@ var _ = Describe("The table publisher", func() {
 			p2.offer(ctx, a, aAt, entry(a, "x", "x"))
 			p2.offer(ctx, a, aAt, entry(a, "x", "x"), entry(a, "y", "y"))
 			Eventually(publishedNames).WithArguments(ctx, ns).Should(HaveLen(2))
-			Expect(p2.writes.all()).To(HaveLen(1), "only the change is written")
+			// The table's base, and the ledger's chunk with y's record.
+			var written []string
+			for _, w := range p2.writes.all() {
+				written = append(written, w.verb+" "+w.cm.Name)
+			}
+			Expect(written).To(Equal([]string{"update " + spec.TableLedgerName("tools", 0, 1), "update tools"}), "only the change is written")
 		})
 	})
 })

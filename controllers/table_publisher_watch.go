@@ -35,7 +35,7 @@ func (p *TablePublisher) watchTable(ctx context.Context) error {
 			obj = tomb.Obj
 		}
 		cm, ok := obj.(*corev1.ConfigMap)
-		if !ok || cm.Namespace != p.namespace() || (cm.Name != p.name() && !strings.HasPrefix(cm.Name, p.name()+"-")) {
+		if !ok || cm.Namespace != p.namespace() || (cm.Name != p.name() && !strings.HasPrefix(cm.Name, p.name()+"-") && !strings.HasPrefix(cm.Name, p.name()+".ledger-")) {
 			return nil, false
 		}
 		return cm, true

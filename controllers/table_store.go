@@ -45,13 +45,22 @@ type tableStore interface {
 // one part ConfigMap and the base, and a writer stopped between any two of
 // its writes leaves a table that reads back whole, old or new:
 //
+//  0. the chunks of the ledger that changed (see
+//     [spec.TableLedgerChunkKey]) are written, in ConfigMaps of their own
+//     that readers do not read: none for a change of content, the chunk of
+//     each owner that gained or lost a name otherwise;
 //  1. each new chunk is added, under its content-addressed key, to what its
 //     ConfigMap holds: the index does not name it yet; a chunk the stored
 //     index names is not written again;
 //  2. the base ConfigMap, the index with chunk 0, is replaced in one write;
 //  3. chunks the index no longer names are removed once grace has passed
 //     since the store first saw them unnamed, and a part ConfigMap left
-//     empty is deleted.
+//     empty is deleted; so are the ledger's ConfigMaps left empty, or of a
+//     ledger cut into another number of chunks, at once.
+//
+// Every write compares each chunk, of the table and of the ledger, with
+// what is stored, so that one deleted or edited from outside is written
+// again (the publisher's watch kicks a write for it).
 //
 // A part ConfigMap holds at most spec.MaxTablePartBytes. The encoder packs
 // chunks into parts up to half of it, puts a replacement next to the
@@ -79,8 +88,10 @@ type configMapTable struct {
 	stored func(tools []*spec.TableTool)
 
 	// encoder keeps the compressed segments of the last table written, so
-	// that the next write compresses only what changed.
+	// that the next write compresses only what changed; ledger, the chunks
+	// of the last ledger.
 	encoder spec.TableEncoder
+	ledger  spec.TableLedgerEncoder
 
 	// unnamed records when each chunk ("ConfigMap/key") was first seen
 	// that no stored index named. A new store starts its grace afresh,
@@ -112,28 +123,32 @@ func (s *configMapTable) parts() int {
 }
 
 func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
-	stored, err := s.list(ctx)
+	stored, ledger, err := s.list(ctx)
 	if err != nil {
 		return nil, err
 	}
 	if len(stored) == 0 {
 		return nil, nil
 	}
-	parts := make([]spec.TablePart, 0, len(stored))
-	for _, cm := range stored {
-		parts = append(parts, spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData})
-	}
-	t, err := spec.DecodeTableParts(parts...)
+	t, err := spec.DecodeTableParts(partsOf(stored)...)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errTableUnreadable, err)
 	}
+	// The records are what the ledger adds to the entries: a chunk that
+	// does not read back leaves the entries as they are, its owners'
+	// records starting afresh.
+	if len(ledger) > 0 {
+		t.Records, err = spec.DecodeTableLedgerChunks(t.Tools, s.name, partsOf(ledger)...)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "A chunk of the tool table's ledger cannot be read back; its owners' records start afresh")
+		}
+		return t, nil
+	}
+	// A table written before the ledger had chunks keeps it in the base.
 	for _, cm := range stored {
 		if cm.Name != s.name {
 			continue
 		}
-		// The records are what the table adds to its entries: a ledger
-		// that does not read back leaves the entries as they are, each
-		// owner's record starting afresh.
 		records, err := spec.DecodeTableLedger(cm.BinaryData[spec.TableLedgerKey], t.Revision)
 		if err != nil {
 			ctrl.LoggerFrom(ctx).Error(err, "The tool table's ledger cannot be read back; its owners' records start afresh")
@@ -148,23 +163,79 @@ func (s *configMapTable) read(ctx context.Context) (*spec.Table, error) {
 	return t, nil
 }
 
-// withLedger adds the ledger of tools, if any, to the base part: written
-// in the same write as the table it describes, in the room the part has
-// left.
-func withLedger(tools []*spec.TableTool, records []spec.TableRecord, base *spec.TablePart) {
+func partsOf(cms []corev1.ConfigMap) []spec.TablePart {
+	parts := make([]spec.TablePart, 0, len(cms))
+	for _, cm := range cms {
+		parts = append(parts, spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData})
+	}
+	return parts
+}
+
+// writeLedger writes the chunks of the ledger of tools that the stored
+// ones do not hold as they are: none after a change of content alone, the
+// one that holds a name whose owner changed. It returns the chunks, to be
+// kept once the table is written, and the writes it made.
+//
+// The chunks go before the table: a record describes the owner the entry
+// had when it was written, and one that the table does not follow is
+// ignored, so a writer stopped between the two leaves a table whose
+// ledger reads back, at worst without the records of the names that
+// changed hands.
+func (s *configMapTable) writeLedger(ctx context.Context, tools []*spec.TableTool, records []spec.TableRecord, stored map[string]*corev1.ConfigMap) (map[string]bool, int, error) {
+	keep := map[string]bool{}
 	if len(records) == 0 {
-		return
+		return keep, 0, nil
 	}
-	room := spec.MaxTablePartBytes - base.StoredSize() - len(spec.TableLedgerKey)
-	v := spec.EncodeTableLedger(tools, records, writtenRevision(tools, *base), room)
-	if v == nil {
-		return
+	owned, chunks := 0, 0
+	for _, r := range records {
+		if r.Why != "" {
+			owned++
+		}
 	}
-	// A copy: the encoder may keep the part's maps.
-	bin := make(map[string][]byte, len(base.BinaryData)+1)
-	maps.Copy(bin, base.BinaryData)
-	bin[spec.TableLedgerKey] = v
-	base.BinaryData = bin
+	for name := range stored {
+		if _, n, ok := spec.ParseTableLedgerName(s.name, name); ok {
+			chunks = max(chunks, n)
+		}
+	}
+	parts, err := s.ledger.Encode(tools, records, s.name, spec.TableLedgerChunks(owned, chunks))
+	if err != nil {
+		return nil, 0, fmt.Errorf("encoding the tool table's ledger: %w", err)
+	}
+	wrote := 0
+	for _, part := range parts {
+		keep[part.Name] = true
+		if cur := stored[part.Name]; cur != nil && holds(cur, part) {
+			continue
+		}
+		cm, err := s.put(ctx, stored[part.Name], part.Name, part.Data, part.BinaryData)
+		if err != nil {
+			return nil, wrote, err
+		}
+		stored[part.Name] = cm
+		wrote++
+	}
+	return keep, wrote, nil
+}
+
+// pruneLedger deletes the chunks of the ledger that keep does not name:
+// chunks left empty, and those of a ledger cut into another number.
+// Nobody reads them but a publisher, through the API, so none waits for a
+// grace.
+func (s *configMapTable) pruneLedger(ctx context.Context, stored map[string]*corev1.ConfigMap, keep map[string]bool) (int, error) {
+	wrote := 0
+	for _, name := range slices.Sorted(maps.Keys(stored)) {
+		if keep[name] {
+			continue
+		}
+		cm := stored[name]
+		s.note(name, "")
+		if err := s.client.Delete(ctx, cm, client.Preconditions{ResourceVersion: &cm.ResourceVersion}); client.IgnoreNotFound(err) != nil {
+			return wrote, fmt.Errorf("deleting leftover chunk %s of the tool table's ledger: %w", name, err)
+		}
+		delete(stored, name)
+		wrote++
+	}
+	return wrote, nil
 }
 
 // write is writeTools of t's tools and records.
@@ -177,13 +248,17 @@ func (s *configMapTable) write(ctx context.Context, t *spec.Table) (time.Duratio
 }
 
 func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool, records []spec.TableRecord) (time.Duration, error) {
-	list, err := s.list(ctx)
+	list, ledgerList, err := s.list(ctx)
 	if err != nil {
 		return 0, err
 	}
 	stored := make(map[string]*corev1.ConfigMap, len(list))
 	for i := range list {
 		stored[list[i].Name] = &list[i]
+	}
+	ledger := make(map[string]*corev1.ConfigMap, len(ledgerList))
+	for i := range ledgerList {
+		ledger[ledgerList[i].Name] = &ledgerList[i]
 	}
 	now := s.clock()
 	prev := storedIndex(stored[s.name])
@@ -198,9 +273,10 @@ func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool
 	if err != nil {
 		return 0, fmt.Errorf("encoding the tool table: %w", err)
 	}
-	withLedger(tools, records, &parts[0])
-
-	wrote := 0
+	keepLedger, wrote, err := s.writeLedger(ctx, tools, records, ledger)
+	if err != nil {
+		return 0, err
+	}
 	// The base alone does not say the table is whole: a part ConfigMap
 	// deleted or edited from outside is written again, though the index
 	// already names its chunks.
@@ -233,19 +309,29 @@ func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool
 	if s.stored != nil {
 		s.stored(tools)
 	}
+	pruned, err := s.pruneLedger(ctx, ledger, keepLedger)
+	wrote += pruned
+	if err != nil {
+		return 0, err
+	}
 	collected, wait, err := s.collect(ctx, stored, named, now)
 	wrote += collected
 
-	size := 0
+	size, ledgerSize := 0, 0
 	for _, part := range parts {
 		size += part.StoredSize()
+	}
+	for name := range keepLedger {
+		if cm := ledger[name]; cm != nil {
+			ledgerSize += spec.TablePart{BinaryData: cm.BinaryData}.StoredSize()
+		}
 	}
 	tableTools.Set(float64(len(tools)))
 	tableBytes.Set(float64(size))
 	tableParts.Set(float64(len(parts)))
 	if wrote > 0 {
 		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", writtenRevision(tools, parts[0]),
-			"tools", len(tools), "parts", len(parts), "bytes", size, "writes", wrote)
+			"tools", len(tools), "parts", len(parts), "bytes", size, "ledgerChunks", len(keepLedger), "ledgerBytes", ledgerSize, "writes", wrote)
 	}
 	return wait, err
 }
@@ -474,24 +560,29 @@ func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name st
 }
 
 // list returns the ConfigMaps of the table as stored now: the base and every
-// part named like one and labelled as the publisher's, in order.
-func (s *configMapTable) list(ctx context.Context) ([]corev1.ConfigMap, error) {
+// part named like one and labelled as the publisher's, in order; and the
+// chunks of its ledger, labelled as the publisher's, by name.
+func (s *configMapTable) list(ctx context.Context) (table, ledger []corev1.ConfigMap, err error) {
 	var list corev1.ConfigMapList
 	if err := s.reader.List(ctx, &list, client.InNamespace(s.namespace)); err != nil {
-		return nil, fmt.Errorf("listing ConfigMaps of the tool table: %w", err)
+		return nil, nil, fmt.Errorf("listing ConfigMaps of the tool table: %w", err)
 	}
-	var out []corev1.ConfigMap
 	for _, cm := range list.Items {
 		if _, ok := s.partIndex(&cm); ok {
-			out = append(out, cm)
+			table = append(table, cm)
+			continue
+		}
+		if _, _, ok := spec.ParseTableLedgerName(s.name, cm.Name); ok && cm.Labels[TableManagedByLabel] == tableManagedBy {
+			ledger = append(ledger, cm)
 		}
 	}
-	slices.SortFunc(out, func(a, b corev1.ConfigMap) int {
+	slices.SortFunc(table, func(a, b corev1.ConfigMap) int {
 		ia, _ := s.partIndex(&a)
 		ib, _ := s.partIndex(&b)
 		return ia - ib
 	})
-	return out, nil
+	slices.SortFunc(ledger, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
+	return table, ledger, nil
 }
 
 // partIndex returns i if cm is part i of the table. The base ConfigMap is

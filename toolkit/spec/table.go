@@ -17,9 +17,9 @@ type Table struct {
 	Tools []TableTool `json:"tools"`
 	// Records are the ledger's: Records[i] says since when and why the
 	// ToolSet of Tools[i] owns its name (the zero TableRecord for none).
-	// They are not part of the table's JSON: a publisher stores them beside
-	// the table, under [TableLedgerKey], and reads them back with it. Nil
-	// for none.
+	// They are not part of the table's JSON: a publisher stores them apart,
+	// in the ledger's chunks ([TableLedgerChunkKey]), and reads them back
+	// with it. Nil for none.
 	Records []TableRecord `json:"-"`
 }
 

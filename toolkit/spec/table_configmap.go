@@ -92,9 +92,11 @@ import (
 // [ErrTablePartMissing] (or [ErrTableTorn] when a chunk does not match its
 // digest), and a reader keeps its last good table until the next update.
 //
-// ConfigMap <name> may also hold, under [TableLedgerKey], the publisher's
-// ledger of the table beside it (since when and why each entry's ToolSet
-// owns its name); readers ignore it.
+// The publisher keeps its ledger of the table (since when and why each
+// entry's ToolSet owns its name) in ConfigMaps of its own,
+// <name>.ledger-<i>-of-<n> (see [TableLedgerChunkKey]), which readers
+// neither mount nor read; a table written before them may hold it under
+// [TableLedgerKey] in ConfigMap <name>, which readers ignore.
 //
 // Tables written before chunks were content-addressed keyed chunk i as
 // [TablePartKey](i), with the revision next to it under

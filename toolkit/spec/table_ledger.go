@@ -31,6 +31,12 @@ import (
 // [MaxTablePartBytes]: a ledger that would not fit keeps the earliest
 // records that do, and the names left out have no record (a publisher
 // reads them back as restored, since it started).
+//
+// This is the form a publisher wrote before the ledger was cut into
+// chunks of its own ([TableLedgerChunkKey]): rewritten with every write of
+// the table, it made each write of a large table cost the whole ledger. A
+// publisher reads it back from a table that has no chunk, and drops it
+// with its next write.
 const TableLedgerKey = "tools.ledger.json.gz"
 
 // MaxTableLedgerBytes bounds the JSON of a ledger, decompressed, so that a

@@ -1,9 +1,18 @@
 package main
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 func TestResolveGoMemLimitFromTheChartsDefaults(t *testing.T) {
@@ -19,5 +28,69 @@ func TestResolveGoMemLimitFromTheChartsDefaults(t *testing.T) {
 		if err != nil || got != want {
 			t.Errorf("resolveGoMemLimit(%q) = %q, %v; want %q", flag, got, err, want)
 		}
+	}
+}
+
+func TestAtRestKnowsTheLedger(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	tools := make([]spec.TableTool, 3000)
+	records := make([]spec.TableRecord, len(tools))
+	for i := range tools {
+		// Descriptions that do not compress: the table is split.
+		desc := make([]byte, 200)
+		for j := range desc {
+			desc[j] = byte('a' + rng.IntN(26))
+		}
+		tools[i] = spec.TableTool{Name: fmt.Sprintf("tool_%05d", i), Description: string(desc), ToolSet: spec.ObjectReference{Namespace: "ns", Name: fmt.Sprintf("set-%d", i/10)}}
+		records[i] = spec.TableRecord{Since: time.Unix(int64(i), 0), Why: "Claimed"}
+	}
+	parts, err := spec.EncodeTable(&spec.Table{Tools: tools}, tableName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := parts[0].Data[spec.TableIndexKey]; !ok || len(parts) < 2 {
+		t.Fatalf("the table is not split: %d parts", len(parts))
+	}
+	refs := make([]*spec.TableTool, len(tools))
+	for i := range tools {
+		refs[i] = &tools[i]
+	}
+	chunks := func(n int) []spec.TablePart {
+		out, err := new(spec.TableLedgerEncoder).Encode(refs, records, tableName, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	cms := func(parts ...[]spec.TablePart) []corev1.ConfigMap {
+		var out []corev1.ConfigMap
+		for _, ps := range parts {
+			for _, p := range ps {
+				out = append(out, corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: tableNamespace}, Data: p.Data, BinaryData: p.BinaryData})
+			}
+		}
+		return out
+	}
+	if !atRest(cms(parts, chunks(4))) {
+		t.Error("a table and its ledger's chunks are not at rest")
+	}
+	legacy := slices.Clone(parts)
+	legacy[0].BinaryData = map[string][]byte{spec.TableLedgerKey: []byte("ledger")}
+	for k, v := range parts[0].BinaryData {
+		legacy[0].BinaryData[k] = v
+	}
+	if !atRest(cms(legacy)) {
+		t.Error("a table with its ledger beside the index, as written before chunks, is not at rest")
+	}
+	if atRest(cms(parts, chunks(4), chunks(8)[:1])) {
+		t.Error("chunks of two layouts are at rest")
+	}
+	stale := slices.Clone(parts)
+	stale[1].BinaryData = map[string][]byte{spec.TableChunkKey("00"): []byte("old")}
+	for k, v := range parts[1].BinaryData {
+		stale[1].BinaryData[k] = v
+	}
+	if atRest(cms(stale, chunks(4))) {
+		t.Error("a chunk the index does not name is at rest")
 	}
 }

@@ -43,7 +43,10 @@ type result struct {
 	scrapesSteady         int
 	rssMB                 float64
 	table                 harness.TableStats
-	churn                 *churnResult
+	// ledger describes the chunks of the table's ledger, which readers do
+	// not read: not in table.
+	ledger harness.TableStats
+	churn  *churnResult
 }
 
 // figureLine describes the run in one line: its size first, then the
@@ -53,6 +56,7 @@ func (r result) figureLine() string {
 	line := fmt.Sprintf("toolsets=%d tools=%d convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f writes_steady=%d cpu_steady_pct=%.2f cpu_steady_pct_per_1k=%.2f rss_mb=%.0f table_parts=%d table_max_part_kib=%.0f table_bytes=%d",
 		r.toolSets, r.tools, r.convergence.Seconds()/r.baseline.Seconds(), r.convergence.Seconds(), r.baseline.Seconds(),
 		int64(r.writesSteady), r.cpuSteadyPct, r.cpuSteadyPct*1000/float64(r.toolSets), r.rssMB, r.table.Parts, float64(r.table.MaxPart)/1024, r.table.Bytes)
+	line += fmt.Sprintf(" ledger_chunks=%d ledger_bytes=%d", r.ledger.Parts, r.ledger.Bytes)
 	if ch := r.churn; ch != nil {
 		line += fmt.Sprintf(" churn_changes=%d churn_p99_s=%.1f table_bytes_written_per_change=%d",
 			ch.changes, ch.p99.Seconds(), ch.tableBytes/int64(max(ch.changes, 1)))
@@ -234,7 +238,20 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		return res, fmt.Errorf("reading the table: %w", err)
 	}
 	res.table = st
-	fmt.Fprintf(os.Stderr, "table: tools=%d bytes=%d parts=%d max_part_bytes=%d\n", len(t.Tools), st.Bytes, st.Parts, st.MaxPart)
+	cms, err := w.tableConfigMaps(ctx)
+	if err != nil {
+		return res, err
+	}
+	for _, cm := range cms {
+		if isLedgerChunk(&cm) {
+			n := spec.TablePart{Data: cm.Data, BinaryData: cm.BinaryData}.StoredSize()
+			res.ledger.Parts++
+			res.ledger.Bytes += n
+			res.ledger.MaxPart = max(res.ledger.MaxPart, n)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "table: tools=%d bytes=%d parts=%d max_part_bytes=%d; ledger: chunks=%d bytes=%d max_chunk_bytes=%d\n",
+		len(t.Tools), st.Bytes, st.Parts, st.MaxPart, res.ledger.Parts, res.ledger.Bytes, res.ledger.MaxPart)
 	return res, nil
 }
 

@@ -31,6 +31,18 @@ func isTablePart(cm *corev1.ConfigMap) bool {
 		cm.Labels[controllers.TableManagedByLabel] == "toolplane"
 }
 
+// isLedgerChunk reports whether cm is a chunk of the table's ledger, which
+// the manager keeps apart from the table (see spec.TableLedgerChunkKey).
+func isLedgerChunk(cm *corev1.ConfigMap) bool {
+	_, _, ok := spec.ParseTableLedgerName(tableName, cm.Name)
+	return ok && cm.Namespace == tableNamespace && cm.Labels[controllers.TableManagedByLabel] == "toolplane"
+}
+
+// isStored reports whether cm is one of the ConfigMaps the manager stores
+// the table in: a part of it, or a chunk of its ledger. Writes of both are
+// the table's writes.
+func isStored(cm *corev1.ConfigMap) bool { return isTablePart(cm) || isLedgerChunk(cm) }
+
 // watcher follows the ToolSets and the table through an informer cache, so
 // that waiting adds no load to the API server, and accounts every write of
 // the table's ConfigMaps as its watch delivers them: a watch delivers every
@@ -111,7 +123,7 @@ func newWatcher(ctx context.Context, cp *harness.ControlPlane) (*watcher, error)
 			if d, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 				obj = d.Obj
 			}
-			if cm, ok := obj.(*corev1.ConfigMap); ok && isTablePart(cm) {
+			if cm, ok := obj.(*corev1.ConfigMap); ok && isStored(cm) {
 				w.mu.Lock()
 				w.writes.deletes++
 				w.writes.last = time.Now()
@@ -130,7 +142,7 @@ func newWatcher(ctx context.Context, cp *harness.ControlPlane) (*watcher, error)
 }
 
 func (w *watcher) wrote(cm *corev1.ConfigMap) {
-	if !isTablePart(cm) {
+	if !isStored(cm) {
 		return
 	}
 	now := time.Now()
@@ -184,8 +196,9 @@ func (w *watcher) arrived(rv string) time.Time {
 	return at
 }
 
-// tableConfigMaps returns the table's ConfigMaps as the cache holds them,
-// shared with it: read them, never change them.
+// tableConfigMaps returns the table's ConfigMaps, the chunks of its ledger
+// included, as the cache holds them, shared with it: read them, never
+// change them.
 func (w *watcher) tableConfigMaps(ctx context.Context) ([]corev1.ConfigMap, error) {
 	var list corev1.ConfigMapList
 	if err := w.cache.List(ctx, &list, client.InNamespace(tableNamespace), client.UnsafeDisableDeepCopy); err != nil {
@@ -193,7 +206,7 @@ func (w *watcher) tableConfigMaps(ctx context.Context) ([]corev1.ConfigMap, erro
 	}
 	out := list.Items[:0]
 	for _, cm := range list.Items {
-		if isTablePart(&cm) {
+		if isStored(&cm) {
 			out = append(out, cm)
 		}
 	}
@@ -201,7 +214,9 @@ func (w *watcher) tableConfigMaps(ctx context.Context) ([]corev1.ConfigMap, erro
 }
 
 // atRest reports whether the table's ConfigMaps hold only what its index
-// names: no chunk is waiting for its grace period to end.
+// names, no chunk waiting for its grace period to end, and the ledger's
+// only its chunks, of one layout: the ledger of a manager before chunks,
+// beside the index, counts as the table's.
 func atRest(cms []corev1.ConfigMap) bool {
 	var base *corev1.ConfigMap
 	for i := range cms {
@@ -225,7 +240,21 @@ func atRest(cms []corev1.ConfigMap) bool {
 	} else {
 		needed[spec.TableKey] = true
 	}
+	needed[spec.TableLedgerKey] = true
+	layout := 0
 	for _, cm := range cms {
+		if _, n, ok := spec.ParseTableLedgerName(tableName, cm.Name); ok {
+			// Chunks of another layout are deleted with the write that
+			// replaced them, and each holds its chunk alone.
+			if layout != 0 && n != layout {
+				return false
+			}
+			layout = n
+			if len(cm.Data) != 0 || len(cm.BinaryData) != 1 || cm.BinaryData[spec.TableLedgerChunkKey] == nil {
+				return false
+			}
+			continue
+		}
 		for k := range cm.Data {
 			if !needed[k] {
 				return false

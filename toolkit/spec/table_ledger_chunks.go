@@ -1,0 +1,385 @@
+package spec
+
+import (
+	"bytes"
+	"cmp"
+	"compress/gzip"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"math/bits"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// The ledger in chunks: how a publisher stores its ledger (see
+// [TableLedgerKey]) apart from the table, so that a write that changes a
+// tool but no owner writes no byte of it, and one that changes an owner
+// writes one chunk.
+//
+// The records are cut into n chunks, n a power of two up to
+// [MaxTableLedgerChunks], by their owner: the first bits of the SHA-256 of
+// the owner ToolSet's "namespace/name" ([TableLedgerChunkOf]). Chunk i of n
+// is ConfigMap [TableLedgerName](base, i, n), holding under
+// [TableLedgerChunkKey] the gzipped JSON of a [TableLedgerChunk]: the
+// records of the names its owners hold. A chunk with no record is not
+// stored. n follows the names ([TableLedgerChunks]), about 1,024 a chunk,
+// and changes only when they double or fall to an eighth. So a ToolSet
+// that claims names, or goes, changes one chunk, and a name handed from
+// one ToolSet to another the chunks of the two; the names of one owner
+// that share a record stay one group, as compact as in one ledger.
+//
+// A chunk is not written with the table, so every record names the owner
+// it was written for, the entry's toolSet and toolSetUID: a record whose
+// owner is not the entry's describes another owner (the chunk was written
+// before a table write that did not follow, or after one that did not
+// reach it), and is ignored. A publisher writes the chunks before the
+// table they describe.
+//
+// The ConfigMaps are named <base>.ledger-<i>-of-<n>: not <base>-<i>, so a
+// reader of the table, which reads <base> and <base>-<i>, neither mounts
+// nor watches them.
+
+// TableLedgerChunkKey is the key, in binaryData, of a ledger chunk's
+// gzipped JSON in its ConfigMap.
+const TableLedgerChunkKey = "ledger.json.gz"
+
+// MaxTableLedgerChunks bounds the chunks of a ledger.
+const MaxTableLedgerChunks = 64
+
+// tableLedgerNamesPerChunk is how many names a chunk holds, about, before
+// the ledger is cut into twice as many.
+const tableLedgerNamesPerChunk = 1024
+
+// TableLedgerName returns the name of the ConfigMap of chunk i of n of the
+// ledger of the table published as baseName.
+func TableLedgerName(baseName string, i, n int) string {
+	return baseName + ".ledger-" + strconv.Itoa(i) + "-of-" + strconv.Itoa(n)
+}
+
+// ParseTableLedgerName returns the chunk that ConfigMap name is of the
+// ledger of the table published as baseName: i of n, n a power of two up
+// to [MaxTableLedgerChunks], i < n.
+func ParseTableLedgerName(baseName, name string) (i, n int, ok bool) {
+	rest, ok := strings.CutPrefix(name, baseName+".ledger-")
+	if !ok {
+		return 0, 0, false
+	}
+	is, ns, ok := strings.Cut(rest, "-of-")
+	if !ok {
+		return 0, 0, false
+	}
+	i, err1 := strconv.Atoi(is)
+	n, err2 := strconv.Atoi(ns)
+	if err1 != nil || err2 != nil || strconv.Itoa(i) != is || strconv.Itoa(n) != ns ||
+		n < 1 || n > MaxTableLedgerChunks || n&(n-1) != 0 || i < 0 || i >= n {
+		return 0, 0, false
+	}
+	return i, n, true
+}
+
+// TableLedgerChunkOf returns the chunk of n (a power of two) that holds
+// the records of the names that owner holds: the first log2(n) bits of
+// the SHA-256 of its "namespace/name".
+func TableLedgerChunkOf(owner ObjectReference, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	return int(nameHash(owner.String()) >> (64 - bits.TrailingZeros(uint(n))))
+}
+
+// TableLedgerChunks returns how many chunks a ledger of names records is
+// cut into, stored the number it is cut into now (0 for none): stored, if
+// it is a power of two between the fewest that hold about 1,024 names each
+// and eight times that, else the fewest.
+func TableLedgerChunks(names, stored int) int {
+	want := 1
+	for want < MaxTableLedgerChunks && names > want*tableLedgerNamesPerChunk {
+		want *= 2
+	}
+	if stored >= want && stored <= 8*want && stored <= MaxTableLedgerChunks && stored&(stored-1) == 0 {
+		return stored
+	}
+	return want
+}
+
+// TableLedgerChunk is the JSON under [TableLedgerChunkKey], once
+// decompressed.
+type TableLedgerChunk struct {
+	// SchemaVersion is always [SchemaVersion].
+	SchemaVersion string `json:"schemaVersion"`
+	// Records group the chunk's names by their record and owner, the
+	// earliest first.
+	Records []TableLedgerOwned `json:"records"`
+}
+
+// TableLedgerOwned is the names of one owner that share one record.
+type TableLedgerOwned struct {
+	Since time.Time `json:"since"`
+	Why   string    `json:"why"`
+	// ToolSet and ToolSetUID are the owner's, as the entries of the names
+	// have them when the record is written.
+	ToolSet    ObjectReference `json:"toolSet"`
+	ToolSetUID string          `json:"toolSetUID,omitempty"`
+	Names      []string        `json:"names"`
+}
+
+// TableLedgerEncoder encodes the chunks of successive ledgers. It
+// remembers the compressed chunks of its last encoding, so that the next
+// one compresses only the chunks that changed. The zero value is ready to
+// use, and it is safe for concurrent use.
+type TableLedgerEncoder struct {
+	mu sync.Mutex
+	// last maps the digest of a chunk's records (see recordsSum) to its
+	// part, for the chunks of the last encoding: a chunk whose records did
+	// not change is neither marshalled nor compressed again.
+	last map[[sha256.Size]byte]TablePart
+}
+
+// Encode returns the ConfigMap payloads of the ledger of the table of
+// tools published as baseName, from records, one per tool in the same order
+// (a table's Records), cut into n chunks (see [TableLedgerChunks]): one
+// part per chunk that holds a record, in order, each holding
+// [TableLedgerChunkKey] alone. Equal tools and records give byte-identical
+// parts. Each part stays within [MaxTablePartBytes]; a chunk that would
+// not keeps the earliest records that fit, and the names left out have no
+// record. It returns none for no record.
+func (e *TableLedgerEncoder) Encode(tools []*TableTool, records []TableRecord, baseName string, n int) ([]TablePart, error) {
+	if len(records) != len(tools) {
+		return nil, fmt.Errorf("%w: %d records for %d tools", ErrTableMalformed, len(records), len(tools))
+	}
+	if n < 1 || n > MaxTableLedgerChunks || n&(n-1) != 0 {
+		return nil, fmt.Errorf("%w: a ledger of %d chunks", ErrTableMalformed, n)
+	}
+	// The digest of each chunk's records, in the tools' order, name by
+	// name: what decides whether it changed.
+	sums := make([]hash.Hash, n)
+	counts := make([]int, n)
+	var buf []byte
+	for i, r := range records {
+		if r.Why == "" {
+			continue
+		}
+		t := tools[i]
+		c := TableLedgerChunkOf(t.ToolSet, n)
+		if sums[c] == nil {
+			sums[c] = sha256.New()
+		}
+		buf = appendRecord(buf[:0], t, r)
+		sums[c].Write(buf)
+		counts[c]++
+	}
+
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	next := map[[sha256.Size]byte]TablePart{}
+	var parts []TablePart
+	for c := range n {
+		if sums[c] == nil {
+			continue
+		}
+		var sum [sha256.Size]byte
+		sums[c].Sum(sum[:0])
+		// The name is in the digest: the same records as chunk c of
+		// another n are another part.
+		name := TableLedgerName(baseName, c, n)
+		sum = sha256.Sum256(append(sum[:], name...))
+		part, ok := e.last[sum]
+		if !ok {
+			part, ok = encodeLedgerChunk(tools, records, c, n, counts[c], name)
+		}
+		if ok {
+			next[sum] = part
+			parts = append(parts, part)
+		}
+	}
+	e.last = next
+	return parts, nil
+}
+
+// appendRecord appends what identifies the record r of tool t: its name,
+// owner, UID, since (to the second) and why, each ended by a zero byte.
+func appendRecord(buf []byte, t *TableTool, r TableRecord) []byte {
+	for _, s := range []string{t.Name, t.ToolSet.Namespace, t.ToolSet.Name, t.ToolSetUID, r.Why} {
+		buf = append(buf, s...)
+		buf = append(buf, 0)
+	}
+	return strconv.AppendInt(buf, r.Since.Unix(), 10)
+}
+
+// encodeLedgerChunk returns the part of chunk c of n, which holds count
+// records: false if none fits.
+func encodeLedgerChunk(tools []*TableTool, records []TableRecord, c, n, count int, name string) (TablePart, bool) {
+	type key struct {
+		since int64
+		why   string
+		owner ObjectReference
+		uid   string
+	}
+	groups := map[key]*TableLedgerOwned{}
+	for i, r := range records {
+		t := tools[i]
+		if r.Why == "" || TableLedgerChunkOf(t.ToolSet, n) != c {
+			continue
+		}
+		k := key{r.Since.Unix(), r.Why, t.ToolSet, t.ToolSetUID}
+		g := groups[k]
+		if g == nil {
+			g = &TableLedgerOwned{Since: time.Unix(k.since, 0).UTC(), Why: r.Why, ToolSet: t.ToolSet, ToolSetUID: t.ToolSetUID}
+			groups[k] = g
+		}
+		g.Names = append(g.Names, t.Name)
+	}
+	sorted := make([]TableLedgerOwned, 0, len(groups))
+	for _, g := range groups {
+		slices.Sort(g.Names)
+		sorted = append(sorted, *g)
+	}
+	slices.SortFunc(sorted, compareOwned)
+	// Names kept, the earliest records first: cut by a share of the names
+	// until the compressed chunk fits.
+	room := MaxTablePartBytes - len(TableLedgerChunkKey)
+	for keep := count; keep > 0; {
+		z := gzipChunk(sorted, keep)
+		size := base64.StdEncoding.EncodedLen(len(z))
+		if size <= room {
+			return TablePart{Name: name, BinaryData: map[string][]byte{TableLedgerChunkKey: z}}, true
+		}
+		keep = min(int(float64(keep)*float64(room)/float64(size)*0.95), keep-1)
+	}
+	return TablePart{}, false
+}
+
+// compareOwned orders groups: the earliest first, then by why, owner and
+// UID, so that the order is the same whatever the map's.
+func compareOwned(a, b TableLedgerOwned) int {
+	return cmp.Or(a.Since.Compare(b.Since), strings.Compare(a.Why, b.Why),
+		strings.Compare(a.ToolSet.Namespace, b.ToolSet.Namespace), strings.Compare(a.ToolSet.Name, b.ToolSet.Name),
+		strings.Compare(a.ToolSetUID, b.ToolSetUID))
+}
+
+// gzipChunk returns the gzipped JSON of the chunk of the first keep names
+// of groups.
+func gzipChunk(groups []TableLedgerOwned, keep int) []byte {
+	l := TableLedgerChunk{SchemaVersion: SchemaVersion}
+	for _, g := range groups {
+		if keep <= 0 {
+			break
+		}
+		if len(g.Names) > keep {
+			g.Names = g.Names[:keep]
+		}
+		keep -= len(g.Names)
+		l.Records = append(l.Records, g)
+	}
+	raw, _ := json.Marshal(&l)
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	_, _ = zw.Write(raw)
+	_ = zw.Close()
+	return buf.Bytes()
+}
+
+// DecodeTableLedgerChunks reads the ledger of tools, the table published
+// as baseName, from its chunks: the parts named as chunks of its ledger
+// (others are ignored). It returns one record per tool, in order (a
+// table's Records; the zero TableRecord for a tool with none), or nil if
+// no part holds a record of any.
+//
+// A record counts for a tool if the record's owner is the tool's (its
+// toolSet and toolSetUID) and the chunk is the one that owner falls in.
+// Were two chunks to hold one (n changed, and the writer stopped before it
+// removed the old chunks), the later record is kept, whatever the order of
+// parts. A chunk that does not read back is skipped, and the error says
+// so, wrapping [ErrTableMalformed] or [ErrTableTooLarge]; the records of
+// the others are returned with it. Decompressing is bounded by
+// [MaxTableLedgerBytes] of JSON for all the chunks together, and at most
+// [MaxTableLedgerChunks] times two chunks are read.
+func DecodeTableLedgerChunks(tools []TableTool, baseName string, parts ...TablePart) ([]TableRecord, error) {
+	at := make(map[string]int, len(tools))
+	for i := range tools {
+		at[tools[i].Name] = i
+	}
+	var (
+		out    []TableRecord
+		errs   []error
+		budget = int64(MaxTableLedgerBytes)
+		read   int
+	)
+	// In order of name, so that which chunks the bounds leave out does not
+	// depend on the order of parts.
+	parts = slices.Clone(parts)
+	slices.SortFunc(parts, func(a, b TablePart) int { return strings.Compare(a.Name, b.Name) })
+	for _, p := range parts {
+		c, n, ok := ParseTableLedgerName(baseName, p.Name)
+		if !ok {
+			continue
+		}
+		if read++; read > 2*MaxTableLedgerChunks {
+			errs = append(errs, fmt.Errorf("%w: more than %d ledger chunks", ErrTableTooLarge, 2*MaxTableLedgerChunks))
+			break
+		}
+		chunk, used, err := readLedgerChunk(p.BinaryData[TableLedgerChunkKey], budget)
+		budget -= used
+		if err != nil {
+			errs = append(errs, fmt.Errorf("ledger chunk %s: %w", p.Name, err))
+			if budget <= 0 {
+				break
+			}
+			continue
+		}
+		for _, g := range chunk.Records {
+			if g.Why == "" || TableLedgerChunkOf(g.ToolSet, n) != c {
+				continue
+			}
+			rec := TableRecord{Since: g.Since, Why: g.Why}
+			for _, name := range g.Names {
+				i, ok := at[name]
+				if !ok || tools[i].ToolSet != g.ToolSet || tools[i].ToolSetUID != g.ToolSetUID {
+					continue
+				}
+				if out == nil {
+					out = make([]TableRecord, len(tools))
+				}
+				if cur := out[i]; cur.Why == "" || cmp.Or(cur.Since.Compare(rec.Since), strings.Compare(cur.Why, rec.Why)) < 0 {
+					out[i] = rec
+				}
+			}
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// readLedgerChunk decodes one chunk's value, decompressing at most budget
+// bytes of JSON; it returns the bytes it decompressed.
+func readLedgerChunk(value []byte, budget int64) (*TableLedgerChunk, int64, error) {
+	if len(value) == 0 {
+		return nil, 0, fmt.Errorf("%w: no %s", ErrTableMalformed, TableLedgerChunkKey)
+	}
+	zr, err := gzip.NewReader(bytes.NewReader(value))
+	if err != nil {
+		return nil, 0, fmt.Errorf("%w: %w", ErrTableMalformed, err)
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, budget+1))
+	if err != nil {
+		return nil, int64(len(raw)), fmt.Errorf("%w: %w", ErrTableMalformed, err)
+	}
+	if int64(len(raw)) > budget {
+		return nil, int64(len(raw)), fmt.Errorf("%w: the ledger's chunks pass %d bytes of JSON", ErrTableTooLarge, MaxTableLedgerBytes)
+	}
+	var l TableLedgerChunk
+	if err := json.Unmarshal(raw, &l); err != nil {
+		return nil, int64(len(raw)), fmt.Errorf("%w: %w", ErrTableMalformed, err)
+	}
+	if l.SchemaVersion != SchemaVersion {
+		return nil, int64(len(raw)), fmt.Errorf("%w: schemaVersion %q, want %q", ErrTableMalformed, l.SchemaVersion, SchemaVersion)
+	}
+	return &l, int64(len(raw)), nil
+}
