@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
@@ -140,7 +141,18 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 			return res, err
 		}
 	}
-	step("Baseline: %d status writes to %d ToolSets at concurrency %d, before the manager runs", c.toolSets, c.toolSets, c.concurrency)
+	// The watcher's watches end before the manager and the control plane
+	// stop, or the API server waits for them. It starts before the
+	// baseline, so that the baseline's writes reach the same watches of
+	// ToolSets as the manager's do: the watcher's, and one that stands for
+	// the manager's informer (the API server sends every write to each).
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	w, err := newWatcher(wctx, cp)
+	if err != nil {
+		return res, err
+	}
+	step("Baseline: %d status writes to %d ToolSets at concurrency %d, before the manager runs, watched as the manager's are", c.toolSets, c.toolSets, c.concurrency)
 	if res.baseline, err = baseline(ctx, cp, c); err != nil {
 		return res, fmt.Errorf("baseline: %w", err)
 	}
@@ -152,20 +164,15 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	}
 	defer func() { retErr = errors.Join(retErr, mgr.Stop(30*time.Second)) }()
 
-	// The watcher's watches end before the manager and the control plane
-	// stop, or the API server waits for them.
-	wctx, stopWatching := context.WithCancel(ctx)
-	defer stopWatching()
-	w, err := newWatcher(wctx, cp)
-	if err != nil {
-		return res, err
-	}
-
 	wBefore, err := cp.Writes(ctx)
 	if err != nil {
 		return res, err
 	}
 	step("Creating %d ToolSets", c.toolSets)
+	var stopProfiling func() int
+	if pprofAddr != "" {
+		stopProfiling = profileWindows(ctx, pprofAddr, filepath.Join(c.workDir, "cpu-convergence"))
+	}
 	firstCreate := time.Now()
 	if err := parallel(ctx, createConcurrency, c.toolSets, func(ctx context.Context, i int) error {
 		_, path := wl.target(i)
@@ -183,6 +190,11 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	}
 	res.convergence = converged.Sub(lastCreated)
 	step("Converged %s after the last ToolSet was created", res.convergence.Round(time.Millisecond))
+	if stopProfiling != nil {
+		n := stopProfiling()
+		step("Saved %d CPU profiles of a second each, from the first create until convergence: go tool pprof %s %s",
+			n, c.manager, filepath.Join(c.workDir, "cpu-convergence-*.pprof"))
+	}
 	wAfter, err := cp.Writes(ctx)
 	if err != nil {
 		return res, err
@@ -331,11 +343,20 @@ func reconcileWorkers(ctx context.Context, mgr *harness.Manager) (n int, retErr 
 // own, and times a plain client-go loop that writes each one's status once,
 // with the status a Ready ToolSet of this run carries. The ToolSets are
 // deleted before the manager starts.
+//
+// Each write goes to the same watches of ToolSets as during convergence:
+// the bench's watcher, which runs already, and an informer of every
+// ToolSet that stands for the manager's, run while the loop runs.
 func baseline(ctx context.Context, cp *harness.ControlPlane, c config) (time.Duration, error) {
 	if err := parallel(ctx, createConcurrency, c.toolSets, func(ctx context.Context, i int) error {
 		return cp.Client.Create(ctx, harness.NewToolSet(baselineNamespace(i%c.namespaces), fmt.Sprintf("set-%04d", i), app(i), setPath(i), c.interval))
 	}); err != nil {
 		return 0, err
+	}
+	mctx, stopManagerWatch := context.WithCancel(ctx)
+	defer stopManagerWatch()
+	if err := watchToolSets(mctx, cp); err != nil {
+		return 0, fmt.Errorf("the watch that stands for the manager's: %w", err)
 	}
 	dyn, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
@@ -420,7 +441,11 @@ func delta(before, after map[string]float64) map[string]float64 {
 	return out
 }
 
-func benchNamespace(k int) string    { return fmt.Sprintf("bench-%02d", k) }
+// benchNamespacePrefix begins the name of every namespace of the bench's
+// ToolSets; the baseline's begin otherwise.
+const benchNamespacePrefix = "bench-"
+
+func benchNamespace(k int) string    { return fmt.Sprintf(benchNamespacePrefix+"%02d", k) }
 func baselineNamespace(k int) string { return fmt.Sprintf("baseline-%02d", k) }
 func app(i int) string               { return fmt.Sprintf("set-%04d", i) }
 
@@ -446,7 +471,64 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// watchToolSets starts an informer of every ToolSet, as the manager's
+// cache has, and waits until it has synced; it runs until ctx ends.
+func watchToolSets(ctx context.Context, cp *harness.ControlPlane) error {
+	ca, err := cache.New(cp.Config, cache.Options{Scheme: cp.Scheme})
+	if err != nil {
+		return err
+	}
+	if _, err := ca.GetInformer(ctx, &v1alpha1.ToolSet{}); err != nil {
+		return err
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return errors.New("the cache did not sync")
+	}
+	return nil
+}
+
+// profileWindows takes CPU profiles of the manager at addr, one second
+// each, one after another, into prefix-NNN.pprof, until the returned stop
+// is called; stop waits for the window in flight and returns how many
+// were saved. go tool pprof merges them.
+func profileWindows(ctx context.Context, addr, prefix string) (stop func() int) {
+	done := make(chan struct{})
+	saved := make(chan int, 1)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				saved <- n
+				return
+			default:
+			}
+			path := fmt.Sprintf("%s-%03d.pprof", prefix, n)
+			if err := saveProfileQuietly(ctx, "http://"+addr+"/debug/pprof/profile?seconds=1", path); err != nil {
+				step("WARNING: profiling convergence: %v", err)
+				<-done
+				saved <- n
+				return
+			}
+			n++
+		}
+	}()
+	return func() int {
+		close(done)
+		return <-saved
+	}
+}
+
 func saveProfile(ctx context.Context, url, path string) error {
+	if err := saveProfileQuietly(ctx, url, path); err != nil {
+		return err
+	}
+	step("Saved %s", path)
+	return nil
+}
+
+func saveProfileQuietly(ctx context.Context, url, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -467,6 +549,5 @@ func saveProfile(ctx context.Context, url, path string) error {
 		f.Close()
 		return err
 	}
-	step("Saved %s", path)
 	return f.Close()
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -349,6 +350,10 @@ func (w *watcher) waitConverged(ctx context.Context, c config, since time.Time, 
 		ready, published := 0, 0
 		for i := range list.Items {
 			ts := &list.Items[i]
+			if !strings.HasPrefix(ts.Namespace, benchNamespacePrefix) {
+				// The baseline's, deleted, if the watch is behind.
+				continue
+			}
 			if ts.Status.ObservedGeneration == ts.Generation && apimeta.IsStatusConditionTrue(ts.Status.Conditions, v1alpha1.ConditionReady) {
 				ready++
 				published += int(ts.Status.PublishedTools)
