@@ -181,6 +181,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		return res, err
 	}
 	lastCreated := time.Now()
+	r0 := reconcileStatsOf(ctx, mgr)
 	step("Created %d ToolSets in %s, %d at a time; convergence counts from the last create", c.toolSets, lastCreated.Sub(firstCreate).Round(time.Millisecond), createConcurrency)
 
 	step("Waiting for %d tools in the table and %d ToolSets Ready", c.toolSets*c.tools, c.toolSets)
@@ -203,6 +204,11 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	wAfter["toolsets"] -= float64(c.toolSets)
 	fmt.Fprintf(os.Stderr, "convergence: writes_by_resource=%v (status writes per ToolSet: %.2f; the baseline makes 1)\n",
 		delta(wBefore, wAfter), (wAfter["toolsets"]-wBefore["toolsets"])/float64(c.toolSets))
+	if r1 := reconcileStatsOf(ctx, mgr); r1.count > 0 {
+		n, busy := r1.count-r0.count, r1.seconds-r0.seconds
+		fmt.Fprintf(os.Stderr, "convergence: from the last create, %.0f ToolSet reconciles of %.0f ms on average; the %d workers were busy %.0f%% of the time\n",
+			n, 1000*busy/max(n, 1), c.concurrency, 100*busy/(float64(c.concurrency)*res.convergence.Seconds()))
+	}
 
 	// Let the last events and status writes of convergence land before the
 	// window opens, and the old chunks of the table that convergence left go
@@ -311,6 +317,30 @@ func gcCPU(ctx context.Context, mgr *harness.Manager) float64 {
 		return 0
 	}
 	return harness.Sum(fams, "go_cpu_classes_gc_total_cpu_seconds_total", nil)
+}
+
+// reconcileStats are the ToolSet reconciles the manager has made so far,
+// and the seconds they took together, from controller-runtime's
+// histogram; zero if its metrics cannot be read.
+type reconcileStats struct{ count, seconds float64 }
+
+func reconcileStatsOf(ctx context.Context, mgr *harness.Manager) reconcileStats {
+	fams, err := mgr.Metrics(ctx)
+	if err != nil {
+		return reconcileStats{}
+	}
+	var st reconcileStats
+	if fam := fams["controller_runtime_reconcile_time_seconds"]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "toolset" {
+					st.count += float64(m.GetHistogram().GetSampleCount())
+					st.seconds += m.GetHistogram().GetSampleSum()
+				}
+			}
+		}
+	}
+	return st
 }
 
 // reconcileWorkers starts the manager on the empty cluster just long enough
