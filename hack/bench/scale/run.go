@@ -35,6 +35,7 @@ const (
 )
 
 type result struct {
+	convergenceOnly       bool
 	toolSets, tools       int
 	convergence, baseline time.Duration
 	writesSteady          float64
@@ -51,6 +52,10 @@ type result struct {
 // figures. The churn figures are left out when the run had no churn phase,
 // and churn_unseen is there only when some change never showed.
 func (r result) figureLine() string {
+	if r.convergenceOnly {
+		return fmt.Sprintf("toolsets=%d tools=%d convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f",
+			r.toolSets, r.tools, r.convergence.Seconds()/r.baseline.Seconds(), r.convergence.Seconds(), r.baseline.Seconds())
+	}
 	line := fmt.Sprintf("toolsets=%d tools=%d convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f writes_steady=%d cpu_steady_pct=%.2f cpu_steady_pct_per_1k=%.2f rss_mb=%.0f table_parts=%d table_max_part_kib=%.0f table_bytes=%d",
 		r.toolSets, r.tools, r.convergence.Seconds()/r.baseline.Seconds(), r.convergence.Seconds(), r.baseline.Seconds(),
 		int64(r.writesSteady), r.cpuSteadyPct, r.cpuSteadyPct*1000/float64(r.toolSets), r.rssMB, r.table.Parts, float64(r.table.MaxPart)/1024, r.table.Bytes)
@@ -208,6 +213,11 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		n, busy := r1.count-r0.count, r1.seconds-r0.seconds
 		fmt.Fprintf(os.Stderr, "convergence: from the last create, %.0f ToolSet reconciles of %.0f ms on average; the %d workers were busy %.0f%% of the time\n",
 			n, 1000*busy/max(n, 1), c.concurrency, 100*busy/(float64(c.concurrency)*res.convergence.Seconds()))
+	}
+
+	if c.convergenceOnly {
+		res.convergenceOnly = true
+		return res, nil
 	}
 
 	// Let the last events and status writes of convergence land before the
