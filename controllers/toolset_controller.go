@@ -169,6 +169,10 @@ type toolSetMemory struct {
 	last *lastRound
 	// podList is the last list of the ToolSet's ready Pods (podsOf).
 	podList podList
+	// serviceMissing is the name of the ToolSet's Service when the API
+	// server said it does not exist and the cache has not seen it since
+	// (checkService).
+	serviceMissing string
 	// assembled is the last round's assembly, and what it was made from.
 	assembled struct {
 		generation int64
@@ -359,7 +363,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	// A Service that may route outside the namespace gets no endpoints.
-	serviceRefused, err := r.checkService(ctx, ts)
+	serviceRefused, err := r.checkService(ctx, ts, mem)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
