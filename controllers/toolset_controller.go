@@ -88,6 +88,11 @@ type ToolSetReconciler struct {
 	// before it hands its worker back; the scrapes go on in the background
 	// and enqueue the ToolSet when they end. Zero means DefaultScrapeWait.
 	ScrapeWait time.Duration
+	// AwaitWrite is how long a status whose news is a name awaiting the
+	// table's write is held back for that write, so that the status is
+	// written once, Published (see holdForWrite). Zero means
+	// DefaultAwaitWrite; negative holds none back.
+	AwaitWrite time.Duration
 	// Ceilings cap what any ToolSet may ask for.
 	Ceilings Ceilings
 	// ClusterDomain is the cluster's DNS domain, in the fully qualified
@@ -105,6 +110,9 @@ type ToolSetReconciler struct {
 	podEvents podEventCounts
 	// restatus marks why ToolSets were enqueued (toolset_restatus.go).
 	restatus restatusMarks
+	// holds are the statuses held back for the table's write
+	// (toolset_await.go).
+	holds writeHolds
 }
 
 // init builds the scraper and the memory from the exported fields, once.
@@ -161,6 +169,10 @@ type toolSetMemory struct {
 	last *lastRound
 	// podList is the last list of the ToolSet's ready Pods (podsOf).
 	podList podList
+	// serviceMissing is the name of the ToolSet's Service when the API
+	// server said it does not exist and the cache has not seen it since
+	// (checkService).
+	serviceMissing string
 	// assembled is the last round's assembly, and what it was made from.
 	assembled struct {
 		generation int64
@@ -351,7 +363,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	// A Service that may route outside the namespace gets no endpoints.
-	serviceRefused, err := r.checkService(ctx, ts)
+	serviceRefused, err := r.checkService(ctx, ts, mem)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -379,6 +391,9 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		}
 		if contracts, err = r.checkContracts(ctx, ts, before.Status.Tools, last.offer.Tools, len(last.rd.docs) > 0, mem, time.Now()); err != nil {
 			return ctrl.Result{}, err
+		}
+		if r.holdForWrite(req.NamespacedName, before, ts, time.Now()) {
+			ts.Status, contracts = *before.Status.DeepCopy(), nil
 		}
 		return ctrl.Result{RequeueAfter: time.Until(last.due)}, nil
 	}
@@ -461,6 +476,12 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	if contracts, err = r.checkContracts(ctx, ts, before.Status.Tools, offered, len(rd.docs) > 0, mem, now); err != nil {
 		return ctrl.Result{}, err
 	}
+	if r.holdForWrite(req.NamespacedName, before, ts, now) {
+		// The table's write that makes the new names Published is due: it
+		// tells the ToolSet, and the status is written once. What the
+		// contracts found is committed with that status.
+		ts.Status, contracts = *before.Status.DeepCopy(), nil
+	}
 	if _, missing := errors.AsType[*credentials.MissingReference](credErr); missing {
 		// Nothing watches Secrets: look again soon (toolset_references.go).
 		requeue = min(requeue, referenceRetry(r.Ceilings))
@@ -525,6 +546,7 @@ func (r *ToolSetReconciler) withdraw(ctx context.Context, key types.NamespacedNa
 	r.mu.Unlock()
 	r.runs.forget(key)
 	r.scraper.forget(key)
+	r.holds.release(key)
 	forgetTools(key)
 	ctrl.LoggerFrom(ctx).V(1).Info("Withdrew tools of deleted ToolSet")
 	return nil

@@ -92,19 +92,25 @@ func serviceRefusal(svc *corev1.Service) string {
 
 // checkService reads the ToolSet's Service and returns why its endpoints
 // are refused, or "". Only an error reading it is an error.
-func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolSet) (string, error) {
+func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolSet, mem *toolSetMemory) (string, error) {
 	if ts.Spec.Service == nil {
 		return "", nil
 	}
 	svc := &corev1.Service{}
 	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}
 	err := r.Client.Get(ctx, key, svc)
-	if apierrors.IsNotFound(err) {
+	if apierrors.IsNotFound(err) && mem.serviceMissing != key.Name {
 		// The cache may not have seen a Service created just before the
 		// ToolSet: ask the API server, so that an alias is never published
-		// with endpoints for the moment the cache lags. Only a ToolSet
-		// whose Service is missing costs this read.
+		// with endpoints for the moment the cache lags. Once the API
+		// server has said it is missing, a Service created since reaches
+		// the cache through its watch, which enqueues the ToolSet: only
+		// the first reconcile of a ToolSet whose Service is missing costs
+		// this read, not every round.
 		err = r.APIReader.Get(ctx, key, svc)
+		if apierrors.IsNotFound(err) {
+			mem.serviceMissing = key.Name
+		}
 	}
 	switch {
 	case apierrors.IsNotFound(err):
@@ -112,6 +118,8 @@ func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolS
 	case err != nil:
 		return "", fmt.Errorf("reading Service %s: %w", ts.Spec.Service.Name, err)
 	}
+	// Found: should it go again, the API server is asked again.
+	mem.serviceMissing = ""
 	return serviceRefusal(svc), nil
 }
 

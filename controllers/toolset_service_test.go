@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"net/url"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/toolkit/discovery"
@@ -165,6 +167,42 @@ var _ = Describe("A ToolSet's Service", func() {
 			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "later.elsewhere.svc.cluster.local"},
 		})
 		serviceRefused(ctx, ts, "ExternalName", 1)
+	})
+})
+
+var _ = Describe("A ToolSet's missing Service", func() {
+	It("is asked of the API server once, not every round, and again once it was found and went", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		var apiGets atomic.Int32
+		direct, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		counting := interceptor.NewClient(direct, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*corev1.Service); ok {
+					apiGets.Add(1)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		})
+		// Client stands for the cache; APIReader, counted, for the reads
+		// that go past it.
+		r := &ToolSetReconciler{Client: direct, APIReader: counting}
+		ts := toolSet(ns, "missing")
+		mem := &toolSetMemory{}
+		for range 3 {
+			Expect(r.checkService(ctx, ts, mem)).To(BeEmpty())
+		}
+		Expect(apiGets.Load()).To(BeEquivalentTo(1), "one read past the cache for a Service missing round after round")
+
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "missing"},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "missing.elsewhere.svc.cluster.local"},
+		}
+		Expect(k8sClient.Create(ctx, svc)).To(Succeed())
+		Expect(r.checkService(ctx, ts, mem)).To(ContainSubstring("ExternalName"))
+		Expect(k8sClient.Delete(ctx, svc)).To(Succeed())
+		Expect(r.checkService(ctx, ts, mem)).To(BeEmpty())
+		Expect(apiGets.Load()).To(BeEquivalentTo(2), "gone again, it is asked of the API server again")
 	})
 })
 

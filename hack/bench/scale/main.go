@@ -7,10 +7,11 @@
 // then measures:
 //
 //   - convergence: from the last ToolSet created until the table holds
-//     every tool and every ToolSet is Ready;
+//     every tool and every ToolSet is Ready with every tool Published;
 //   - the baseline: how long a plain client-go loop, at the manager's
 //     concurrency, takes to write the status of as many ToolSets. Run before
-//     the manager starts, so that nothing competes with it;
+//     the manager starts, so that nothing competes with it, with the same
+//     watches of ToolSets as the manager's writes reach;
 //   - steady state over three scrape intervals: API writes (the API
 //     server's own apiserver_request_total, leases left out), the
 //     manager's CPU time (/proc/<pid>/stat) and scrapes answered;
@@ -57,6 +58,8 @@ type config struct {
 	timeout     time.Duration
 	workDir     string
 	pprof       bool
+	// convergenceOnly stops the run after convergence.
+	convergenceOnly bool
 
 	churnIntervals int
 	churnTimeout   time.Duration
@@ -76,6 +79,7 @@ func main() {
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "How long convergence may take before the run fails.")
 	flag.StringVar(&c.workDir, "work-dir", "", "Where the kubeconfig, the manager's log and profiles go (default: a temporary directory).")
 	flag.BoolVar(&c.pprof, "pprof", false, "Run the manager with --pprof-bind-address and save CPU (steady state) and heap profiles into the work directory.")
+	flag.BoolVar(&c.convergenceOnly, "convergence-only", false, "Stop after convergence (and the baseline): the figure line has the size and the convergence figures only. For comparing convergence run after run.")
 	flag.IntVar(&c.churnIntervals, "churn-intervals", 3, "How many intervals the churn phase lasts; in each, one in ten workloads changes a tool. 0 skips the phase.")
 	flag.DurationVar(&c.churnTimeout, "churn-timeout", 2*time.Minute, "How long after the last change of the churn phase the table may take to show every change.")
 	flag.DurationVar(&c.partGrace, "table-part-grace-period", controllers.DefaultTablePartGracePeriod, "The manager's --table-part-grace-period; the churn phase counts the writes until one grace period after its last change.")

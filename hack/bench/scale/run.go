@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
@@ -34,6 +35,7 @@ const (
 )
 
 type result struct {
+	convergenceOnly       bool
 	toolSets, tools       int
 	convergence, baseline time.Duration
 	writesSteady          float64
@@ -53,6 +55,10 @@ type result struct {
 // figures. The churn figures are left out when the run had no churn phase,
 // and churn_unseen is there only when some change never showed.
 func (r result) figureLine() string {
+	if r.convergenceOnly {
+		return fmt.Sprintf("toolsets=%d tools=%d convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f",
+			r.toolSets, r.tools, r.convergence.Seconds()/r.baseline.Seconds(), r.convergence.Seconds(), r.baseline.Seconds())
+	}
 	line := fmt.Sprintf("toolsets=%d tools=%d convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f writes_steady=%d cpu_steady_pct=%.2f cpu_steady_pct_per_1k=%.2f rss_mb=%.0f table_parts=%d table_max_part_kib=%.0f table_bytes=%d",
 		r.toolSets, r.tools, r.convergence.Seconds()/r.baseline.Seconds(), r.convergence.Seconds(), r.baseline.Seconds(),
 		int64(r.writesSteady), r.cpuSteadyPct, r.cpuSteadyPct*1000/float64(r.toolSets), r.rssMB, r.table.Parts, float64(r.table.MaxPart)/1024, r.table.Bytes)
@@ -144,7 +150,18 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 			return res, err
 		}
 	}
-	step("Baseline: %d status writes to %d ToolSets at concurrency %d, before the manager runs", c.toolSets, c.toolSets, c.concurrency)
+	// The watcher's watches end before the manager and the control plane
+	// stop, or the API server waits for them. It starts before the
+	// baseline, so that the baseline's writes reach the same watches of
+	// ToolSets as the manager's do: the watcher's, and one that stands for
+	// the manager's informer (the API server sends every write to each).
+	wctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	w, err := newWatcher(wctx, cp)
+	if err != nil {
+		return res, err
+	}
+	step("Baseline: %d status writes to %d ToolSets at concurrency %d, before the manager runs, watched as the manager's are", c.toolSets, c.toolSets, c.concurrency)
 	if res.baseline, err = baseline(ctx, cp, c); err != nil {
 		return res, fmt.Errorf("baseline: %w", err)
 	}
@@ -156,20 +173,15 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	}
 	defer func() { retErr = errors.Join(retErr, mgr.Stop(30*time.Second)) }()
 
-	// The watcher's watches end before the manager and the control plane
-	// stop, or the API server waits for them.
-	wctx, stopWatching := context.WithCancel(ctx)
-	defer stopWatching()
-	w, err := newWatcher(wctx, cp)
-	if err != nil {
-		return res, err
-	}
-
 	wBefore, err := cp.Writes(ctx)
 	if err != nil {
 		return res, err
 	}
 	step("Creating %d ToolSets", c.toolSets)
+	var stopProfiling func() int
+	if pprofAddr != "" {
+		stopProfiling = profileWindows(ctx, pprofAddr, filepath.Join(c.workDir, "cpu-convergence"))
+	}
 	firstCreate := time.Now()
 	if err := parallel(ctx, createConcurrency, c.toolSets, func(ctx context.Context, i int) error {
 		_, path := wl.target(i)
@@ -178,6 +190,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		return res, err
 	}
 	lastCreated := time.Now()
+	r0 := reconcileStatsOf(ctx, mgr)
 	step("Created %d ToolSets in %s, %d at a time; convergence counts from the last create", c.toolSets, lastCreated.Sub(firstCreate).Round(time.Millisecond), createConcurrency)
 
 	step("Waiting for %d tools in the table and %d ToolSets Ready", c.toolSets*c.tools, c.toolSets)
@@ -188,6 +201,11 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	}
 	res.convergence = converged.Sub(lastCreated)
 	step("Converged %s after the last ToolSet was created", res.convergence.Round(time.Millisecond))
+	if stopProfiling != nil {
+		n := stopProfiling()
+		step("Saved %d CPU profiles of a second each, from the first create until convergence: go tool pprof %s %s",
+			n, c.manager, filepath.Join(c.workDir, "cpu-convergence-*.pprof"))
+	}
 	wAfter, err := cp.Writes(ctx)
 	if err != nil {
 		return res, err
@@ -196,6 +214,16 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	wAfter["toolsets"] -= float64(c.toolSets)
 	fmt.Fprintf(os.Stderr, "convergence: writes_by_resource=%v (status writes per ToolSet: %.2f; the baseline makes 1)\n",
 		delta(wBefore, wAfter), (wAfter["toolsets"]-wBefore["toolsets"])/float64(c.toolSets))
+	if r1 := reconcileStatsOf(ctx, mgr); r1.count > 0 {
+		n, busy := r1.count-r0.count, r1.seconds-r0.seconds
+		fmt.Fprintf(os.Stderr, "convergence: from the last create, %.0f ToolSet reconciles of %.0f ms on average; the %d workers were busy %.0f%% of the time\n",
+			n, 1000*busy/max(n, 1), c.concurrency, 100*busy/(float64(c.concurrency)*res.convergence.Seconds()))
+	}
+
+	if c.convergenceOnly {
+		res.convergenceOnly = true
+		return res, nil
+	}
 
 	// Let the last events and status writes of convergence land before the
 	// window opens, and the old chunks of the table that convergence left go
@@ -319,6 +347,30 @@ func gcCPU(ctx context.Context, mgr *harness.Manager) float64 {
 	return harness.Sum(fams, "go_cpu_classes_gc_total_cpu_seconds_total", nil)
 }
 
+// reconcileStats are the ToolSet reconciles the manager has made so far,
+// and the seconds they took together, from controller-runtime's
+// histogram; zero if its metrics cannot be read.
+type reconcileStats struct{ count, seconds float64 }
+
+func reconcileStatsOf(ctx context.Context, mgr *harness.Manager) reconcileStats {
+	fams, err := mgr.Metrics(ctx)
+	if err != nil {
+		return reconcileStats{}
+	}
+	var st reconcileStats
+	if fam := fams["controller_runtime_reconcile_time_seconds"]; fam != nil {
+		for _, m := range fam.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "controller" && l.GetValue() == "toolset" {
+					st.count += float64(m.GetHistogram().GetSampleCount())
+					st.seconds += m.GetHistogram().GetSampleSum()
+				}
+			}
+		}
+	}
+	return st
+}
+
 // reconcileWorkers starts the manager on the empty cluster just long enough
 // to read how many ToolSets it reconciles at once, from controller-runtime's
 // own gauge, and stops it: the baseline runs at that concurrency, with no
@@ -349,11 +401,20 @@ func reconcileWorkers(ctx context.Context, mgr *harness.Manager) (n int, retErr 
 // own, and times a plain client-go loop that writes each one's status once,
 // with the status a Ready ToolSet of this run carries. The ToolSets are
 // deleted before the manager starts.
+//
+// Each write goes to the same watches of ToolSets as during convergence:
+// the bench's watcher, which runs already, and an informer of every
+// ToolSet that stands for the manager's, run while the loop runs.
 func baseline(ctx context.Context, cp *harness.ControlPlane, c config) (time.Duration, error) {
 	if err := parallel(ctx, createConcurrency, c.toolSets, func(ctx context.Context, i int) error {
 		return cp.Client.Create(ctx, harness.NewToolSet(baselineNamespace(i%c.namespaces), fmt.Sprintf("set-%04d", i), app(i), setPath(i), c.interval))
 	}); err != nil {
 		return 0, err
+	}
+	mctx, stopManagerWatch := context.WithCancel(ctx)
+	defer stopManagerWatch()
+	if err := watchToolSets(mctx, cp); err != nil {
+		return 0, fmt.Errorf("the watch that stands for the manager's: %w", err)
 	}
 	dyn, err := dynamic.NewForConfig(cp.Config)
 	if err != nil {
@@ -438,7 +499,11 @@ func delta(before, after map[string]float64) map[string]float64 {
 	return out
 }
 
-func benchNamespace(k int) string    { return fmt.Sprintf("bench-%02d", k) }
+// benchNamespacePrefix begins the name of every namespace of the bench's
+// ToolSets; the baseline's begin otherwise.
+const benchNamespacePrefix = "bench-"
+
+func benchNamespace(k int) string    { return fmt.Sprintf(benchNamespacePrefix+"%02d", k) }
 func baselineNamespace(k int) string { return fmt.Sprintf("baseline-%02d", k) }
 func app(i int) string               { return fmt.Sprintf("set-%04d", i) }
 
@@ -464,7 +529,64 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// watchToolSets starts an informer of every ToolSet, as the manager's
+// cache has, and waits until it has synced; it runs until ctx ends.
+func watchToolSets(ctx context.Context, cp *harness.ControlPlane) error {
+	ca, err := cache.New(cp.Config, cache.Options{Scheme: cp.Scheme})
+	if err != nil {
+		return err
+	}
+	if _, err := ca.GetInformer(ctx, &v1alpha1.ToolSet{}); err != nil {
+		return err
+	}
+	go func() { _ = ca.Start(ctx) }()
+	if !ca.WaitForCacheSync(ctx) {
+		return errors.New("the cache did not sync")
+	}
+	return nil
+}
+
+// profileWindows takes CPU profiles of the manager at addr, one second
+// each, one after another, into prefix-NNN.pprof, until the returned stop
+// is called; stop waits for the window in flight and returns how many
+// were saved. go tool pprof merges them.
+func profileWindows(ctx context.Context, addr, prefix string) (stop func() int) {
+	done := make(chan struct{})
+	saved := make(chan int, 1)
+	go func() {
+		n := 0
+		for {
+			select {
+			case <-done:
+				saved <- n
+				return
+			default:
+			}
+			path := fmt.Sprintf("%s-%03d.pprof", prefix, n)
+			if err := saveProfileQuietly(ctx, "http://"+addr+"/debug/pprof/profile?seconds=1", path); err != nil {
+				step("WARNING: profiling convergence: %v", err)
+				<-done
+				saved <- n
+				return
+			}
+			n++
+		}
+	}()
+	return func() int {
+		close(done)
+		return <-saved
+	}
+}
+
 func saveProfile(ctx context.Context, url, path string) error {
+	if err := saveProfileQuietly(ctx, url, path); err != nil {
+		return err
+	}
+	step("Saved %s", path)
+	return nil
+}
+
+func saveProfileQuietly(ctx context.Context, url, path string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -485,6 +607,5 @@ func saveProfile(ctx context.Context, url, path string) error {
 		f.Close()
 		return err
 	}
-	step("Saved %s", path)
 	return f.Close()
 }

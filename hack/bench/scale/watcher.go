@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -378,6 +379,10 @@ func (w *watcher) waitConverged(ctx context.Context, c config, since time.Time, 
 		ready, published := 0, 0
 		for i := range list.Items {
 			ts := &list.Items[i]
+			if !strings.HasPrefix(ts.Namespace, benchNamespacePrefix) {
+				// The baseline's, deleted, if the watch is behind.
+				continue
+			}
 			if ts.Status.ObservedGeneration == ts.Generation && apimeta.IsStatusConditionTrue(ts.Status.Conditions, v1alpha1.ConditionReady) {
 				ready++
 				published += int(ts.Status.PublishedTools)
@@ -386,7 +391,7 @@ func (w *watcher) waitConverged(ctx context.Context, c config, since time.Time, 
 		// Decode only once every ToolSet is Ready, and then only when some
 		// ConfigMap changed: a 50,000-tool table is tens of megabytes of
 		// JSON.
-		if ready == c.toolSets {
+		if ready == c.toolSets && published == want {
 			cms, err := w.tableConfigMaps(ctx)
 			if err != nil {
 				return time.Time{}, err
@@ -404,12 +409,14 @@ func (w *watcher) waitConverged(ctx context.Context, c config, since time.Time, 
 				}
 			}
 		}
-		if tableOK && ready == c.toolSets {
+		// Status says Published only of what the table has: each ToolSet
+		// has converged once its status says so of every tool.
+		if tableOK && ready == c.toolSets && published == want {
 			return now, nil
 		}
 		if time.Since(lastReport) >= 5*time.Second {
 			lastReport = time.Now()
-			step("%s since the last create: %d/%d ToolSets Ready with %d/%d tools published; %d tools in the table (read once all are Ready)",
+			step("%s since the last create: %d/%d ToolSets Ready with %d/%d tools published; %d tools in the table (read once all are Ready and published)",
 				time.Since(since).Round(time.Second), ready, c.toolSets, published, want, tools)
 		}
 	}
