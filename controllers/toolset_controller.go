@@ -159,6 +159,9 @@ type toolSetMemory struct {
 	// last is the last full round, which an ownership change elsewhere
 	// recomputes the status from without a scrape (toolset_restatus.go).
 	last *lastRound
+	// serviceAbsent is the generation at which the API server last said
+	// the ToolSet's Service does not exist (see checkService); 0 for none.
+	serviceAbsent int64
 	// podList is the last list of the ToolSet's ready Pods (podsOf).
 	podList podList
 	// assembled is the last round's assembly, and what it was made from.
@@ -351,7 +354,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	// A Service that may route outside the namespace gets no endpoints.
-	serviceRefused, err := r.checkService(ctx, ts)
+	serviceRefused, err := r.checkService(ctx, ts, mem)
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -92,7 +92,14 @@ func serviceRefusal(svc *corev1.Service) string {
 
 // checkService reads the ToolSet's Service and returns why its endpoints
 // are refused, or "". Only an error reading it is an error.
-func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolSet) (string, error) {
+//
+// A Service the cache does not hold is looked up on the API server once
+// for each generation of the ToolSet, not every round: the cache may not
+// have seen a Service created just before the ToolSet, but once the API
+// server has said the Service is missing, its creation reaches the cache
+// like any later change, and its event reconciles the ToolSet. So a steady
+// ToolSet whose Service does not exist costs no API read a round.
+func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolSet, mem *toolSetMemory) (string, error) {
 	if ts.Spec.Service == nil {
 		return "", nil
 	}
@@ -100,11 +107,16 @@ func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolS
 	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}
 	err := r.Client.Get(ctx, key, svc)
 	if apierrors.IsNotFound(err) {
+		if mem.serviceAbsent == ts.Generation {
+			return "", nil
+		}
 		// The cache may not have seen a Service created just before the
 		// ToolSet: ask the API server, so that an alias is never published
-		// with endpoints for the moment the cache lags. Only a ToolSet
-		// whose Service is missing costs this read.
+		// with endpoints for the moment the cache lags.
 		err = r.APIReader.Get(ctx, key, svc)
+		if apierrors.IsNotFound(err) {
+			mem.serviceAbsent = ts.Generation
+		}
 	}
 	switch {
 	case apierrors.IsNotFound(err):

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"net/url"
+	"sync/atomic"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/toolkit/discovery"
@@ -167,6 +169,73 @@ var _ = Describe("A ToolSet's Service", func() {
 		serviceRefused(ctx, ts, "ExternalName", 1)
 	})
 })
+
+var _ = Describe("Checking a ToolSet's Service", func() {
+	It("asks the API server about a Service the cache lacks once a generation, not every round", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		ts := toolSet(ns, "absent")
+		createToolSet(ctx, ts)
+		Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), ts)).To(Succeed())
+
+		// A cache that holds no Service until cacheSees is set, and an API
+		// reader that counts the Services it reads.
+		var cacheSees atomic.Bool
+		var apiReads atomic.Int32
+		cache := interceptor.NewClient(directClient(), interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*corev1.Service); ok && !cacheSees.Load() {
+					return apierrors.NewNotFound(corev1.Resource("services"), key.Name)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		})
+		api := interceptor.NewClient(directClient(), interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+				if _, ok := obj.(*corev1.Service); ok {
+					apiReads.Add(1)
+				}
+				return c.Get(ctx, key, obj, opts...)
+			},
+		})
+		r := &ToolSetReconciler{Client: cache, APIReader: api}
+		mem := &toolSetMemory{}
+
+		for range 3 {
+			Expect(r.checkService(ctx, ts, mem)).To(BeEmpty(), "a missing Service is not refused")
+		}
+		Expect(apiReads.Load()).To(BeEquivalentTo(1), "one read confirms the Service is missing; later rounds trust the cache")
+
+		// The Service is created as an alias, and the cache sees it: refused
+		// at once, from the cache.
+		createService(ctx, &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "absent"},
+			Spec:       corev1.ServiceSpec{Type: corev1.ServiceTypeExternalName, ExternalName: "crm.elsewhere.svc.cluster.local"},
+		})
+		cacheSees.Store(true)
+		Expect(r.checkService(ctx, ts, mem)).To(ContainSubstring("ExternalName"))
+		Expect(apiReads.Load()).To(BeEquivalentTo(1))
+
+		// A new generation whose first round the cache lags for: the API
+		// server is asked again, and the alias is refused.
+		cacheSees.Store(false)
+		patch := client.MergeFrom(ts.DeepCopy())
+		ts.Spec.Prefix = "crm_"
+		Expect(k8sClient.Patch(ctx, ts, patch)).To(Succeed())
+		Expect(ts.Generation).To(BeNumerically(">", 1))
+		Expect(r.checkService(ctx, ts, mem)).To(ContainSubstring("ExternalName"))
+		Expect(apiReads.Load()).To(BeEquivalentTo(2))
+		Expect(r.checkService(ctx, ts, mem)).To(ContainSubstring("ExternalName"), "found is never remembered as missing")
+		Expect(apiReads.Load()).To(BeEquivalentTo(3))
+	})
+})
+
+// directClient reads and writes the test API server directly, uncached.
+func directClient() client.WithWatch {
+	GinkgoHelper()
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
 
 var _ = Describe("TrimServiceForCache", func() {
 	It("keeps what the refusal reads, and nothing else", func() {
