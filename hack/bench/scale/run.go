@@ -39,11 +39,14 @@ type result struct {
 	writesSteady          float64
 	writesByResource      map[string]float64
 	cpuSteadyPct          float64
-	gcSteadyPct           float64
-	scrapesSteady         int
-	rssMB                 float64
-	table                 harness.TableStats
-	churn                 *churnResult
+	// cpuSteady is the manager's CPU time over the steady window, and
+	// steadyWindow that window as measured.
+	cpuSteady, steadyWindow time.Duration
+	gcSteadyPct             float64
+	scrapesSteady           int
+	rssMB                   float64
+	table                   harness.TableStats
+	churn                   *churnResult
 }
 
 // figureLine describes the run in one line: its size first, then the
@@ -207,8 +210,8 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	if err := steady(ctx, c, cp, mgr, wl, pprofAddr, &res); err != nil {
 		return res, err
 	}
-	fmt.Fprintf(os.Stderr, "steady: scrapes=%d (want about %d) writes_by_resource=%v cpu_pct=%.2f, of which the Go GC about %.2f\n",
-		res.scrapesSteady, 3*c.toolSets, res.writesByResource, res.cpuSteadyPct, res.gcSteadyPct)
+	fmt.Fprintf(os.Stderr, "steady: scrapes=%d (want about %d) writes_by_resource=%v cpu_s=%.2f over %s cpu_pct=%.2f, of which the Go GC about %.2f\n",
+		res.scrapesSteady, 3*c.toolSets, res.writesByResource, res.cpuSteady.Seconds(), res.steadyWindow.Round(time.Millisecond), res.cpuSteadyPct, res.gcSteadyPct)
 
 	if c.churnIntervals > 0 {
 		ch, err := churn(ctx, c, cp, mgr, wl, w)
@@ -276,7 +279,8 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 		fmt.Fprintf(os.Stderr, "steady: time between a workload's scrapes: min=%s p50=%s max=%s (interval %s, jittered up to a tenth early)\n",
 			gaps[0].Round(time.Millisecond), gaps[len(gaps)/2].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond), c.interval)
 	}
-	res.cpuSteadyPct = 100 * (p1.CPU - p0.CPU).Seconds() / elapsed.Seconds()
+	res.cpuSteady, res.steadyWindow = p1.CPU-p0.CPU, elapsed
+	res.cpuSteadyPct = 100 * res.cpuSteady.Seconds() / elapsed.Seconds()
 	res.gcSteadyPct = 100 * (gcCPU(ctx, mgr) - gc0) / elapsed.Seconds()
 	res.writesByResource = delta(w0, w1)
 	for _, d := range res.writesByResource {
