@@ -201,7 +201,8 @@ func (w *watcher) tableConfigMaps(ctx context.Context) ([]corev1.ConfigMap, erro
 }
 
 // atRest reports whether the table's ConfigMaps hold only what its index
-// names: no chunk is waiting for its grace period to end.
+// names, and the ledger beside it: no chunk is waiting for its grace period
+// to end.
 func atRest(cms []corev1.ConfigMap) bool {
 	var base *corev1.ConfigMap
 	for i := range cms {
@@ -232,7 +233,8 @@ func atRest(cms []corev1.ConfigMap) bool {
 			}
 		}
 		for k := range cm.BinaryData {
-			if !needed[k] {
+			// The ledger rides beside the table in its base ConfigMap.
+			if !needed[k] && (cm.Name != tableName || k != spec.TableLedgerKey) {
 				return false
 			}
 		}
