@@ -200,11 +200,11 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	// after their grace period: those writes are convergence's, not steady
 	// state's.
 	settle := 5 * time.Second
-	step("Steady state: settling (%s without a table write, the old chunks of the table removed), then 3 intervals of %s", settle, c.interval)
+	step("Steady state: settling (%s without a table write, the old chunks of the table removed, every ToolSet's %d tools Published in its status), then 3 intervals of %s", settle, c.tools, c.interval)
 	if err := sleep(ctx, settle); err != nil {
 		return res, err
 	}
-	if err := w.waitAtRest(ctx, settle, c.partGrace+2*time.Minute, mgr); err != nil {
+	if err := w.waitAtRest(ctx, settle, c.partGrace+2*time.Minute, c.tools, mgr); err != nil {
 		return res, err
 	}
 	if err := steady(ctx, c, cp, mgr, wl, pprofAddr, &res); err != nil {
