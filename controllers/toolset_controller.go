@@ -12,7 +12,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -319,7 +318,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	var contracts *contractRound
 	defer func() {
 		var err error
-		changed := !equality.Semantic.DeepEqual(before.Status, ts.Status)
+		changed := !statusEqual(&before.Status, &ts.Status)
 		if changed {
 			err = r.patchStatus(ctx, before, ts, patch)
 		}

@@ -257,6 +257,13 @@ type podResult struct {
 func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.Pod, last map[types.UID]podDoc) []podResult {
 	client := s.clientFor(t)
 	results := make([]podResult, len(pods))
+	if len(pods) == 1 {
+		// Most ToolSets have one Pod: scrape it on this goroutine rather
+		// than start another, whose stack would grow anew through the HTTP
+		// client each round.
+		results[0] = s.scrapePod(ctx, client, t, pods[0], last[pods[0].UID])
+		return results
+	}
 	var g errgroup.Group
 	g.SetLimit(scrapesPerToolSet)
 	for i, pod := range pods {
@@ -470,15 +477,22 @@ func resolvePort(pod *corev1.Pod, port intstr.IntOrString) (int32, error) {
 }
 
 // clientSettings identifies what newClient builds a client from: the
-// scheme, the timeout, the interval and the TLS settings. It holds
-// no secret: the CA bundle enters as its digest, and the token is a header of
-// each request, not a setting of the client.
-func (t scrapeTarget) clientSettings() string {
-	tlsKey := ""
+// scheme, the timeout, the interval and the TLS settings. It holds no
+// secret: the CA bundle enters as its digest, and the token is a header of
+// each request, not a setting of the client. It is a comparable value, so
+// that finding a ToolSet's pool each round builds no string.
+type clientSettings struct {
+	scheme            string
+	timeout, interval time.Duration
+	tlsKey            string
+}
+
+func (t scrapeTarget) clientSettings() clientSettings {
+	c := clientSettings{scheme: t.spec.Scheme, timeout: t.timeout, interval: t.interval}
 	if t.creds != nil {
-		tlsKey = t.creds.TLSKey
+		c.tlsKey = t.creds.TLSKey
 	}
-	return t.spec.Scheme + ";" + t.timeout.String() + ";" + t.interval.String() + ";" + tlsKey
+	return c
 }
 
 // Connection bounds of a ToolSet's client.

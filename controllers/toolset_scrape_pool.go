@@ -15,7 +15,10 @@ const maxIdlePerAddress = 8
 // poolKey identifies a pool: the namespace of its ToolSets and their
 // settings (see scrapeTarget.clientSettings). Pools are never shared
 // across namespaces.
-type poolKey struct{ namespace, settings string }
+type poolKey struct {
+	namespace string
+	settings  clientSettings
+}
 
 // connPool is the keep-alive transport of the ToolSets of one namespace
 // that scrape under the same settings. Its idle connections count against

@@ -281,6 +281,11 @@ func TestScrapeClientIsRebuiltWhenTLSChanges(t *testing.T) {
 	if s.clientFor(tgt) == first {
 		t.Fatal("a new CA bundle kept the client")
 	}
+	longer := tgt
+	longer.toolSet.Name, longer.timeout = "longer", 20*time.Second
+	if s.clientFor(longer) == s.clientFor(tgt) {
+		t.Error("ToolSets of another timeout share a client")
+	}
 	scrapeRound(t, s, tgt, pods)
 	if got := conns.opened.Load(); got != 4 {
 		t.Errorf("after the CA bundle changed: %d connections, want 4", got)

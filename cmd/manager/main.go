@@ -124,7 +124,7 @@ func main() {
 	opts.BindFlags(flag.CommandLine)
 	flag.Parse()
 
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	ctrl.SetLogger(lazyValues(zap.New(zap.UseFlagOptions(&opts))))
 	log := ctrl.Log.WithName("setup")
 	if err := ceilings.Validate(); err != nil {
 		log.Error(err, "Invalid admin ceiling")

@@ -167,7 +167,7 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 func churn(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harness.Manager, wl *workloads, w *watcher) (churnResult, error) {
 	var res churnResult
 	step("Churn: waiting for the table to be at rest")
-	if err := w.waitAtRest(ctx, 5*time.Second, c.partGrace+2*time.Minute, mgr); err != nil {
+	if err := w.waitAtRest(ctx, 5*time.Second, c.partGrace+2*time.Minute, 0, mgr); err != nil {
 		return res, err
 	}
 
@@ -243,7 +243,7 @@ func churn(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harness
 	if err := sleep(ctx, time.Until(gcFrom.Add(c.partGrace))); err != nil {
 		return res, err
 	}
-	if err := w.waitAtRest(ctx, 5*time.Second, 2*time.Minute, mgr); err != nil {
+	if err := w.waitAtRest(ctx, 5*time.Second, 2*time.Minute, 0, mgr); err != nil {
 		return res, err
 	}
 	stopObserving()

@@ -41,10 +41,13 @@ type result struct {
 	writesSteady          float64
 	writesByResource      map[string]float64
 	cpuSteadyPct          float64
-	gcSteadyPct           float64
-	scrapesSteady         int
-	rssMB                 float64
-	table                 harness.TableStats
+	// cpuSteady is the manager's CPU time over the steady window, and
+	// steadyWindow that window as measured.
+	cpuSteady, steadyWindow time.Duration
+	gcSteadyPct             float64
+	scrapesSteady           int
+	rssMB                   float64
+	table                   harness.TableStats
 	// ledger describes the chunks of the table's ledger, which readers do
 	// not read: not in table.
 	ledger harness.TableStats
@@ -230,18 +233,18 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	// after their grace period: those writes are convergence's, not steady
 	// state's.
 	settle := 5 * time.Second
-	step("Steady state: settling (%s without a table write, the old chunks of the table removed), then 3 intervals of %s", settle, c.interval)
+	step("Steady state: settling (%s without a table write, the old chunks of the table removed, every ToolSet's %d tools Published in its status), then 3 intervals of %s", settle, c.tools, c.interval)
 	if err := sleep(ctx, settle); err != nil {
 		return res, err
 	}
-	if err := w.waitAtRest(ctx, settle, c.partGrace+2*time.Minute, mgr); err != nil {
+	if err := w.waitAtRest(ctx, settle, c.partGrace+2*time.Minute, c.tools, mgr); err != nil {
 		return res, err
 	}
 	if err := steady(ctx, c, cp, mgr, wl, pprofAddr, &res); err != nil {
 		return res, err
 	}
-	fmt.Fprintf(os.Stderr, "steady: scrapes=%d (want about %d) writes_by_resource=%v cpu_pct=%.2f, of which the Go GC about %.2f\n",
-		res.scrapesSteady, 3*c.toolSets, res.writesByResource, res.cpuSteadyPct, res.gcSteadyPct)
+	fmt.Fprintf(os.Stderr, "steady: scrapes=%d (want about %d) writes_by_resource=%v cpu_s=%.2f over %s cpu_pct=%.2f, of which the Go GC about %.2f\n",
+		res.scrapesSteady, 3*c.toolSets, res.writesByResource, res.cpuSteady.Seconds(), res.steadyWindow.Round(time.Millisecond), res.cpuSteadyPct, res.gcSteadyPct)
 
 	if c.churnIntervals > 0 {
 		ch, err := churn(ctx, c, cp, mgr, wl, w)
@@ -322,7 +325,8 @@ func steady(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harnes
 		fmt.Fprintf(os.Stderr, "steady: time between a workload's scrapes: min=%s p50=%s max=%s (interval %s, jittered up to a tenth early)\n",
 			gaps[0].Round(time.Millisecond), gaps[len(gaps)/2].Round(time.Millisecond), gaps[len(gaps)-1].Round(time.Millisecond), c.interval)
 	}
-	res.cpuSteadyPct = 100 * (p1.CPU - p0.CPU).Seconds() / elapsed.Seconds()
+	res.cpuSteady, res.steadyWindow = p1.CPU-p0.CPU, elapsed
+	res.cpuSteadyPct = 100 * res.cpuSteady.Seconds() / elapsed.Seconds()
 	res.gcSteadyPct = 100 * (gcCPU(ctx, mgr) - gc0) / elapsed.Seconds()
 	res.writesByResource = delta(w0, w1)
 	for _, d := range res.writesByResource {

@@ -262,7 +262,8 @@ func atRest(cms []corev1.ConfigMap) bool {
 			}
 		}
 		for k := range cm.BinaryData {
-			if !needed[k] {
+			// The ledger rides beside the table in its base ConfigMap.
+			if !needed[k] && (cm.Name != tableName || k != spec.TableLedgerKey) {
 				return false
 			}
 		}
@@ -272,9 +273,13 @@ func atRest(cms []corev1.ConfigMap) bool {
 
 // waitAtRest waits until the table holds only what its index names and no
 // write of it came for quiet: the writes that a change causes, removals
-// after the grace period included, are over. It gives up after timeout, and
-// says so, without failing the run.
-func (w *watcher) waitAtRest(ctx context.Context, quiet, timeout time.Duration, mgr *harness.Manager) error {
+// after the grace period included, are over. With tools > 0 it also waits
+// until every ToolSet's status says that many tools Published: a tool is
+// Published only once the table readers see has it, so those statuses
+// are written after the table, and they are convergence's writes, not
+// steady state's. It gives up after timeout, and says so, without failing
+// the run.
+func (w *watcher) waitAtRest(ctx context.Context, quiet, timeout time.Duration, tools int, mgr *harness.Manager) error {
 	deadline := time.Now().Add(timeout)
 	for {
 		if exited, err := mgr.Exited(); exited {
@@ -284,17 +289,39 @@ func (w *watcher) waitAtRest(ctx context.Context, quiet, timeout time.Duration, 
 		if err != nil {
 			return err
 		}
-		if atRest(cms) && time.Since(w.tableWrites().last) >= quiet {
+		published := true
+		if tools > 0 {
+			if published, err = w.allPublished(ctx, tools); err != nil {
+				return err
+			}
+		}
+		if atRest(cms) && published && time.Since(w.tableWrites().last) >= quiet {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			step("WARNING: the table is not at rest after %s (chunks the index does not name, or writes within %s); going on", timeout, quiet)
+			step("WARNING: the table is not at rest after %s (chunks the index does not name, writes within %s, or ToolSets whose status does not say all %d tools Published yet); going on", timeout, quiet, tools)
 			return nil
 		}
 		if err := sleep(ctx, 500*time.Millisecond); err != nil {
 			return err
 		}
 	}
+}
+
+// allPublished reports whether every ToolSet's status, of its current
+// generation, says tools tools Published.
+func (w *watcher) allPublished(ctx context.Context, tools int) (bool, error) {
+	var list v1alpha1.ToolSetList
+	if err := w.cache.List(ctx, &list, client.UnsafeDisableDeepCopy); err != nil {
+		return false, err
+	}
+	for i := range list.Items {
+		ts := &list.Items[i]
+		if ts.Status.ObservedGeneration != ts.Generation || int(ts.Status.PublishedTools) != tools {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // decodeStats describes the watcher's decoding of the table.
