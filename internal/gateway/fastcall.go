@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"mime"
@@ -68,7 +69,14 @@ func (g *Gateway) serveFastCall(w http.ResponseWriter, r *http.Request) bool {
 	if fc.modern {
 		stamp = stampComplete
 	}
-	ctx := withReviewBudget(r.Context(), g.opts.MaxReviewsPerRequest)
+	// As the SDK's session: a 2026-07-28 call ends when its request does
+	// (PropagateRequestCancellation); a 2025 one runs on to its answer,
+	// since the SDK's stateless session waits for its calls as it closes.
+	ctx := r.Context()
+	if !fc.modern {
+		ctx = context.WithoutCancel(ctx)
+	}
+	ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
 	res, err := g.answerCall(ctx, req, stamp)
 	resp := &jsonrpc.Response{ID: fc.id}
 	if err != nil {

@@ -37,7 +37,7 @@ type fastFixture struct {
 	bearer  string
 }
 
-func newFastWorld(t *testing.T, fx *fastFixture, fast bool) *fastWorld {
+func newFastWorld(t testing.TB, fx *fastFixture, fast bool) *fastWorld {
 	t.Helper()
 	w := &fastWorld{}
 	r := new(routes).add(fx.crm, fx.hr)
@@ -65,7 +65,7 @@ func newFastWorld(t *testing.T, fx *fastFixture, fast bool) *fastWorld {
 	return w
 }
 
-func newFastFixture(t *testing.T) *fastFixture {
+func newFastFixture(t testing.TB) *fastFixture {
 	t.Helper()
 	fail := toolkit.MustNew("fail", "Fails", func(context.Context, echoIn) (string, error) {
 		return "", errors.New("it failed <as asked> & more")
@@ -204,7 +204,7 @@ func fastCalls(eras []string) []rawCall {
 	return cs
 }
 
-func (w *fastWorld) do(t *testing.T, fx *fastFixture, c rawCall) rawAnswer {
+func (w *fastWorld) do(t testing.TB, fx *fastFixture, c rawCall) rawAnswer {
 	t.Helper()
 	base := map[string]string{"plain": w.plain, "authed": w.authed, "limit": w.limit}[c.target]
 	req, err := http.NewRequestWithContext(bounded(t), http.MethodPost, base+c.path, strings.NewReader(c.body))
@@ -315,4 +315,29 @@ func TestFastCallServesTheGoSDKClient(t *testing.T) {
 			t.Errorf("%s: the fast path took %d of the Go SDK client's 2 calls", era, n)
 		}
 	}
+}
+
+// FuzzFastCall sends random bodies, with the header of either era, to a
+// gateway with the fast path and one without, and requires the same
+// answer. The seeds are the cases of TestFastCallAnswersAsTheSDK:
+//
+//	go test -run '^$' -fuzz FuzzFastCall -fuzztime 60s ./internal/gateway/
+func FuzzFastCall(f *testing.F) {
+	for _, c := range fastCalls(eras) {
+		if c.target == "plain" && c.path == "/mcp" {
+			f.Add([]byte(c.body), c.header["Mcp-Protocol-Version"] >= "2026-07-28")
+		}
+	}
+	fx := newFastFixture(f)
+	sdk, fast := newFastWorld(f, fx, false), newFastWorld(f, fx, true)
+	f.Fuzz(func(t *testing.T, body []byte, modern bool) {
+		era := "2025-11-25"
+		if modern {
+			era = "2026-07-28"
+		}
+		c := rawCall{name: "fuzz", target: "plain", path: "/mcp", header: eraHeader(era, "crm_echo"), body: string(body)}
+		if want, got := sdk.do(t, fx, c), fast.do(t, fx, c); got != want {
+			t.Errorf("body %q: the fast path answered\n%+v\nthe SDK\n%+v", body, got, want)
+		}
+	})
 }
