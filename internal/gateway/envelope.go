@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"strconv"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -127,27 +125,27 @@ func shallow(b []byte, max int) bool {
 }
 
 // objectMembers returns the members of the JSON object raw, in order,
-// with keys spelled as sent; ok is false if raw is not an object, a key
-// is escaped (decoders differ in what they match it with) or is there
-// twice.
+// with keys spelled as sent and values as slices of raw; ok is false if
+// raw is not one valid JSON object, or a key is escaped (decoders differ in
+// what they match it with) or is there twice. It validates raw first, so
+// that finding where each value ends is all that is left.
 func objectMembers(raw []byte) ([]member, bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+	if !json.Valid(raw) {
+		return nil, false
+	}
+	i := skipSpace(raw, 0)
+	if raw[i] != '{' {
 		return nil, false
 	}
 	out := make([]member, 0, 4)
-	for dec.More() {
-		start := dec.InputOffset()
-		t, err := dec.Token()
-		if err != nil {
-			return nil, false
-		}
-		key, ok := plainString(bytes.Trim(raw[start:dec.InputOffset()], " \t\r\n,:"))
-		if k, _ := t.(string); !ok || k != key {
-			return nil, false
-		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil || len(v) == 0 {
+	i = skipSpace(raw, i+1)
+	if raw[i] == '}' {
+		return out, true
+	}
+	for {
+		end := stringEnd(raw, i)
+		key, ok := plainString(raw[i:end])
+		if !ok {
 			return nil, false
 		}
 		for _, m := range out {
@@ -155,17 +153,58 @@ func objectMembers(raw []byte) ([]member, bool) {
 				return nil, false
 			}
 		}
-		out = append(out, member{key: key, value: v})
+		i = skipSpace(raw, skipSpace(raw, end)+1) // past the colon
+		end = valueEnd(raw, i)
+		out = append(out, member{key: key, value: raw[i:end:end]})
+		i = skipSpace(raw, end)
+		if raw[i] == '}' {
+			return out, true
+		}
+		i = skipSpace(raw, i+1) // past the comma
 	}
-	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
-		return nil, false
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
 	}
-	// Nothing but space after the object, as a decoder of one value
-	// requires.
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, false
+	return i
+}
+
+// stringEnd returns the index after the valid JSON string at b[i].
+func stringEnd(b []byte, i int) int {
+	for i++; b[i] != '"'; i++ {
+		if b[i] == '\\' {
+			i++
+		}
 	}
-	return out, true
+	return i + 1
+}
+
+// valueEnd returns the index after the valid JSON value at b[i].
+func valueEnd(b []byte, i int) int {
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for ; ; i++ {
+			switch b[i] {
+			case '"':
+				i = stringEnd(b, i) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return i + 1
+				}
+			}
+		}
+	}
+	for i < len(b) && b[i] != ',' && b[i] != '}' && b[i] != ']' && b[i] != ' ' && b[i] != '\t' && b[i] != '\r' && b[i] != '\n' {
+		i++
+	}
+	return i
 }
 
 type member struct {
