@@ -321,33 +321,35 @@ func decodeAnyResult(b []byte) (*mcp.CallToolResult, error) {
 
 // decodeTextResult reads b as a result of the members content (of text
 // blocks that have only type and text), structuredContent, isError and
-// _meta, spelled exactly so, as the SDK reads them; it returns nil for any
-// other result, or one that does not decode, for the SDK to decide.
+// _meta, spelled exactly so, each once, as the SDK reads them; it returns
+// nil for any other result, or one that does not decode, for the SDK to
+// decide. The members are found in place (envelope.go), not decoded into
+// maps.
 func decodeTextResult(b []byte) *mcp.CallToolResult {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(b, &members) != nil {
+	members, ok := objectMembers(b)
+	if !ok {
 		return nil
 	}
 	var res mcp.CallToolResult
-	for k, v := range members {
-		switch k {
+	for _, m := range members {
+		v := m.value
+		switch m.key {
 		case "content":
-			var blocks []map[string]json.RawMessage
-			if json.Unmarshal(v, &blocks) != nil || blocks == nil {
+			blocks, ok := validElements(v)
+			if !ok {
 				return nil
 			}
 			res.Content = make([]mcp.Content, 0, len(blocks))
 			for _, blk := range blocks {
-				var typ, text string
-				if len(blk) != 2 || json.Unmarshal(blk["type"], &typ) != nil || typ != "text" ||
-					blk["text"] == nil || json.Unmarshal(blk["text"], &text) != nil {
+				text, ok := textBlock(blk)
+				if !ok {
 					return nil
 				}
 				res.Content = append(res.Content, &mcp.TextContent{Text: text})
 			}
 		case "structuredContent":
 			if string(v) != "null" {
-				res.StructuredContent = v
+				res.StructuredContent = json.RawMessage(v)
 			}
 		case "isError":
 			if json.Unmarshal(v, &res.IsError) != nil {
@@ -365,6 +367,30 @@ func decodeTextResult(b []byte) *mcp.CallToolResult {
 		return nil
 	}
 	return &res
+}
+
+// textBlock reads blk, valid JSON, as a content block of exactly the
+// members type "text" and text.
+func textBlock(blk []byte) (string, bool) {
+	members, ok := validMembers(blk)
+	if !ok || len(members) != 2 {
+		return "", false
+	}
+	var text string
+	var typed, texted bool
+	for _, m := range members {
+		switch m.key {
+		case "type":
+			typed = string(m.value) == `"text"`
+		case "text":
+			if s, ok := plainString(m.value); ok {
+				text, texted = s, true
+			} else {
+				texted = json.Unmarshal(m.value, &text) == nil
+			}
+		}
+	}
+	return text, typed && texted
 }
 
 func statusDetail(status int, body []byte) string {

@@ -133,6 +133,11 @@ func objectMembers(raw []byte) ([]member, bool) {
 	if !json.Valid(raw) {
 		return nil, false
 	}
+	return validMembers(raw)
+}
+
+// validMembers is objectMembers of raw known to be valid JSON.
+func validMembers(raw []byte) ([]member, bool) {
 	i := skipSpace(raw, 0)
 	if raw[i] != '{' {
 		return nil, false
@@ -158,6 +163,29 @@ func objectMembers(raw []byte) ([]member, bool) {
 		out = append(out, member{key: key, value: raw[i:end:end]})
 		i = skipSpace(raw, end)
 		if raw[i] == '}' {
+			return out, true
+		}
+		i = skipSpace(raw, i+1) // past the comma
+	}
+}
+
+// validElements returns the elements of raw, valid JSON, if it is an
+// array.
+func validElements(raw []byte) ([][]byte, bool) {
+	i := skipSpace(raw, 0)
+	if raw[i] != '[' {
+		return nil, false
+	}
+	out := [][]byte{}
+	i = skipSpace(raw, i+1)
+	if raw[i] == ']' {
+		return out, true
+	}
+	for {
+		end := valueEnd(raw, i)
+		out = append(out, raw[i:end:end])
+		i = skipSpace(raw, end)
+		if raw[i] == ']' {
 			return out, true
 		}
 		i = skipSpace(raw, i+1) // past the comma
