@@ -349,7 +349,7 @@ func decodeTextResult(b []byte) *mcp.CallToolResult {
 			}
 		case "structuredContent":
 			if string(v) != "null" {
-				res.StructuredContent = json.RawMessage(v)
+				res.StructuredContent = v
 			}
 		case "isError":
 			if json.Unmarshal(v, &res.IsError) != nil {
