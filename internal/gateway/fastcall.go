@@ -113,8 +113,11 @@ func (g *Gateway) serveFastCall(w http.ResponseWriter, r *http.Request) bool {
 	b = append(b, "event: message\ndata: "...)
 	b = append(b, data...)
 	b = append(b, "\n\n"...)
+	// Unlike the SDK, no flush: the event is the whole answer, and the
+	// server writes it as the handler returns, in one write with a
+	// Content-Length rather than two chunked ones (a tenth of a replica's
+	// CPU in make bench-gateway's profile).
 	_, _ = w.Write(b)
-	_ = http.NewResponseController(w).Flush()
 	return true
 }
 
