@@ -321,28 +321,26 @@ func decodeAnyResult(b []byte) (*mcp.CallToolResult, error) {
 
 // decodeTextResult reads b as a result of the members content (of text
 // blocks that have only type and text), structuredContent, isError and
-// _meta, spelled exactly so, each once, as the SDK reads them; it returns
-// nil for any other result, or one that does not decode, for the SDK to
-// decide. The members are found in place (envelope.go), not decoded into
-// maps.
+// _meta, spelled exactly so, as the SDK reads them; it returns nil for any
+// other result, or one that does not decode, for the SDK to decide.
 func decodeTextResult(b []byte) *mcp.CallToolResult {
-	members, ok := objectMembers(b)
-	if !ok {
+	var members map[string]json.RawMessage
+	if json.Unmarshal(b, &members) != nil {
 		return nil
 	}
 	var res mcp.CallToolResult
-	for _, m := range members {
-		v := m.value
-		switch m.key {
+	for k, v := range members {
+		switch k {
 		case "content":
-			blocks, ok := validElements(v)
-			if !ok {
+			var blocks []map[string]json.RawMessage
+			if json.Unmarshal(v, &blocks) != nil || blocks == nil {
 				return nil
 			}
 			res.Content = make([]mcp.Content, 0, len(blocks))
 			for _, blk := range blocks {
-				text, ok := textBlock(blk)
-				if !ok {
+				var typ, text string
+				if len(blk) != 2 || json.Unmarshal(blk["type"], &typ) != nil || typ != "text" ||
+					blk["text"] == nil || json.Unmarshal(blk["text"], &text) != nil {
 					return nil
 				}
 				res.Content = append(res.Content, &mcp.TextContent{Text: text})
@@ -367,30 +365,6 @@ func decodeTextResult(b []byte) *mcp.CallToolResult {
 		return nil
 	}
 	return &res
-}
-
-// textBlock reads blk, valid JSON, as a content block of exactly the
-// members type "text" and text.
-func textBlock(blk []byte) (string, bool) {
-	members, ok := validMembers(blk)
-	if !ok || len(members) != 2 {
-		return "", false
-	}
-	var text string
-	var typed, texted bool
-	for _, m := range members {
-		switch m.key {
-		case "type":
-			typed = string(m.value) == `"text"`
-		case "text":
-			if s, ok := plainString(m.value); ok {
-				text, texted = s, true
-			} else {
-				texted = json.Unmarshal(m.value, &text) == nil
-			}
-		}
-	}
-	return text, typed && texted
 }
 
 func statusDetail(status int, body []byte) string {

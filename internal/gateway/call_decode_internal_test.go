@@ -43,34 +43,3 @@ func TestDecodeTextResultAgreesWithTheSDK(t *testing.T) {
 		}
 	}
 }
-
-// FuzzDecodeTextResult holds decodeTextResult to the SDK's decoder on
-// random results:
-//
-//	go test -run '^$' -fuzz FuzzDecodeTextResult -fuzztime 60s ./internal/gateway/
-func FuzzDecodeTextResult(f *testing.F) {
-	for _, s := range []string{
-		`{"content":[{"type":"text","text":"{\"echo\":\"ab\"}"}],"structuredContent":{"echo":"ab","big":9007199254740993}}`,
-		`{"content":[{"type":"text","text":"a"},{"type":"text","text":""}],"isError":true}`,
-		`{"content":[],"_meta":{"k":1.5,"s":"v"}}`,
-		`{"content":[{"type":"text","text":"a\u00e9\n"}],"structuredContent":null}`,
-		` { "content" : [ { "text" : "x" , "type" : "text" } ] , "isError" : false } `,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		fast := decodeTextResult(b)
-		if fast == nil {
-			return
-		}
-		slow, err := decodeAnyResult(b)
-		if err != nil {
-			t.Fatalf("%q: read without the SDK, which refuses it: %v", b, err)
-		}
-		fb, err1 := json.Marshal(fast)
-		sb, err2 := json.Marshal(slow)
-		if err1 != nil || err2 != nil || string(fb) != string(sb) {
-			t.Fatalf("%q:\n got %s (%v)\nwant %s (%v)", b, fb, err1, sb, err2)
-		}
-	})
-}

@@ -1,10 +1,6 @@
 package gateway
 
-import (
-	"time"
-
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
-)
+import "time"
 
 // SetParkTimeout sets how long a parked call waits for its client's
 // answer, for a test, and returns the function that restores it.
@@ -20,9 +16,3 @@ func SetFastCall(g *Gateway, on bool) { g.noFastCall.Store(!on) }
 
 // FastCalls returns how many calls g's fast path answered.
 func FastCalls(g *Gateway) int64 { return g.fastCalls.Load() }
-
-// PlainRequest is decodeRequest's own reading of a message, if it reads it.
-func PlainRequest(b []byte) (*jsonrpc.Request, bool) {
-	r := plainRequest(b)
-	return r, r != nil
-}

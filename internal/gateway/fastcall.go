@@ -277,6 +277,63 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectMembers returns the members of the JSON object raw, in order,
+// with keys spelled as sent; ok is false if raw is not an object or has a
+// key twice.
+func objectMembers(raw json.RawMessage) ([]member, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	var out []member
+	for dec.More() {
+		start := dec.InputOffset()
+		t, err := dec.Token()
+		if err != nil {
+			return nil, false
+		}
+		// The key as sent: without escapes, which decoders read alike.
+		key, ok := plainString(bytes.Trim(raw[start:dec.InputOffset()], " \t\r\n,:"))
+		if k, _ := t.(string); !ok || k != key {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil || len(v) == 0 {
+			return nil, false
+		}
+		for _, m := range out {
+			if m.key == key {
+				return nil, false
+			}
+		}
+		out = append(out, member{key: key, value: v})
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	return out, true
+}
+
+// plainString returns the JSON string raw if it has no escapes and only
+// printable ASCII: a tool name, read alike by every decoder.
+func plainString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	s := raw[1 : len(raw)-1]
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return string(s), true
+}
+
 // annotateServerInfo sets the server's identity in a 2026-07-28 result's
 // _meta, as the SDK does to every result of that era.
 func (g *Gateway) annotateServerInfo(res *mcp.CallToolResult) {

@@ -12,7 +12,6 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolplane/toolplane/internal/gateway"
@@ -339,42 +338,6 @@ func FuzzFastCall(f *testing.F) {
 		c := rawCall{name: "fuzz", target: "plain", path: "/mcp", header: eraHeader(era, "crm_echo"), body: string(body)}
 		if want, got := sdk.do(t, fx, c), fast.do(t, fx, c); got != want {
 			t.Errorf("body %q: the fast path answered\n%+v\nthe SDK\n%+v", body, got, want)
-		}
-	})
-}
-
-// FuzzDecodeRequest holds decodeRequest to the SDK's decoder: whatever it
-// reads itself, the SDK reads alike.
-//
-//	go test -run '^$' -fuzz FuzzDecodeRequest -fuzztime 60s ./internal/gateway/
-func FuzzDecodeRequest(f *testing.F) {
-	for _, c := range fastCalls(eras) {
-		f.Add([]byte(c.body))
-	}
-	for _, s := range []string{
-		`{"jsonrpc":"2.0","id":1,"method":"tools/list"}`,
-		`{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-		`{"jsonrpc":"2.0","id":1,"result":{}}`,
-		`{"jsonrpc":"2.0","id":-0,"method":"x","params":[1, 2 ,3]}`,
-		`{"jsonrpc":"2.0","id":123456789012345,"method":"x","params":{ "a" : 1 }}`,
-		`{"jsonrpc":"2.0","id":1,"method":"x"} x`,
-		`{"jsonrpc":"2.0","id":1,"method":"x","Method":"y"}`,
-		` {"jsonrpc" : "2.0" , "id" : "a" , "method" : "x" } `,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		got, ok := gateway.PlainRequest(b)
-		if !ok {
-			return
-		}
-		m, err := jsonrpc.DecodeMessage(b)
-		want, isReq := m.(*jsonrpc.Request)
-		if err != nil || !isReq {
-			t.Fatalf("%q: read as %+v; the SDK: %v %T", b, got, err, m)
-		}
-		if got.ID != want.ID || got.Method != want.Method || !bytes.Equal(got.Params, want.Params) {
-			t.Fatalf("%q: read as %+v (params %q); the SDK %+v (params %q)", b, got, got.Params, want, want.Params)
 		}
 	})
 }

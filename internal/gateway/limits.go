@@ -100,13 +100,13 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 			rpcError(w, http.StatusBadRequest, codeInvalidRequest, "JSON-RPC batches are not supported: send one message per request")
 			return
 		}
-		// The method as the SDK reads it: as its decoder does, which
-		// matches "method" exactly (encoding/json would take a later "Method" for
+		// The method as the SDK reads it: with its decoder, which matches
+		// "method" exactly (encoding/json would take a later "Method" for
 		// it, and the bounds below would follow a method the SDK never
 		// serves).
 		var params json.RawMessage
 		note := &requestNote{body: body}
-		if m, err := decodeRequest(msg); err == nil { // envelope.go
+		if m, err := jsonrpc.DecodeMessage(msg); err == nil {
 			if req, ok := m.(*jsonrpc.Request); ok {
 				method, params = req.Method, req.Params
 				note.req = req
