@@ -153,7 +153,7 @@ func (g *Gateway) fastCallOf(r *http.Request) *fastCall {
 // object) and _meta, each at most once and spelled exactly; ok is false for
 // anything else, or for a _meta that the SDK acts on (see metaFast).
 func fastParams(raw json.RawMessage, pv string, modern bool) (*mcp.CallToolParamsRaw, bool) {
-	members, ok := objectMembers(raw)
+	members, ok := objectMembers(raw, 3) // name, arguments, _meta
 	if !ok {
 		return nil, false
 	}
@@ -283,9 +283,13 @@ type member struct {
 }
 
 // objectMembers returns the members of the JSON object raw, in order,
-// with keys spelled as sent; ok is false if raw is not an object or has a
-// key twice.
-func objectMembers(raw json.RawMessage) ([]member, bool) {
+// with keys spelled as sent; ok is false if raw is not an object, has a
+// key twice, or has more than max members. max is the number of keys the
+// caller knows (a member past them is one it leaves to the SDK anyway):
+// without it, finding repeated keys among the many members of a hostile
+// request would cost time quadratic in its size (seconds of CPU for
+// 256 KiB).
+func objectMembers(raw json.RawMessage, max int) ([]member, bool) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, false
@@ -294,7 +298,7 @@ func objectMembers(raw json.RawMessage) ([]member, bool) {
 	for dec.More() {
 		start := dec.InputOffset()
 		t, err := dec.Token()
-		if err != nil {
+		if err != nil || len(out) == max {
 			return nil, false
 		}
 		// The key as sent: without escapes, which decoders read alike.
