@@ -143,7 +143,8 @@ func (g *Gateway) fastCallOf(r *http.Request) *fastCall {
 	if !ok || p.Name == placeholderTool("").Name {
 		return nil
 	}
-	if modern && (h.Get("Mcp-Method") != req.Method || h.Get("Mcp-Name") != p.Name) {
+	// An absent Mcp-Name is refused by the SDK even for the name "".
+	if modern && (h.Get("Mcp-Method") != req.Method || p.Name == "" || h.Get("Mcp-Name") != p.Name) {
 		return nil // the SDK's standard headers' check answers
 	}
 	return &fastCall{id: req.ID, params: p, modern: modern}

@@ -171,3 +171,30 @@ func TestRedteamManyMembersCostWhatTheSDKCosts(t *testing.T) {
 		t.Logf("%s of many members: answered in %s (the same bytes in a string: %s)", name, took, baseline)
 	}
 }
+
+// TestRedteamEmptyNameWithoutMcpNameIsRefusedAsByTheSDK: a 2026-07-28
+// tools/call of the name "" without an Mcp-Name header is refused by the
+// SDK's standard headers' check (-32020, no call, no audit line). It failed
+// before its fix: the fast path compared the absent header, "", with the
+// name, found them equal, and answered and audited a call of "".
+func TestRedteamEmptyNameWithoutMcpNameIsRefusedAsByTheSDK(t *testing.T) {
+	fx := newFastFixture(t)
+	r := new(routes).add(fx.crm)
+	sdk, fast := rtPair(t, r, table(fx.crm.tableTools()), gateway.Options{})
+	h := eraHeader("2026-07-28", "")
+	body := callBody("2026-07-28", "1", "", `{}`, "")
+	want, _, err1 := rtPost(t, sdk.url+"/mcp", h, body, time.Minute)
+	got, _, err2 := rtPost(t, fast.url+"/mcp", h, body, time.Minute)
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	if got != want {
+		t.Errorf("the fast path answered\n%+v\nthe SDK\n%+v", got, want)
+	}
+	if n := gateway.FastCalls(fast.g); n != 0 {
+		t.Errorf("the fast path took %d calls", n)
+	}
+	if a, b := sdk.auditOf(t), fast.auditOf(t); len(a) != len(b) {
+		t.Errorf("audit lines: the fast path wrote %d (%+v), the SDK %d", len(b), b, len(a))
+	}
+}
