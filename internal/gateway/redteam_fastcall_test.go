@@ -3,6 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -196,5 +197,178 @@ func TestRedteamEmptyNameWithoutMcpNameIsRefusedAsByTheSDK(t *testing.T) {
 	}
 	if a, b := sdk.auditOf(t), fast.auditOf(t); len(a) != len(b) {
 		t.Errorf("audit lines: the fast path wrote %d (%+v), the SDK %d", len(b), b, len(a))
+	}
+}
+
+// hostileCalls are requests spelled to make envelope.go and the fast path
+// read otherwise than the SDK: ids, escapes, repeats, trailing data,
+// nesting at the bounds, encodings, headers and _meta of each era.
+func hostileCalls() []rawCall {
+	var cs []rawCall
+	ok := `{"text":"a<b>","count":1}`
+	for _, era := range eras {
+		modern := era >= "2026-07-28"
+		meta := ""
+		if modern {
+			meta = `,"_meta":` + modernMeta("")
+		}
+		add := func(name string, hdr map[string]string, body string) {
+			h := eraHeader(era, "crm_echo")
+			for k, v := range hdr {
+				h[k] = v
+			}
+			cs = append(cs, rawCall{name: era + " " + name, target: "plain", path: "/mcp", header: h, body: body})
+		}
+		env := func(id, params string) string {
+			return `{"jsonrpc":"2.0","id":` + id + `,"method":"tools/call","params":` + params + `}`
+		}
+		p := func(name, args string) string { return `{"name":"` + name + `","arguments":` + args + meta + `}` }
+		call := env("1", p("crm_echo", ok))
+		swap := func(old, new string) string { return strings.Replace(call, old, new, 1) }
+		for _, id := range []string{"0", "-0", "-0.0", "1e2", "1E2", "1.0", "0.1", "-1", "123456789012345", "1234567890123456",
+			"99999999999999999999999", "1e400", "00", "+1", "true", "{}", "[]", `""`, `"` + strings.Repeat("x", 5000) + `"`, `"\u0031"`} {
+			add("id "+id[:min(len(id), 20)], nil, env(id, p("crm_echo", ok)))
+		}
+		for _, params := range []string{"null", `"x"`, "1", "[]", `["crm_echo"]`, "{}"} {
+			add("params "+params, nil, env("1", params))
+		}
+		add("BOM", nil, "\xef\xbb\xbf"+call)
+		add("leading space", nil, " \r\n\t"+call)
+		add("trailing space", nil, call+" \n")
+		add("trailing garbage", nil, call+" x")
+		add("a second message after", nil, call+env("2", p("hr_echo", ok)))
+		add("trailing NUL", nil, call+"\x00")
+		add("escaped method key", nil, swap(`"method"`, `"\u006dethod"`))
+		add("escaped version", nil, swap(`"2.0"`, `"2\u002e0"`))
+		add("escaped method", nil, swap(`"tools/call"`, `"tools\/call"`))
+		add("escaped name", map[string]string{"Mcp-Name": "crm_echo"}, swap(`"crm_echo"`, `"crm\u005fecho"`))
+		add("escaped name key", nil, swap(`"name"`, `"n\u0061me"`))
+		add("Method too", nil, swap(`"method":"tools/call"`, `"method":"tools/call","Method":"tools/list"`))
+		add("method twice", nil, swap(`"method":"tools/call"`, `"method":"tools/list","method":"tools/call"`))
+		add("params twice", nil, swap(`"params":`, `"params":{"name":"hr_echo","arguments":{}},"params":`))
+		add("id twice", nil, swap(`"id":1`, `"id":1,"id":2`))
+		add("jsonrpc twice", nil, swap(`"jsonrpc":"2.0"`, `"jsonrpc":"1.0","jsonrpc":"2.0"`))
+		add("jsonrpc a number", nil, swap(`"2.0"`, `2.0`))
+		add("jsonrpc missing", nil, swap(`"jsonrpc":"2.0",`, ``))
+		add("a result too", nil, swap(`"id":1`, `"id":1,"result":{}`))
+		add("invalid UTF-8", nil, env("1", p("crm_echo", "{\"text\":\"\xff\xfe\"}")))
+		add("NUL escaped", nil, env("1", p("crm_echo", `{"text":"a\u0000b"}`)))
+		add("NUL raw", nil, env("1", p("crm_echo", "{\"text\":\"a\x00b\"}")))
+		add("lone surrogate", nil, env("1", p("crm_echo", `{"text":"\ud800"}`)))
+		add("argument twice", nil, env("1", p("crm_echo", `{"text":"a","text":"b"}`)))
+		add("argument Text", nil, env("1", p("crm_echo", `{"Text":"a"}`)))
+		add("count 2e0", nil, env("1", p("crm_echo", `{"text":"a","count":2e0}`)))
+		add("big beyond float", nil, env("1", p("crm_echo", `{"text":"a","big":9007199254740993}`)))
+		for _, d := range []int{62, 63, 64, 65, 997, 998, 999, 1000} {
+			add(fmt.Sprintf("nested %d", d), nil, env("1", p("crm_echo", `{"text":"a","x":`+strings.Repeat("[", d)+strings.Repeat("]", d)+`}`)))
+		}
+		add("long argument", nil, env("1", p("crm_echo", `{"text":"`+strings.Repeat("a", 1000_000)+`"}`)))
+		add("past the body bound", nil, env("1", p("crm_echo", `{"text":"`+strings.Repeat("a", 1<<20)+`"}`)))
+		add("non-ASCII name", map[string]string{"Mcp-Name": "crm_échо"}, env("1", p("crm_échо", ok)))
+		add("Content-Type with charset", map[string]string{"Content-Type": "application/json; charset=utf-8"}, call)
+		add("Content-Type in capitals", map[string]string{"Content-Type": "Application/JSON"}, call)
+		add("Content-Type malformed", map[string]string{"Content-Type": "application/json;;"}, call)
+		add("Accept q=0", map[string]string{"Accept": "application/json;q=0, text/event-stream;q=0"}, call)
+		add("Accept wildcards", map[string]string{"Accept": "application/*, text/*"}, call)
+		add("Mcp-Session-Id", map[string]string{"Mcp-Session-Id": "abc"}, call)
+		add("Last-Event-ID", map[string]string{"Last-Event-ID": "x"}, call)
+		add("Mcp-Method in capitals", map[string]string{"Mcp-Method": "TOOLS/CALL"}, call)
+		add("protocol version of the future", map[string]string{"Mcp-Protocol-Version": "2026-08-01"}, call)
+		if modern {
+			m := func(meta string) string {
+				return env("1", `{"name":"crm_echo","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",`+meta+`}}`)
+			}
+			caps := `"io.modelcontextprotocol/clientCapabilities":`
+			add("no clientInfo", nil, m(caps+`{}`))
+			add("clientInfo {}", nil, m(caps+`{},"io.modelcontextprotocol/clientInfo":{}`))
+			add("clientInfo null", nil, m(caps+`{},"io.modelcontextprotocol/clientInfo":null`))
+			add("clientInfo of invalid UTF-8", nil, m(caps+"{},\"io.modelcontextprotocol/clientInfo\":{\"name\":\"\xff\"}"))
+			add("capabilities null", nil, m(caps+`null`))
+			add("experimental capability", nil, m(caps+`{"experimental":{"a":1}}`))
+			add("extension", nil, m(caps+`{"extensions":{"a":1}}`))
+			add("roots {}", nil, m(caps+`{"roots":{}}`))
+			add("protocol version twice", nil, strings.Replace(m(caps+`{}`), `"io.modelcontextprotocol/protocolVersion"`, `"io.modelcontextprotocol/protocolVersion":"2025-11-25","io.modelcontextprotocol/protocolVersion"`, 1))
+			add("elicitation, then none", nil, m(caps+`{"elicitation":{}},`+caps+`{}`))
+			add("none, then elicitation", nil, m(caps+`{},`+caps+`{"elicitation":{}}`))
+			add("escaped log level", nil, m(caps+`{},"io.modelcontextprotocol/log\u004cevel":"debug"`))
+			add("escaped progress token", nil, m(caps+`{},"progress\u0054oken":1`))
+			add("task of _meta", nil, m(caps+`{},"io.modelcontextprotocol/related-task":{"taskId":"x"}`))
+			add("escaped task", nil, strings.Replace(m(caps+`{}`), `"arguments":{}`, `"arguments":{},"t\u0061sk":{"ttl":1000}`, 1))
+		} else {
+			add("_meta {}", nil, env("1", `{"name":"crm_echo","arguments":{},"_meta":{}}`))
+			add("_meta null", nil, env("1", `{"name":"crm_echo","arguments":{},"_meta":null}`))
+			add("traceparent a number", nil, env("1", `{"name":"crm_echo","arguments":{},"_meta":{"traceparent":5}}`))
+			add("escaped progress token", nil, env("1", `{"name":"crm_echo","arguments":{},"_meta":{"progress\u0054oken":1}}`))
+		}
+	}
+	return cs
+}
+
+// TestRedteamHostileRequestsAnswerAsTheSDK: whatever the spelling, the fast
+// path answers as the SDK does, or leaves the request to it.
+func TestRedteamHostileRequestsAnswerAsTheSDK(t *testing.T) {
+	fx := newFastFixture(t)
+	sdk, fast := newFastWorld(t, fx, false), newFastWorld(t, fx, true)
+	took := 0
+	for _, c := range hostileCalls() {
+		before := fastTotal(fast)
+		want, got := sdk.do(t, fx, c), fast.do(t, fx, c)
+		if fastTotal(fast) > before {
+			took++
+		}
+		if got != want {
+			t.Errorf("%s: the fast path answered\n%.600q\nthe SDK\n%.600q", c.name, fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", want))
+		}
+	}
+	if took == 0 {
+		t.Error("the fast path took none of the requests")
+	}
+}
+
+// TestRedteamHostileRepliesAnswerAsTheSDK: whatever a workload replies,
+// the fast path passes it on as the SDK does, in both eras.
+func TestRedteamHostileRepliesAnswerAsTheSDK(t *testing.T) {
+	text := `{"type":"text","text":"x"}`
+	replies := []string{
+		`{"content":[{"type":"text","text":"<b>&amp;\u2028"}]}`,
+		`{"content":[` + text + `],"structuredContent":` + strings.Repeat("[", 998) + strings.Repeat("]", 998) + `}`,
+		`{"content":[` + text + `],"structuredContent":{"a":` + strings.Repeat("[", 5000) + strings.Repeat("]", 5000) + `}}`,
+		"{\"content\":[{\"type\":\"text\",\"text\":\"\xff\xfe\"}]}",
+		`{"content":[` + text + `],"structuredContent":{"n":1e400,"m":123456789012345678901234567890,"a":1,"a":2}}`,
+		`{"content":[` + text + `],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"not the gateway","version":"1"}}}`,
+		`{"content":[` + text + `],"resultType":"input_required","inputRequests":{"a":{"method":"elicitation/create","params":{"message":"hi","requestedSchema":{"type":"object"}}}}}`,
+		`{"content":[],"resultType":"input_required"}`,
+		`{"content":[` + text + `],"resultType":"complete"}`,
+		`{"content":[` + text + `],"resultType":"other"}`,
+		`{"content":[{"type":"image","data":"AAAA","mimeType":"image/png"}]}`,
+		`{"content":[{"type":"bogus"}]}`,
+		`{"content":[]}`,
+		`{"isError":true}`,
+		`{"content":null}`,
+		`not JSON`,
+		`{"content":[` + text + `]} trailing`,
+		`{"content":[` + text + `],"content":[{"type":"text","text":"again"}]}`,
+		`{"content":[{"type":"text","text":"x","type":"image"}]}`,
+		`{"Content":[` + text + `]}`,
+		`{"content":[` + text + `],"task":{"taskId":"t"}}`,
+		`{"content":[` + text + `],"_meta":{"progressToken":1}}`,
+	}
+	r := new(routes)
+	sdk, fast := rtPair(t, r, table(rawWorkload(t, r, replies)), gateway.Options{})
+	for _, era := range eras {
+		for n := range replies {
+			h, body := eraHeader(era, "raw"), callBody(era, "1", "raw", fmt.Sprintf(`{"case":%d}`, n), "")
+			want, _, err1 := rtPost(t, sdk.url+"/mcp", h, body, time.Minute)
+			got, _, err2 := rtPost(t, fast.url+"/mcp", h, body, time.Minute)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			if got != want {
+				t.Errorf("%s reply %.80q: the fast path answered\n%.600q\nthe SDK\n%.600q", era, replies[n], got.Body, want.Body)
+			}
+		}
+	}
+	if n := gateway.FastCalls(fast.g); n != int64(2*len(replies)) {
+		t.Errorf("the fast path took %d of %d calls", n, 2*len(replies))
 	}
 }
