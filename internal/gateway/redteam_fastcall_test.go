@@ -7,12 +7,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/toolplane/toolplane/internal/gateway"
+	"github.com/toolplane/toolplane/toolkit"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -370,5 +372,157 @@ func TestRedteamHostileRepliesAnswerAsTheSDK(t *testing.T) {
 	}
 	if n := gateway.FastCalls(fast.g); n != int64(2*len(replies)) {
 		t.Errorf("the fast path took %d of %d calls", n, 2*len(replies))
+	}
+}
+
+// TestRedteamGuardsHoldOnTheFastPath: what the SDK's path refuses before a
+// call (a foreign Host on loopback, a missing or bad bearer token, a tool
+// outside the view, one the caller may not call), the fast path refuses
+// alike, and every call is audited once, with the same tool, caller and
+// decision.
+func TestRedteamGuardsHoldOnTheFastPath(t *testing.T) {
+	fx := newFastFixture(t)
+	r := new(routes).add(fx.crm, fx.hr)
+	tbl := table(fx.crm.tableTools(), fx.hr.tableTools())
+	type guard struct {
+		name, path, host, bearer, tool string
+	}
+	guards := []guard{
+		{name: "allowed", path: "/mcp", tool: "crm_echo"},
+		{name: "foreign Host on loopback", path: "/mcp", host: "rebound.example", tool: "crm_echo"},
+		{name: "foreign Host with a port", path: "/mcp", host: "rebound.example:80", tool: "crm_echo"},
+		{name: "loopback Host", path: "/mcp", host: "localhost:1", tool: "crm_echo"},
+		{name: "outside the view", path: "/mcp/namespaces/crm", tool: "hr_echo"},
+		{name: "inside the view", path: "/mcp/namespaces/crm", tool: "crm_echo"},
+		{name: "outside the ToolSet view", path: "/mcp/toolsets/crm/crm-tools", tool: "hr_echo"},
+		{name: "unknown tool", path: "/mcp", tool: "nope"},
+	}
+	authGuards := []guard{
+		{name: "auth: no token", path: "/mcp", tool: "crm_echo"},
+		{name: "auth: a bad token", path: "/mcp", bearer: "not-a-token", tool: "crm_echo"},
+		{name: "auth: allowed", path: "/mcp", bearer: fx.bearer, tool: "crm_echo"},
+		{name: "auth: not permitted", path: "/mcp", bearer: fx.bearer, tool: "hr_echo"},
+		{name: "auth: foreign Host", path: "/mcp", host: "rebound.example", bearer: fx.bearer, tool: "crm_echo"},
+	}
+	for _, tc := range []struct {
+		opts   gateway.Options
+		guards []guard
+	}{
+		{gateway.Options{}, guards},
+		{gateway.Options{AllowAnyHostOnLoopback: true}, guards[:3]},
+		{gateway.Options{Auth: &gateway.KubernetesAuth{Client: fx.f}}, authGuards},
+	} {
+		sdk, fast := rtPair(t, r, tbl, tc.opts)
+		for _, era := range eras {
+			for _, gd := range tc.guards {
+				var answers [2]rawAnswer
+				for i, g := range []*rtGateway{sdk, fast} {
+					req, err := http.NewRequestWithContext(bounded(t), http.MethodPost, g.url+gd.path, strings.NewReader(callBody(era, "1", gd.tool, `{"text":"a"}`, "")))
+					if err != nil {
+						t.Fatal(err)
+					}
+					for k, v := range eraHeader(era, gd.tool) {
+						req.Header.Set(k, v)
+					}
+					if gd.host != "" {
+						req.Host = gd.host
+					}
+					if gd.bearer != "" {
+						req.Header.Set("Authorization", "Bearer "+gd.bearer)
+					}
+					resp, err := http.DefaultClient.Do(req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b, _ := io.ReadAll(resp.Body)
+					resp.Body.Close()
+					answers[i] = rawAnswer{Status: resp.StatusCode, ContentType: resp.Header.Get("Content-Type"), Body: string(b)}
+				}
+				if answers[0] != answers[1] {
+					t.Errorf("%s %s (AllowAnyHostOnLoopback %v): the fast path answered\n%+v\nthe SDK\n%+v", era, gd.name, tc.opts.AllowAnyHostOnLoopback, answers[1], answers[0])
+				}
+			}
+		}
+		a, b := sdk.auditOf(t), fast.auditOf(t)
+		if len(a) != len(b) {
+			t.Fatalf("audit lines: the fast path wrote %d, the SDK %d", len(b), len(a))
+		}
+		for i := range a {
+			user := func(l auditLine) string {
+				if l.Caller == nil {
+					return ""
+				}
+				return l.Caller.User
+			}
+			if a[i].Tool != b[i].Tool || user(a[i]) != user(b[i]) || a[i].Decision != b[i].Decision || a[i].Reason != b[i].Reason || a[i].View != b[i].View || a[i].Outcome != b[i].Outcome {
+				t.Errorf("audit line %d: the fast path's %+v, the SDK's %+v", i, b[i], a[i])
+			}
+		}
+		if gateway.FastCalls(fast.g) == 0 {
+			t.Error("the fast path took none of the calls")
+		}
+	}
+}
+
+// TestRedteamAClientThatLeavesEndsItsCallAsWithTheSDK: a 2026-07-28 call
+// ends at the workload when its client goes away; a 2025 one runs on to
+// the call timeout, in the SDK's session as on the fast path; no goroutine
+// is left behind either way.
+func TestRedteamAClientThatLeavesEndsItsCallAsWithTheSDK(t *testing.T) {
+	const timeout = 4 * time.Second
+	started, ended := make(chan struct{}, 1), make(chan time.Time, 1)
+	wait := toolkit.MustNew("wait", "Waits for its call to end", func(ctx context.Context, _ struct{}) (string, error) {
+		started <- struct{}{}
+		<-ctx.Done()
+		ended <- time.Now()
+		return "", ctx.Err()
+	})
+	wl := newWorkload(t, "apps", "waiter", "w_", wait)
+	sdk, fast := rtPair(t, new(routes).add(wl), table(wl.tableTools()), gateway.Options{CallTimeout: timeout})
+	base := runtime.NumGoroutine()
+	for _, era := range eras {
+		var after [2]time.Duration
+		for i, g := range []*rtGateway{sdk, fast} {
+			ctx, cancel := context.WithCancel(context.Background())
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, g.url+"/mcp", strings.NewReader(callBody(era, "1", "w_wait", "{}", "")))
+			for k, v := range eraHeader(era, "w_wait") {
+				req.Header.Set(k, v)
+			}
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				if resp, err := http.DefaultClient.Do(req); err == nil {
+					resp.Body.Close()
+				}
+			}()
+			select {
+			case <-started:
+			case <-time.After(time.Minute):
+				t.Fatal("the call did not reach the workload")
+			}
+			left := time.Now()
+			cancel()
+			<-done
+			select {
+			case end := <-ended:
+				after[i] = end.Sub(left)
+			case <-time.After(time.Minute):
+				t.Fatal("the workload's call did not end")
+			}
+		}
+		if n := gateway.FastCalls(fast.g); n == 0 {
+			t.Fatalf("%s: the fast path took no call", era)
+		}
+		sdkEarly, fastEarly := after[0] < timeout/2, after[1] < timeout/2
+		if sdkEarly != fastEarly || sdkEarly != (era >= "2026-07-28") {
+			t.Errorf("%s: the workload's call ended %s after its client left through the SDK, %s through the fast path (call timeout %s)", era, after[0], after[1], timeout)
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for runtime.NumGoroutine() > base+2 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := runtime.NumGoroutine(); n > base+2 {
+		t.Errorf("%d goroutines left, %d before the calls", n, base)
 	}
 }
