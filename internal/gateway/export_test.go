@@ -9,3 +9,10 @@ func SetParkTimeout(d time.Duration) (restore func()) {
 	parkTimeout = d
 	return func() { parkTimeout = old }
 }
+
+// SetFastCall turns g's fast path of tools/call on or off, for the tests
+// that compare it with the SDK; call it before g serves.
+func SetFastCall(g *Gateway, on bool) { g.noFastCall.Store(!on) }
+
+// FastCalls returns how many calls g's fast path answered.
+func FastCalls(g *Gateway) int64 { return g.fastCalls.Load() }

@@ -57,6 +57,11 @@ type Gateway struct {
 
 	snap   atomic.Pointer[snapshot]
 	server *mcp.Server
+	impl   *mcp.Implementation // the server's, as results of 2026-07-28 name it
+	// noFastCall turns serveFastCall off, for the tests that compare it
+	// with the SDK (fastcall.go).
+	noFastCall atomic.Bool
+	fastCalls  atomic.Int64 // the calls serveFastCall answered
 
 	stateless http.Handler
 	sessions  http.Handler // nil unless Options.Sessions
@@ -170,8 +175,9 @@ func New(opts *Options) *Gateway {
 
 	// The SDK logs every stateless request at Info: one line per call.
 	sdkLogger := slog.New(minLevel{Handler: o.Logger.Handler(), min: slog.LevelWarn})
+	g.impl = &mcp.Implementation{Name: o.Name, Version: o.Version}
 	g.server = mcp.NewServer(
-		&mcp.Implementation{Name: o.Name, Version: o.Version},
+		g.impl,
 		&mcp.ServerOptions{
 			Logger: sdkLogger,
 			// Logging, since the relay passes backends' log messages on.
@@ -365,6 +371,9 @@ func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		g.sessions.ServeHTTP(w, r)
+		return
+	}
+	if g.serveFastCall(w, r) { // one tools/call (fastcall.go)
 		return
 	}
 	g.stateless.ServeHTTP(w, r)

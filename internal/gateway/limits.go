@@ -105,13 +105,16 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 		// it, and the bounds below would follow a method the SDK never
 		// serves).
 		var params json.RawMessage
+		note := &requestNote{body: body}
 		if m, err := jsonrpc.DecodeMessage(msg); err == nil {
 			if req, ok := m.(*jsonrpc.Request); ok {
 				method, params = req.Method, req.Params
+				note.req = req
 			}
 		}
 		stream = method == methodListen
-		r = markTaskRequest(r, method, params, body) // tasks.go
+		markTaskRequest(r, method, params) // tasks.go
+		r = r.WithContext(context.WithValue(r.Context(), requestNoteKey{}, note))
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
 	}
@@ -163,6 +166,26 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 		r = r.WithContext(context.WithValue(c, streamKey{}, true))
 	}
 	next.ServeHTTP(w, r)
+}
+
+// requestNote is serveBounded's note of an MCP POST, in its request's
+// context: the body it read, and the JSON-RPC request in it as the SDK
+// decodes it (nil if it is none), for the handlers that answer a request
+// before the SDK (serveTaskMethod, serveFastCall) and need not decode it
+// again.
+type requestNote struct {
+	body []byte
+	req  *jsonrpc.Request
+}
+
+type requestNoteKey struct{}
+
+// noteOf returns r's note; an empty one if serveBounded made none.
+func noteOf(r *http.Request) *requestNote {
+	if n, ok := r.Context().Value(requestNoteKey{}).(*requestNote); ok {
+		return n
+	}
+	return &requestNote{}
 }
 
 // streamKey marks the context of a notification stream's request, for

@@ -33,13 +33,11 @@ func (g *Gateway) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 			if ttl, ok := taskRequested(r); ok { // tasks.go
 				return g.callAsTask(ctx, r, ttl)
 			}
-			ctx, end := g.serverSpan(ctx, r, "tools/call", r.Params.Name)
-			res, err := g.callTool(withCallRequest(ctx, r), r)
-			if err == nil {
-				res = stampResult(r, res)
+			res, err := g.answerCall(ctx, r, func(res *mcp.CallToolResult) *mcp.CallToolResult { return stampResult(r, res) })
+			if err != nil {
+				return nil, err // not a typed nil
 			}
-			end(res, err)
-			return res, err
+			return res, nil
 		case *mcp.ServerRequest[*mcp.SetLoggingLevelParams]: //nolint:staticcheck // logging is deprecated in 2026-07-28, and still served
 			g.noteLogLevel(r)
 		}
@@ -125,6 +123,19 @@ func (g *Gateway) setCacheable(c *mcp.Cacheable) {
 	if g.opts.Auth != nil {
 		c.CacheScope = "private"
 	}
+}
+
+// answerCall answers a tools/call that is not task-augmented, for the SDK's
+// middleware and for serveFastCall alike: its server span, the call, and
+// stamp, which sets what the client's era needs of the result.
+func (g *Gateway) answerCall(ctx context.Context, r *mcp.CallToolRequest, stamp func(*mcp.CallToolResult) *mcp.CallToolResult) (*mcp.CallToolResult, error) {
+	ctx, end := g.serverSpan(ctx, r, "tools/call", r.Params.Name)
+	res, err := g.callTool(withCallRequest(ctx, r), r)
+	if err == nil {
+		res = stamp(res)
+	}
+	end(res, err)
+	return res, err
 }
 
 // callTool is the one funnel of every tool call: it decides the call

@@ -453,6 +453,15 @@ func stampResult(req *mcp.CallToolRequest, res *mcp.CallToolResult) *mcp.CallToo
 	if ip := req.Session.InitializeParams(); ip != nil && ip.ProtocolVersion < modernProtocol {
 		return res
 	}
+	return stampComplete(res)
+}
+
+// stampComplete is stampResult for a request known to be of the
+// 2026-07-28 era.
+func stampComplete(res *mcp.CallToolResult) *mcp.CallToolResult {
+	if res == nil || res.NeedsInput() {
+		return res
+	}
 	out := completeStamp
 	src, dst := reflect.ValueOf(res).Elem(), reflect.ValueOf(&out).Elem()
 	for i := range src.NumField() {

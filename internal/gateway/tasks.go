@@ -77,23 +77,19 @@ const (
 // whatever a client sent.
 const taskHeader = "Toolplane-Gateway-Task"
 
-type taskBodyKey struct{}
-
 // markTaskRequest is serveBounded's note of a task request: a tools/call's
-// params.task in taskHeader, and a tasks/* request's body in r's context
-// for serveTaskMethod. params are the request's params as the SDK decoded
-// them; their keys are matched exactly, as the SDK matches them.
-func markTaskRequest(r *http.Request, method string, params json.RawMessage, body []byte) *http.Request {
+// params.task in taskHeader. params are the request's params as the SDK
+// decoded them; their keys are matched exactly, as the SDK matches them.
+func markTaskRequest(r *http.Request, method string, params json.RawMessage) {
 	r.Header.Del(taskHeader)
-	switch {
-	case method == "tools/call" && bytes.Contains(params, []byte(`"task"`)):
+	if method == "tools/call" && bytes.Contains(params, []byte(`"task"`)) {
 		var p map[string]json.RawMessage
 		if json.Unmarshal(params, &p) != nil {
-			return r
+			return
 		}
 		var task map[string]json.RawMessage
 		if json.Unmarshal(p["task"], &task) != nil || task == nil {
-			return r
+			return
 		}
 		v := "-"
 		var ttl *float64
@@ -101,10 +97,7 @@ func markTaskRequest(r *http.Request, method string, params json.RawMessage, bod
 			v = strconv.FormatInt(int64(min(*ttl, math.MaxInt64/2)), 10)
 		}
 		r.Header.Set(taskHeader, v)
-	case strings.HasPrefix(method, "tasks/"):
-		r = r.WithContext(context.WithValue(r.Context(), taskBodyKey{}, body))
 	}
-	return r
 }
 
 // taskRequested returns the ttl a task-augmented tools/call asks for (zero:
@@ -463,13 +456,8 @@ func asRPCError(err error, target **jsonrpc.Error) bool { return errors.As(err, 
 // serveTaskMethod answers a tasks/* request that serveBounded noted, and
 // reports whether it did.
 func (g *Gateway) serveTaskMethod(w http.ResponseWriter, r *http.Request) bool {
-	body, _ := r.Context().Value(taskBodyKey{}).([]byte)
-	if body == nil {
-		return false
-	}
-	msg, err := jsonrpc.DecodeMessage(body)
-	req, ok := msg.(*jsonrpc.Request)
-	if err != nil || !ok || !req.IsCall() {
+	req := noteOf(r).req
+	if req == nil || !req.IsCall() {
 		return false
 	}
 	switch req.Method {

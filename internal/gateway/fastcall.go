@@ -1,0 +1,430 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"mime"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The fast path answers the hot request, one stateless tools/call, from the
+// table without the SDK's stateless session: the SDK decodes such a request
+// about fourteen times, each with a fresh 32 KiB decoder buffer, and the
+// garbage was 40% of a replica's CPU. It answers through the same funnel as
+// the SDK's middleware (answerCall: decision, limits, audit, auth, circuit,
+// tracing, Txn-Token), and writes what the SDK would write: the status,
+// the header, and the body, byte for byte (fastcall_test.go compares them).
+//
+// It takes only the requests for which that is certain, and leaves every
+// other to the SDK: a request the SDK would refuse (a header, the
+// protocol version, the _meta triple of 2026-07-28), one that asks for
+// anything that needs the SDK's session or stream (a progress token, a log
+// level, a client that can answer elicitation or sampling, a task,
+// input responses), a params member it does not know, or a spelling the
+// SDK's decoder would read otherwise (keys are matched exactly, as the
+// SDK's decoder matches them; a key twice goes to the SDK).
+
+// fastProtocols are the protocol versions the fast path answers: the
+// stateless era, and the 2025 versions that a client sends on a stateless
+// call after its initialize. The SDK supports each (an older one, or no
+// header, goes to it).
+var fastProtocols = map[string]bool{modernProtocol: true, "2025-11-25": true, "2025-06-18": true}
+
+// Keys of params._meta the SDK reads.
+const (
+	metaPrefix        = "io.modelcontextprotocol/"
+	metaProgressToken = "progressToken"
+)
+
+// fastCall is the tools/call the fast path takes, as serveFastCall read it.
+type fastCall struct {
+	id     jsonrpc.ID
+	params *mcp.CallToolParamsRaw
+	modern bool
+}
+
+// serveFastCall answers r if it is a tools/call the fast path takes (see
+// above), and reports whether it did. serveMCP calls it for the requests
+// that would go to the stateless handler.
+func (g *Gateway) serveFastCall(w http.ResponseWriter, r *http.Request) bool {
+	if g.noFastCall.Load() {
+		return false
+	}
+	fc := g.fastCallOf(r)
+	if fc == nil {
+		return false
+	}
+	g.fastCalls.Add(1)
+	req := &mcp.CallToolRequest{Params: fc.params, Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}}
+	stamp := func(res *mcp.CallToolResult) *mcp.CallToolResult { return res }
+	if fc.modern {
+		stamp = stampComplete
+	}
+	// As the SDK's session: a 2026-07-28 call ends when its request does
+	// (PropagateRequestCancellation); a 2025 one runs on to its answer,
+	// since the SDK's stateless session waits for its calls as it closes.
+	ctx := r.Context()
+	if !fc.modern {
+		ctx = context.WithoutCancel(ctx)
+	}
+	ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
+	res, err := g.answerCall(ctx, req, stamp)
+	resp := &jsonrpc.Response{ID: fc.id}
+	if err != nil {
+		resp.Error = err
+	} else {
+		if fc.modern {
+			g.annotateServerInfo(res)
+		}
+		raw, merr := marshalResult(res)
+		if merr != nil {
+			// As the SDK's connection does with a result it cannot encode.
+			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result failed"}
+		}
+		resp.Result = raw
+	}
+	data, err := jsonrpc.EncodeMessage(resp)
+	if err != nil {
+		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the answer failed"}})
+	}
+	// The SDK's header of a POST that carries a call, and its SEP-2575
+	// status of a protocol-level error; any other answer is one SSE
+	// message event.
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "text/event-stream")
+	h.Set("Connection", "keep-alive")
+	if status := errorStatus(fc.modern, resp.Error); status != 0 {
+		h.Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(data)
+		return true
+	}
+	b := make([]byte, 0, len("event: message\ndata: \n\n")+len(data))
+	b = append(b, "event: message\ndata: "...)
+	b = append(b, data...)
+	b = append(b, "\n\n"...)
+	// Unlike the SDK, no flush: the event is the whole answer, and the
+	// server writes it as the handler returns, in one write with a
+	// Content-Length rather than two chunked ones (a tenth of a replica's
+	// CPU in make bench-gateway's profile).
+	_, _ = w.Write(b)
+	return true
+}
+
+// fastCallOf returns r's tools/call if the fast path takes it, else nil.
+func (g *Gateway) fastCallOf(r *http.Request) *fastCall {
+	h := r.Header
+	switch {
+	case r.Method != http.MethodPost, h.Get("Mcp-Session-Id") != "", len(h.Values("Last-Event-ID")) > 0:
+		return nil
+	case !g.opts.AllowAnyHostOnLoopback && hostRefused(r):
+		return nil
+	}
+	pv := h.Get("Mcp-Protocol-Version")
+	if !fastProtocols[pv] || baseMediaType(h.Get("Content-Type")) != "application/json" || !acceptsJSONAndStream(h.Values("Accept")) {
+		return nil
+	}
+	req := noteOf(r).req
+	if req == nil || !req.IsCall() || req.Method != "tools/call" || len(req.Params) == 0 || req.Params[0] != '{' {
+		return nil
+	}
+	modern := pv >= modernProtocol
+	p, ok := fastParams(req.Params, pv, modern)
+	if !ok || p.Name == placeholderTool("").Name {
+		return nil
+	}
+	// An absent Mcp-Name is refused by the SDK even for the name "".
+	if modern && (h.Get("Mcp-Method") != req.Method || p.Name == "" || h.Get("Mcp-Name") != p.Name) {
+		return nil // the SDK's standard headers' check answers
+	}
+	return &fastCall{id: req.ID, params: p, modern: modern}
+}
+
+// fastParams reads the params of a tools/call: name, arguments (an
+// object) and _meta, each at most once and spelled exactly; ok is false for
+// anything else, or for a _meta that the SDK acts on (see metaFast).
+func fastParams(raw json.RawMessage, pv string, modern bool) (*mcp.CallToolParamsRaw, bool) {
+	members, ok := objectMembers(raw, 3) // name, arguments, _meta
+	if !ok {
+		return nil, false
+	}
+	p := &mcp.CallToolParamsRaw{}
+	// A 2026-07-28 call must carry its _meta triple.
+	named, metaOK := false, !modern
+	for _, m := range members {
+		switch m.key {
+		case "name":
+			name, ok := plainString(m.value)
+			if !ok {
+				return nil, false
+			}
+			p.Name, named = name, true
+		case "arguments":
+			if m.value[0] != '{' {
+				return nil, false
+			}
+			p.Arguments = m.value
+		case "_meta":
+			if m.value[0] != '{' {
+				return nil, false
+			}
+			var meta map[string]any
+			if json.Unmarshal(m.value, &meta) != nil || !metaFast(meta, pv, modern) {
+				return nil, false
+			}
+			p.Meta, metaOK = meta, true
+		default:
+			return nil, false
+		}
+	}
+	return p, named && metaOK
+}
+
+// metaFast reports whether a call's _meta leaves the SDK nothing to do
+// that the fast path does not: no progress token (the relay's), and of the
+// SDK's own keys, in the 2025 era none, in 2026-07-28 the protocol version
+// of the header, a plain clientInfo, and clientCapabilities without
+// elicitation or sampling (the relay's) that the SDK decodes.
+func metaFast(meta map[string]any, pv string, modern bool) bool {
+	if _, ok := meta[metaProgressToken]; ok {
+		return false
+	}
+	for k := range meta {
+		if !strings.HasPrefix(k, metaPrefix) {
+			continue
+		}
+		switch k {
+		case mcp.MetaKeyProtocolVersion, mcp.MetaKeyClientInfo, mcp.MetaKeyClientCapabilities:
+			if modern {
+				continue
+			}
+		}
+		return false
+	}
+	if !modern {
+		return true
+	}
+	if v, ok := meta[mcp.MetaKeyProtocolVersion].(string); !ok || v != pv {
+		return false
+	}
+	if ci, present := meta[mcp.MetaKeyClientInfo]; present && !plainObject(ci, "name", "title", "description", "version", "websiteUrl") {
+		return false
+	}
+	caps, ok := meta[mcp.MetaKeyClientCapabilities].(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, v := range caps {
+		switch k {
+		case "experimental", "extensions":
+			if _, ok := v.(map[string]any); !ok {
+				return false
+			}
+		case "roots":
+			if !plainRoots(v) {
+				return false
+			}
+		default:
+			return false // elicitation, sampling, or one the fast path does not know
+		}
+	}
+	return true
+}
+
+// plainObject reports whether v is an object of string members with keys
+// among keys.
+func plainObject(v any, keys ...string) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, x := range m {
+		if _, ok := x.(string); !ok || !contains(keys, k) {
+			return false
+		}
+	}
+	return true
+}
+
+func plainRoots(v any) bool {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return false
+	}
+	for k, x := range m {
+		if _, ok := x.(bool); !ok || k != "listChanged" {
+			return false
+		}
+	}
+	return true
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+type member struct {
+	key   string
+	value json.RawMessage
+}
+
+// objectMembers returns the members of the JSON object raw, in order,
+// with keys spelled as sent; ok is false if raw is not an object, has a
+// key twice, or has more than max members. max is the number of keys the
+// caller knows (a member past them is one it leaves to the SDK anyway):
+// without it, finding repeated keys among the many members of a hostile
+// request would cost time quadratic in its size (seconds of CPU for
+// 256 KiB).
+func objectMembers(raw json.RawMessage, max int) ([]member, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil, false
+	}
+	var out []member
+	for dec.More() {
+		start := dec.InputOffset()
+		t, err := dec.Token()
+		if err != nil || len(out) == max {
+			return nil, false
+		}
+		// The key as sent: without escapes, which decoders read alike.
+		key, ok := plainString(bytes.Trim(raw[start:dec.InputOffset()], " \t\r\n,:"))
+		if k, _ := t.(string); !ok || k != key {
+			return nil, false
+		}
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil || len(v) == 0 {
+			return nil, false
+		}
+		for _, m := range out {
+			if m.key == key {
+				return nil, false
+			}
+		}
+		out = append(out, member{key: key, value: v})
+	}
+	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	return out, true
+}
+
+// plainString returns the JSON string raw if it has no escapes and only
+// printable ASCII: a tool name, read alike by every decoder.
+func plainString(raw json.RawMessage) (string, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return "", false
+	}
+	s := raw[1 : len(raw)-1]
+	for _, c := range s {
+		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	return string(s), true
+}
+
+// annotateServerInfo sets the server's identity in a 2026-07-28 result's
+// _meta, as the SDK does to every result of that era.
+func (g *Gateway) annotateServerInfo(res *mcp.CallToolResult) {
+	if res == nil {
+		return
+	}
+	if res.Meta == nil {
+		res.Meta = mcp.Meta{}
+	}
+	if _, ok := res.Meta[mcp.MetaKeyServerInfo]; !ok {
+		res.Meta[mcp.MetaKeyServerInfo] = g.impl
+	}
+}
+
+// marshalResult encodes res as the SDK's connection does: without HTML
+// escaping.
+func marshalResult(res *mcp.CallToolResult) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(res); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// errorStatus is the HTTP status SEP-2575 gives a protocol-level error in
+// the 2026-07-28 era, as the SDK maps them; 0 for an SSE answer.
+func errorStatus(modern bool, err error) int {
+	var jerr *jsonrpc.Error
+	if !modern || !errors.As(err, &jerr) {
+		return 0
+	}
+	switch jerr.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeInvalidParams, mcp.CodeUnsupportedProtocolVersion, mcp.CodeMissingRequiredClientCapabilities:
+		return http.StatusBadRequest
+	}
+	return 0
+}
+
+// hostRefused reports whether the SDK's DNS rebinding protection would
+// refuse r: a request to a loopback address whose Host is not loopback.
+func hostRefused(r *http.Request) bool {
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	return ok && a != nil && isLoopback(a.String()) && !isLoopback(r.Host)
+}
+
+// isLoopback is the SDK's test of a loopback address or host.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = strings.Trim(addr, "[]")
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+func baseMediaType(v string) string {
+	t, _, err := mime.ParseMediaType(v)
+	if err != nil {
+		return ""
+	}
+	return t
+}
+
+// acceptsJSONAndStream is the SDK's test of a POST's Accept: it must take
+// both JSON and an event stream.
+func acceptsJSONAndStream(values []string) bool {
+	var jsonOK, streamOK bool
+	for _, value := range values {
+		for _, raw := range strings.Split(value, ",") {
+			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	return jsonOK && streamOK
+}
