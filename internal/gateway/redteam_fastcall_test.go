@@ -18,7 +18,7 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
-// Attacks on the fast path of tools/call (fastcall.go, envelope.go) by a
+// Attacks on the fast path of tools/call (fastcall.go) by a
 // hostile caller and a hostile workload. Each compares the fast path with
 // the SDK's (gateway.SetFastCall), or holds it to a bound.
 
@@ -202,7 +202,7 @@ func TestRedteamEmptyNameWithoutMcpNameIsRefusedAsByTheSDK(t *testing.T) {
 	}
 }
 
-// hostileCalls are requests spelled to make envelope.go and the fast path
+// hostileCalls are requests spelled to make the fast path
 // read otherwise than the SDK: ids, escapes, repeats, trailing data,
 // nesting at the bounds, encodings, headers and _meta of each era.
 func hostileCalls() []rawCall {
