@@ -19,7 +19,8 @@ import (
 // This file holds what the publisher does for the admin ceilings that need
 // the whole cluster's view: the budget in force (the flags, capped at what
 // the table can hold, and the compressed ceiling learnt from a table that
-// did not fit), which ownership.Index decides with the rule; the sizes and
+// did not fit, stepped by ownership.Tighten and ownership.Relax), which
+// ownership.Index decides with the rule; the sizes and
 // compressed weights of the entries it weighs; and the table writes that
 // fail anyway.
 

@@ -19,8 +19,10 @@ import (
 // This file holds the publisher's side of claims: the tools each ToolSet
 // offers, serialised under p.mu into the ownership index
 // (ownership.Index), which keeps the ledger as the rule and the budget
-// decide it; the publisher writes what it says changed (a table to write,
-// ToolSets to tell) and logs and counts it.
+// decide it, and into the restore window (ownership.Window), which holds
+// hand-overs after a start until every ToolSet has spoken; the publisher
+// writes what they say changed (a table to write, ToolSets to tell), times
+// the window's bound, and logs and counts it.
 
 // claim is what one ToolSet offers.
 type claim struct {
