@@ -183,15 +183,13 @@ type TablePublisher struct {
 	ledger ownership.Ledger
 	// policiesSet: SetPolicies was called at least once.
 	policiesSet bool
-	// awaiting are the ToolSets that existed at start and have not been
-	// heard from since. While restoring, restored entries are kept for them
-	// and a name without an owner is handed out only once they all have
-	// spoken. While holdWrites, the table could not be read back and nothing
-	// is written until then.
-	awaiting   map[types.NamespacedName]struct{}
-	restoring  bool
-	holdWrites bool
-	pending    map[types.NamespacedName]struct{}
+	// window is the restore window (see ownership.Window): while it is
+	// open, restored entries are kept for the ToolSets not heard from since
+	// start and a name without an owner is handed out only once they all
+	// have spoken; while it holds writes, the table could not be read back
+	// and nothing is written until then.
+	window  ownership.Window
+	pending map[types.NamespacedName]struct{}
 	// inTable is the table readers see: for every name of the table last
 	// stored (or read back at start), the ToolSet its entry names, with
 	// that ToolSet's UID. A verdict Owned is Published in status only once
@@ -226,7 +224,6 @@ func (p *TablePublisher) init() {
 		p.index.Budget, p.index.Hold, p.index.Now = p.budget, p.holds, p.clock
 		p.index.Weigh = func(ts types.NamespacedName, i int) int64 { return p.claims[ts].encodedWeight(i) }
 		p.ledger = p.index.Ledger()
-		p.awaiting = make(map[types.NamespacedName]struct{})
 		p.pending = make(map[types.NamespacedName]struct{})
 		p.inTable = make(map[string]storedOwner)
 		p.unwritten = make(map[types.NamespacedName]struct{})
@@ -558,7 +555,7 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 func (p *TablePublisher) tableTools() ([]*spec.TableTool, []spec.TableRecord, bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.holdWrites {
+	if p.window.HoldsWrites() {
 		return nil, nil, false
 	}
 	owned := make([]*spec.TableTool, 0, len(p.ledger))

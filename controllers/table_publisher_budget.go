@@ -19,7 +19,8 @@ import (
 // This file holds what the publisher does for the admin ceilings that need
 // the whole cluster's view: the budget in force (the flags, capped at what
 // the table can hold, and the compressed ceiling learnt from a table that
-// did not fit), which ownership.Index decides with the rule; the sizes and
+// did not fit, stepped by ownership.Tighten and ownership.Relax), which
+// ownership.Index decides with the rule; the sizes and
 // compressed weights of the entries it weighs; and the table writes that
 // fail anyway.
 
@@ -77,27 +78,24 @@ func (p *TablePublisher) encodedCeilingName() string {
 		p.maxParts(), p.maxParts()-1, spec.MaxTableChunkBytes)
 }
 
-// tighten lowers the compressed ceiling after a table did not fit: to the
-// first estimate, then by a sixth of what the last table kept.
+// tighten lowers the compressed ceiling after a table did not fit (see
+// ownership.Tighten).
 func (p *TablePublisher) tighten() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.encodedCeiling <= 0 {
-		p.encodedCeiling = p.encodedCapacity()
-	} else {
-		_, kept := p.index.Encoded()
-		p.encodedCeiling = max(min(p.encodedCeiling, kept)*5/6, 1)
-	}
+	_, kept := p.index.Encoded()
+	p.encodedCeiling = ownership.Tighten(p.encodedCeiling, p.encodedCapacity(), kept)
 	p.rebudgetLocked()
 }
 
 // relax drops the compressed ceiling once a table was written that it did
-// not bind: the pressure is gone, and tables are weighed no more.
+// not bind (see ownership.Relax).
 func (p *TablePublisher) relax() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if bound, _ := p.index.Encoded(); p.encodedCeiling > 0 && !bound {
-		p.encodedCeiling = 0
+	bound, _ := p.index.Encoded()
+	if c := ownership.Relax(p.encodedCeiling, bound); c != p.encodedCeiling {
+		p.encodedCeiling = c
 		p.rebudgetLocked()
 	}
 }

@@ -19,8 +19,10 @@ import (
 // This file holds the publisher's side of claims: the tools each ToolSet
 // offers, serialised under p.mu into the ownership index
 // (ownership.Index), which keeps the ledger as the rule and the budget
-// decide it; the publisher writes what it says changed (a table to write,
-// ToolSets to tell) and logs and counts it.
+// decide it, and into the restore window (ownership.Window), which holds
+// hand-overs after a start until every ToolSet has spoken; the publisher
+// writes what they say changed (a table to write, ToolSets to tell), times
+// the window's bound, and logs and counts it.
 
 // claim is what one ToolSet offers.
 type claim struct {
@@ -262,11 +264,7 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	// that was claimed first while the old leader had not written it yet:
 	// a name without an owner changes hands only once they all have spoken,
 	// so that it goes by creation time, not by who is reconciled first.
-	for ts := range exists {
-		p.awaiting[ts] = struct{}{}
-	}
-	p.restoring = len(p.awaiting) > 0
-	p.holdWrites = unreadable && p.restoring
+	p.window.Open(maps.Keys(exists), unreadable)
 	// A name under two ToolSets (a table not written by one leader) goes by
 	// the rule, not by the order of the entries.
 	// The records the table kept, by name, of the entries kept.
@@ -308,7 +306,7 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 		tools = len(table.Tools)
 	}
 	ctrl.LoggerFrom(ctx).Info("Read back the tool table", "tools", tools, "toolSets", len(restored), "droppedTools", dropped,
-		"awaiting", len(p.awaiting))
+		"awaiting", p.window.Awaiting())
 }
 
 // release drops every claim of toolSet and hands its names over; actor is the
@@ -368,8 +366,11 @@ func (p *TablePublisher) clock() time.Time {
 // holds reports whether a name without an owner must wait: during the
 // restore window, and until the policies are known if they are awaited.
 func (p *TablePublisher) holds() bool {
-	return p.restoring || (p.WaitForPolicies && !p.policiesSet)
+	return p.restoring() || (p.WaitForPolicies && !p.policiesSet)
 }
+
+// restoring reports whether the restore window is open. p.mu is held.
+func (p *TablePublisher) restoring() bool { return p.window.Restoring() }
 
 // verdicts returns the rule's verdict on every name toolSet claims.
 func (p *TablePublisher) verdicts(toolSet types.NamespacedName) map[string]ownership.Verdict {
@@ -383,11 +384,7 @@ func (p *TablePublisher) offered(toolSet types.NamespacedName) {
 	if c := p.claims[toolSet]; c != nil {
 		c.restored = false
 	}
-	if _, ok := p.awaiting[toolSet]; !ok {
-		return
-	}
-	delete(p.awaiting, toolSet)
-	if len(p.awaiting) == 0 && p.restoring {
+	if p.window.Heard(toolSet) {
 		p.endRestoreLocked()
 	}
 }
@@ -403,7 +400,7 @@ func (p *TablePublisher) pruneAwaiting(ctx context.Context) {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	for ts := range p.awaiting {
+	for _, ts := range p.window.Unheard() {
 		if _, ok := exists[ts]; !ok {
 			p.offered(ts)
 		}
@@ -415,26 +412,28 @@ func (p *TablePublisher) pruneAwaiting(ctx context.Context) {
 func (p *TablePublisher) endRestore(ctx context.Context) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.restoring {
+	if !p.restoring() {
 		return
 	}
 	log := ctrl.LoggerFrom(ctx)
-	for _, ts := range slices.SortedFunc(maps.Keys(p.awaiting), compareNamespacedName) {
+	unheard := p.window.Unheard()
+	for _, ts := range unheard {
 		if c := p.claims[ts]; c != nil && c.restored {
 			log.Info("Dropped restored tools of a ToolSet that did not offer in time", "toolSet", ts, "tools", len(c.tools))
 			p.release(ts, types.NamespacedName{})
 		}
 	}
-	if len(p.awaiting) > 0 {
-		log.Info("The restore window ended before every ToolSet was heard from", "awaiting", len(p.awaiting))
+	if len(unheard) > 0 {
+		log.Info("The restore window ended before every ToolSet was heard from", "awaiting", len(unheard))
 	}
+	p.window.Close()
 	p.endRestoreLocked()
 	setConflictsMetric(p.index.Conflicts())
 }
 
+// endRestoreLocked hands over the names that waited for the restore
+// window, which has just closed. p.mu is held.
 func (p *TablePublisher) endRestoreLocked() {
-	clear(p.awaiting)
-	p.restoring, p.holdWrites = false, false
 	p.index.Settle()
 	p.rebudgetLocked()
 	p.kickLocked()

@@ -849,7 +849,7 @@ var _ = Describe("The table publisher", func() {
 			Eventually(func() bool {
 				p2.TablePublisher.mu.Lock()
 				defer p2.TablePublisher.mu.Unlock()
-				return p2.restoring
+				return p2.restoring()
 			}).Should(BeFalse())
 			Expect(p2.offer(ctx, rival, rivalAt, entry(rival, "x", "x"))).To(HaveKeyWithValue("x", a))
 			Eventually(publishedNames).WithArguments(ctx, ns).Should(Equal(map[string]string{"x": a.String()}))

@@ -68,7 +68,7 @@ var _ = Describe("A ToolSet's status and the table readers see", func() {
 		Eventually(func() bool {
 			publisher.mu.Lock()
 			defer publisher.mu.Unlock()
-			return publisher.policiesSet && !publisher.restoring
+			return publisher.policiesSet && !publisher.restoring()
 		}).Should(BeTrue())
 		ns := newNamespace(ctx)
 		release := holdTableWrites(ctx)

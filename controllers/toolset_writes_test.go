@@ -35,7 +35,7 @@ var _ = Describe("The ToolSet reconciler's API writes", func() {
 		Eventually(func() bool {
 			publisher.mu.Lock()
 			defer publisher.mu.Unlock()
-			return publisher.policiesSet && !publisher.restoring
+			return publisher.policiesSet && !publisher.restoring()
 		}).Should(BeTrue())
 		w := newWorkload(tool("once_a"))
 		createReadyPod(ctx, ns, "once-0", map[string]string{"app": "once"}, w.port())

@@ -274,3 +274,25 @@ func (b Budget) Fits(t Totals, e Entry) (Denial, bool) {
 	}
 	return Denial{}, true
 }
+
+// Tighten returns the compressed ceiling (Budget.MaxEncodedBytes) to try
+// after a table did not fit under ceiling (zero: none yet): capacity, the
+// first estimate of what fits, then a sixth less than the lower of ceiling
+// and kept, the encoded weight the last table kept; never below 1. So
+// every table tried weighs less than the last.
+func Tighten(ceiling, capacity, kept int64) int64 {
+	if ceiling <= 0 {
+		return capacity
+	}
+	return max(min(ceiling, kept)*5/6, 1)
+}
+
+// Relax returns the compressed ceiling once a table was written: none
+// (zero) if the ceiling did not bind it, for the pressure is gone; ceiling
+// as it is otherwise.
+func Relax(ceiling int64, bound bool) int64 {
+	if !bound {
+		return 0
+	}
+	return ceiling
+}

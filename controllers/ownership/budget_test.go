@@ -133,3 +133,47 @@ func TestBudgetApplyEncoded(t *testing.T) {
 		t.Fatalf("denied %v, want %v", got, want)
 	}
 }
+
+// TestTightenRelax checks the compressed ceiling's steps: the first table
+// that does not fit tries the capacity, every later one a sixth less than
+// the lower of the ceiling and what the last table kept, never below 1;
+// a written table the ceiling did not bind drops it.
+func TestTightenRelax(t *testing.T) {
+	for _, c := range []struct{ ceiling, capacity, kept, want int64 }{
+		{0, 6000, 9000, 6000},
+		{0, 6000, 0, 6000},
+		{6000, 6000, 9000, 5000},
+		{6000, 6000, 3000, 2500},
+		{5, 6000, 5, 4},
+		{1, 6000, 1, 1},
+		{2, 6000, 0, 1},
+	} {
+		if got := Tighten(c.ceiling, c.capacity, c.kept); got != c.want {
+			t.Errorf("Tighten(%d, %d, %d) = %d, want %d", c.ceiling, c.capacity, c.kept, got, c.want)
+		}
+	}
+	// Tightening from any ceiling, whatever was kept, reaches 1 in a
+	// bounded number of steps, each lower than the last.
+	for _, kept := range []int64{1 << 40, 1 << 20, 7} {
+		ceiling, steps := Tighten(0, 1<<30, kept), 0
+		for ceiling > 1 {
+			next := Tighten(ceiling, 1<<30, kept)
+			if next >= ceiling {
+				t.Fatalf("Tighten(%d, _, %d) = %d: not lower", ceiling, kept, next)
+			}
+			ceiling, steps = next, steps+1
+		}
+		if steps > 120 {
+			t.Fatalf("kept %d: %d steps to 1", kept, steps)
+		}
+	}
+	for _, c := range []struct {
+		ceiling int64
+		bound   bool
+		want    int64
+	}{{0, false, 0}, {0, true, 0}, {500, false, 0}, {500, true, 500}} {
+		if got := Relax(c.ceiling, c.bound); got != c.want {
+			t.Errorf("Relax(%d, %v) = %d, want %d", c.ceiling, c.bound, got, c.want)
+		}
+	}
+}

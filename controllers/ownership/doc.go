@@ -1,7 +1,9 @@
 // Package ownership holds the rule that decides which ToolSet owns each
-// published tool name (DESIGN §4). It is a pure function of its inputs, with
-// no API server and no clock: the table publisher gathers the claims, the
-// current owners and the policies, asks the rule, and writes the outcome.
+// published tool name (DESIGN §4), and the decision state the table
+// publisher keeps around it (the index, the restore window, the compressed
+// ceiling). It is a pure function of its inputs, with no API server and no
+// clock: the table publisher gathers the claims, the current owners and the
+// policies, asks the rule, and writes the outcome.
 //
 // # The rule
 //
@@ -63,4 +65,18 @@
 // (see spec.TableLedgerChunkKey), so that [Restore] keeps them. The table readers
 // see lags the ledger by the publisher's debounce: a verdict Owned is
 // shown Published only once the table has the name.
+//
+// # The restore window
+//
+// [Window] is what a start or a failover holds while the table read back
+// is the ledger and not every ToolSet has spoken: [Window.Open] on the
+// ToolSets that exist, [Window.Heard] as each offers, retains or
+// withdraws (the last one closes it), [Window.Close] when its bound has
+// passed. While it is [Window.Restoring] it is the Index's Hold, and
+// [Window.HoldsWrites] says whether the table, unreadable at start, must
+// not be written yet. The publisher times the bound, drops the restored
+// entries of [Window.Unheard] at it, and settles the names that waited.
+// [Tighten] and [Relax] step the compressed ceiling (Budget.MaxEncodedBytes)
+// the publisher learns from tables that did not fit. Like the rest, they
+// hold no client, no lock and no clock of their own.
 package ownership
