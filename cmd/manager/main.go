@@ -179,6 +179,9 @@ func main() {
 				// Every Service, to refuse those a ToolSet names that could
 				// route outside its namespace; only their type and selector.
 				&corev1.Service{}: {Transform: controllers.TrimServiceForCache},
+				// Every ToolSet, without its managed fields and kubectl's
+				// last-applied copy of its spec.
+				&v1alpha1.ToolSet{}: {Transform: controllers.TrimToolSetForCache},
 			},
 			DefaultTransform: cache.TransformStripManagedFields(),
 			// Nil, every namespace; otherwise ToolSets and Pods are cached

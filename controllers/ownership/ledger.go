@@ -112,10 +112,21 @@ type Decision struct {
 func Decide(prev Ledger, in Input) Decision {
 	r := in.Rule
 	type weight struct{ bytes, encoded int64 }
-	contests := map[string]*Contest{}
-	weights := map[string]map[types.NamespacedName]weight{}
-	uids := map[types.NamespacedName]types.UID{}
-	created := map[types.NamespacedName]time.Time{}
+	// claim is one claimant's claim of one name: the weights are in one
+	// map of them, not a map per name, which at 50,000 names was most of
+	// what a decision allocates.
+	type claim struct {
+		name    string
+		toolSet types.NamespacedName
+	}
+	n := 0
+	for _, cl := range in.Claims {
+		n += len(cl.Names)
+	}
+	contests := make(map[string]*Contest, n)
+	weights := make(map[claim]weight, n)
+	uids := make(map[types.NamespacedName]types.UID, len(in.Claims))
+	created := make(map[types.NamespacedName]time.Time, len(in.Claims))
 	for _, cl := range in.Claims {
 		uids[cl.ToolSet], created[cl.ToolSet] = cl.UID, cl.Created
 		for i, name := range cl.Names {
@@ -132,11 +143,6 @@ func Decide(prev Ledger, in Input) Decision {
 				claimant.Denied = &d
 			}
 			c.Claimants.Set(cl.ToolSet, claimant)
-			w := weights[name]
-			if w == nil {
-				w = map[types.NamespacedName]weight{}
-				weights[name] = w
-			}
 			var wt weight
 			if i < len(cl.Bytes) {
 				wt.bytes = cl.Bytes[i]
@@ -144,7 +150,7 @@ func Decide(prev Ledger, in Input) Decision {
 			if i < len(cl.Encoded) {
 				wt.encoded = cl.Encoded[i]
 			}
-			w[cl.ToolSet] = wt
+			weights[claim{name, cl.ToolSet}] = wt
 		}
 	}
 	names := slices.Sorted(maps.Keys(contests))
@@ -191,7 +197,7 @@ func Decide(prev Ledger, in Input) Decision {
 			if !o.Owned() {
 				continue
 			}
-			w := weights[name][o.Owner]
+			w := weights[claim{name, o.Owner}]
 			out = append(out, Entry{Name: name, ToolSet: o.Owner, Created: created[o.Owner], Bytes: w.bytes, Encoded: w.encoded,
 				Kept: before[name].Owner == o.Owner})
 		}
@@ -262,7 +268,7 @@ func Decide(prev Ledger, in Input) Decision {
 				}
 				return 1
 			}) {
-				w := weights[name][ts]
+				w := weights[claim{name, ts}]
 				e := Entry{Name: name, ToolSet: ts, Created: created[ts], Bytes: w.bytes, Encoded: w.encoded}
 				dn, ok := in.Budget.Fits(t, e)
 				if !ok {
@@ -290,7 +296,7 @@ func Decide(prev Ledger, in Input) Decision {
 		for name, denied := range over {
 			c := contests[name]
 			for ts := range denied {
-				w := weights[name][ts]
+				w := weights[claim{name, ts}]
 				dn, _ := in.Budget.Fits(t, Entry{Name: name, ToolSet: ts, Created: created[ts], Bytes: w.bytes, Encoded: w.encoded})
 				denied[ts] = dn
 				cl, _ := c.Claimants.Get(ts)

@@ -179,6 +179,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	step("Waiting for %d tools in the table and %d ToolSets Ready", c.toolSets*c.tools, c.toolSets)
 	converged, err := w.waitConverged(ctx, c, lastCreated, mgr)
 	if err != nil {
+		reportUnconverged(ctx, mgr, pprofAddr, c.workDir)
 		return res, err
 	}
 	res.convergence = converged.Sub(lastCreated)
