@@ -69,11 +69,13 @@ type Entry struct {
 //   - Past MaxEncodedBytes, likewise by the entries' Encoded weights, among
 //     the entries left: the namespace whose tools compress worst pays.
 func (b Budget) Apply(entries []Entry) map[string]Denial {
-	denied, _ := b.apply(entries)
+	denied, _ := b.apply(slices.Clone(entries))
 	return denied
 }
 
 // apply is Apply, and reports whether MaxEncodedBytes denied any entry.
+// It sorts entries in place: the namespaces' entries are runs of it, not
+// copies in a map of them.
 func (b Budget) apply(entries []Entry) (map[string]Denial, bool) {
 	if b.MaxToolsPerNamespace <= 0 && b.MaxEncodedBytes <= 0 {
 		// The common case, on every write of the table: no cap per
@@ -86,15 +88,20 @@ func (b Budget) apply(entries []Entry) (map[string]Denial, bool) {
 			return map[string]Denial{}, false
 		}
 	}
-	byNS := map[string][]Entry{}
-	for _, e := range entries {
-		byNS[e.ToolSet.Namespace] = append(byNS[e.ToolSet.Namespace], e)
-	}
+	slices.SortFunc(entries, func(a, b Entry) int {
+		return cmp.Or(strings.Compare(a.ToolSet.Namespace, b.ToolSet.Namespace), claimOrder(a, b))
+	})
 	denied := map[string]Denial{}
 	q := &weights{}
 	var total int64
-	for ns, es := range byNS {
-		slices.SortFunc(es, claimOrder)
+	for len(entries) > 0 {
+		ns := entries[0].ToolSet.Namespace
+		end := 1
+		for end < len(entries) && entries[end].ToolSet.Namespace == ns {
+			end++
+		}
+		es := entries[:end:end]
+		entries = entries[end:]
 		if b.MaxToolsPerNamespace > 0 && len(es) > b.MaxToolsPerNamespace {
 			for _, e := range es[b.MaxToolsPerNamespace:] {
 				denied[e.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
@@ -113,9 +120,16 @@ func (b Budget) apply(entries []Entry) (map[string]Denial, bool) {
 		heap.Push(q, w)
 	}
 	if b.MaxTableBytes > 0 {
+		// One reason per namespace, not one formatted per denial.
+		reasons := map[string]Denial{}
 		trim(q, total, b.MaxTableBytes, func(e Entry) int64 { return e.Bytes }, func(e Entry, ns string) {
-			denied[e.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-				"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}
+			d, ok := reasons[ns]
+			if !ok {
+				d = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+					"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}
+				reasons[ns] = d
+			}
+			denied[e.Name] = d
 		})
 	}
 	encoded := false
@@ -131,10 +145,16 @@ func (b Budget) apply(entries []Entry) (map[string]Denial, bool) {
 		}
 		heap.Init(q)
 		ceiling := cmp.Or(b.EncodedCeiling, fmt.Sprintf("%d bytes compressed", b.MaxEncodedBytes))
+		reasons := map[string]Denial{}
 		trim(q, weight, b.MaxEncodedBytes, func(e Entry) int64 { return e.Encoded }, func(e Entry, ns string) {
 			encoded = true
-			denied[e.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-				"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}
+			d, ok := reasons[ns]
+			if !ok {
+				d = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+					"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}
+				reasons[ns] = d
+			}
+			denied[e.Name] = d
 		})
 	}
 	return denied, encoded

@@ -110,39 +110,56 @@ type Decision struct {
 // or names. The table publisher applies it incrementally, name by name as
 // claims change; its tests check that it agrees with Decide from scratch.
 func Decide(prev Ledger, in Input) Decision {
+	return decide(func(name string) (Record, bool) {
+		rec, ok := prev[name]
+		return rec, ok
+	}, len(prev), in, true)
+}
+
+// decide is Decide from the records prevOf returns (about sizeHint of
+// them), without the verdicts unless verdicts is set: the index asks for
+// none, and at 50,000 names they were a sixth of what a decision
+// allocates. Names, claims and their weights are held in slices indexed
+// by the name's place in sorted order, not in maps by name: a decision
+// under a budget that binds looks each up several times.
+func decide(prevOf func(string) (Record, bool), sizeHint int, in Input, verdicts bool) Decision {
 	r := in.Rule
 	type weight struct{ bytes, encoded int64 }
-	// claim is one claimant's claim of one name: the weights are in one
-	// map of them, not a map per name, which at 50,000 names was most of
-	// what a decision allocates.
-	type claim struct {
-		name    string
-		toolSet types.NamespacedName
-	}
 	n := 0
 	for _, cl := range in.Claims {
 		n += len(cl.Names)
 	}
-	contests := make(map[string]*Contest, n)
-	weights := make(map[claim]weight, n)
-	uids := make(map[types.NamespacedName]types.UID, len(in.Claims))
-	created := make(map[types.NamespacedName]time.Time, len(in.Claims))
+	// ids gives each name its place in names, sorted.
+	ids := make(map[string]int32, n)
+	names := make([]string, 0, n)
 	for _, cl := range in.Claims {
-		uids[cl.ToolSet], created[cl.ToolSet] = cl.UID, cl.Created
+		for _, name := range cl.Names {
+			if _, ok := ids[name]; !ok {
+				ids[name] = 0
+				names = append(names, name)
+			}
+		}
+	}
+	slices.Sort(names)
+	for j, name := range names {
+		ids[name] = int32(j)
+	}
+	// Each claim of a name, in flat slices: a claim f of name j is of
+	// claims[claimOf[f]], weighs weights[f], and the next claim of j is
+	// next[f] (-1 for none), from head[j].
+	var (
+		head    = make([]int32, len(names))
+		count   = make([]int32, len(names))
+		claimOf = make([]int32, 0, n)
+		weights = make([]weight, 0, n)
+		next    = make([]int32, 0, n)
+	)
+	for j := range head {
+		head[j] = -1
+	}
+	for k, cl := range in.Claims {
 		for i, name := range cl.Names {
-			c := contests[name]
-			if c == nil {
-				c = &Contest{Name: name, Hold: in.Hold}
-				if rec, ok := prev[name]; ok {
-					c.Owner = rec.Owner
-				}
-				contests[name] = c
-			}
-			claimant := Claimant{Created: cl.Created}
-			if d, ok := cl.Denied[name]; ok {
-				claimant.Denied = &d
-			}
-			c.Claimants.Set(cl.ToolSet, claimant)
+			j := ids[name]
 			var wt weight
 			if i < len(cl.Bytes) {
 				wt.bytes = cl.Bytes[i]
@@ -150,18 +167,73 @@ func Decide(prev Ledger, in Input) Decision {
 			if i < len(cl.Encoded) {
 				wt.encoded = cl.Encoded[i]
 			}
-			weights[claim{name, cl.ToolSet}] = wt
+			next = append(next, head[j])
+			head[j] = int32(len(claimOf))
+			claimOf = append(claimOf, int32(k))
+			weights = append(weights, wt)
+			count[j]++
 		}
 	}
-	names := slices.Sorted(maps.Keys(contests))
-	owners := make(map[string]Outcome, len(contests))
+	// find returns the claim of name j by ts, -1 for none.
+	find := func(j int, ts types.NamespacedName) int32 {
+		for f := head[j]; f >= 0; f = next[f] {
+			if in.Claims[claimOf[f]].ToolSet == ts {
+				return f
+			}
+		}
+		return -1
+	}
+	created := func(j int, ts types.NamespacedName) time.Time {
+		if f := find(j, ts); f >= 0 {
+			return in.Claims[claimOf[f]].Created
+		}
+		return time.Time{}
+	}
+	weightOf := func(j int, ts types.NamespacedName) weight {
+		if f := find(j, ts); f >= 0 {
+			return weights[f]
+		}
+		return weight{}
+	}
+	uidOf := func(j int, ts types.NamespacedName) types.UID {
+		if f := find(j, ts); f >= 0 {
+			return in.Claims[claimOf[f]].UID
+		}
+		return ""
+	}
+	// The claimants of every name share one backing array: a contest's
+	// few claimants need no allocation of their own.
+	contests := make([]Contest, len(names))
+	backing := make([]entry, n)
+	off := 0
+	for j, name := range names {
+		c := &contests[j]
+		c.Name, c.Hold = name, in.Hold
+		if rec, ok := prevOf(name); ok {
+			c.Owner = rec.Owner
+		}
+		if m := int(count[j]); m <= maxFewClaimants {
+			c.Claimants.few = backing[off : off : off+m]
+			off += m
+		}
+		for f := head[j]; f >= 0; f = next[f] {
+			cl := &in.Claims[claimOf[f]]
+			claimant := Claimant{Created: cl.Created}
+			if d, ok := cl.Denied[name]; ok {
+				// Through a call, so that only a denial costs an allocation.
+				claimant.Denied = ptrTo(d)
+			}
+			c.Claimants.Set(cl.ToolSet, claimant)
+		}
+	}
+	owners := make([]Outcome, len(names))
 	// before is the record each name's owner is weighed against: prev's,
 	// or none where the owner in prev is gone.
-	before := make(map[string]Record, len(prev))
-	for _, name := range names {
-		c := contests[name]
-		rec := prev[name]
-		if rec.Owner != (types.NamespacedName{}) && !SameObject(rec.UID, uids[rec.Owner]) {
+	before := make([]Record, len(names))
+	for j, name := range names {
+		c := &contests[j]
+		rec, _ := prevOf(name)
+		if rec.Owner != (types.NamespacedName{}) && !SameObject(rec.UID, uidOf(j, rec.Owner)) {
 			if _, claims := c.Claimants.Get(rec.Owner); claims {
 				// The owner was deleted and created again under its name:
 				// the old object let go first, and the name went by the rule
@@ -180,32 +252,34 @@ func Decide(prev Ledger, in Input) Decision {
 				}
 			}
 		}
-		if rec.Owner != (types.NamespacedName{}) {
-			before[name] = rec
-		}
-		owners[name] = r.Resolve(*c)
+		before[j] = rec
+		owners[j] = r.Resolve(*c)
 	}
 
 	var over map[string]map[types.NamespacedName]Denial
-	// orig are the claims the budget denied, as they were.
-	orig := map[string]map[types.NamespacedName]Claimant{}
+	// orig are the claims the budget denied, as they were, by name.
+	orig := map[int32][]entry{}
 	encodedBound := false
-	entriesOf := func() []Entry {
-		out := make([]Entry, 0, len(owners))
-		for _, name := range names {
-			o := owners[name]
+	entriesOf := func(out []Entry) []Entry {
+		out = out[:0]
+		for j, name := range names {
+			o := owners[j]
 			if !o.Owned() {
 				continue
 			}
-			w := weights[claim{name, o.Owner}]
-			out = append(out, Entry{Name: name, ToolSet: o.Owner, Created: created[o.Owner], Bytes: w.bytes, Encoded: w.encoded,
-				Kept: before[name].Owner == o.Owner})
+			f := find(j, o.Owner)
+			w, cl := weights[f], &in.Claims[claimOf[f]]
+			out = append(out, Entry{Name: name, ToolSet: o.Owner, Created: cl.Created, Bytes: w.bytes, Encoded: w.encoded,
+				Kept: before[j].Owner == o.Owner})
 		}
 		return out
 	}
-	entries := entriesOf()
+	entries := entriesOf(make([]Entry, 0, len(names)))
+	var scratch []Entry
 	for {
-		denied, enc := in.Budget.apply(entries)
+		// apply sorts what it weighs: a copy, for entries stay by name.
+		scratch = append(scratch[:0], entries...)
+		denied, enc := in.Budget.apply(scratch)
 		if len(denied) == 0 {
 			break
 		}
@@ -214,13 +288,11 @@ func Decide(prev Ledger, in Input) Decision {
 			over = map[string]map[types.NamespacedName]Denial{}
 		}
 		for name, d := range denied {
-			c := contests[name]
-			owner := owners[name].Owner
+			j := ids[name]
+			c := &contests[j]
+			owner := owners[j].Owner
 			cl, _ := c.Claimants.Get(owner)
-			if orig[name] == nil {
-				orig[name] = map[types.NamespacedName]Claimant{}
-			}
-			orig[name][owner] = cl
+			orig[j] = append(orig[j], entry{ts: owner, c: cl})
 			cl.Denied = &d
 			c.Claimants.Set(owner, cl)
 			if over[name] == nil {
@@ -228,22 +300,22 @@ func Decide(prev Ledger, in Input) Decision {
 			}
 			over[name][owner] = d
 			// The denied owner is not the owner: the name goes by the rule.
-			owners[name] = r.Resolve(*c)
+			owners[j] = r.Resolve(*c)
 		}
-		entries = entriesOf()
+		entries = entriesOf(entries)
 	}
 	// A claim the budget denied lost the name to the owner now: it is
 	// Conflicted, as it would be if that owner had held the name first, so
 	// that deciding again from the outcome tells every claimant the same.
 	// Only a name nobody may publish stays Denied for the budget.
-	for name, was := range orig {
-		if !owners[name].Owned() {
+	for j, was := range orig {
+		if !owners[j].Owned() {
 			continue
 		}
-		for ts, cl := range was {
-			contests[name].Claimants.Set(ts, cl)
+		for _, e := range was {
+			contests[j].Claimants.Set(e.ts, e.c)
 		}
-		delete(over, name)
+		delete(over, names[j])
 	}
 	// The budget denied greedily, and what it denied early may fit once
 	// the rest is settled: each name nobody owns for the budget goes to the
@@ -256,20 +328,28 @@ func Decide(prev Ledger, in Input) Decision {
 			t.Add(e)
 		}
 		admitted := false
-		for _, name := range names {
+		// The names nobody owns for the budget, in order.
+		pending := make([]int32, 0, len(over))
+		for name := range over {
+			pending = append(pending, ids[name])
+		}
+		slices.Sort(pending)
+		for _, j32 := range pending {
+			j := int(j32)
+			name := names[j]
 			denied := over[name]
 			if len(denied) == 0 {
 				continue
 			}
-			c := contests[name]
+			c := &contests[j]
 			for _, ts := range slices.SortedFunc(maps.Keys(denied), func(a, b types.NamespacedName) int {
-				if Earlier(a, created[a], b, created[b]) {
+				if Earlier(a, created(j, a), b, created(j, b)) {
 					return -1
 				}
 				return 1
 			}) {
-				w := weights[claim{name, ts}]
-				e := Entry{Name: name, ToolSet: ts, Created: created[ts], Bytes: w.bytes, Encoded: w.encoded}
+				w := weightOf(j, ts)
+				e := Entry{Name: name, ToolSet: ts, Created: created(j, ts), Bytes: w.bytes, Encoded: w.encoded}
 				dn, ok := in.Budget.Fits(t, e)
 				if !ok {
 					denied[ts] = dn
@@ -278,10 +358,10 @@ func Decide(prev Ledger, in Input) Decision {
 					c.Claimants.Set(ts, cl)
 					continue
 				}
-				for ts, cl := range orig[name] {
-					c.Claimants.Set(ts, cl)
+				for _, e := range orig[j32] {
+					c.Claimants.Set(e.ts, e.c)
 				}
-				owners[name] = Outcome{Owner: ts}
+				owners[j] = Outcome{Owner: ts}
 				delete(over, name)
 				t.Add(e)
 				admitted = true
@@ -289,15 +369,16 @@ func Decide(prev Ledger, in Input) Decision {
 			}
 		}
 		if admitted {
-			entries = entriesOf()
+			entries = entriesOf(entries)
 		}
 		// Each denial names the ceiling the claim passes beside the outcome,
 		// whatever the order the claims were weighed in.
 		for name, denied := range over {
-			c := contests[name]
+			j := int(ids[name])
+			c := &contests[j]
 			for ts := range denied {
-				w := weights[claim{name, ts}]
-				dn, _ := in.Budget.Fits(t, Entry{Name: name, ToolSet: ts, Created: created[ts], Bytes: w.bytes, Encoded: w.encoded})
+				w := weightOf(j, ts)
+				dn, _ := in.Budget.Fits(t, Entry{Name: name, ToolSet: ts, Created: created(j, ts), Bytes: w.bytes, Encoded: w.encoded})
 				denied[ts] = dn
 				cl, _ := c.Claimants.Get(ts)
 				cl.Denied = &dn
@@ -308,20 +389,25 @@ func Decide(prev Ledger, in Input) Decision {
 	if len(over) == 0 {
 		over = nil
 	}
+	_ = sizeHint
 
 	d := Decision{
 		Ledger:       make(Ledger, len(entries)),
-		Verdicts:     map[types.NamespacedName]map[string]Verdict{},
 		Publish:      entries,
 		OverBudget:   over,
 		EncodedBound: encodedBound,
 	}
 	for _, e := range entries {
-		d.Ledger[e.Name] = NextRecord(before[e.Name], e.ToolSet, uids[e.ToolSet], in.Now)
+		j := int(ids[e.Name])
+		d.Ledger[e.Name] = NextRecord(before[j], e.ToolSet, uidOf(j, e.ToolSet), in.Now)
 	}
-	for _, name := range names {
-		c := contests[name]
-		o := owners[name]
+	if !verdicts {
+		return d
+	}
+	d.Verdicts = map[types.NamespacedName]map[string]Verdict{}
+	for j, name := range names {
+		c := &contests[j]
+		o := owners[j]
 		for ts := range c.Claimants.All() {
 			vs := d.Verdicts[ts]
 			if vs == nil {
