@@ -461,7 +461,7 @@ func (x *Index) Input(b Budget, now time.Time) Input {
 // and every claimant whose verdict may have changed is told.
 func (x *Index) apply(d Decision, b Budget) {
 	for name, rec := range x.ledger {
-		if next, ok := d.Ledger[name]; !ok || next.Owner != rec.Owner || next.UID != rec.UID {
+		if next, ok := d.record(name); !ok || next.Owner != rec.Owner || next.UID != rec.UID {
 			x.tellClaimants(name)
 			x.moved = true
 			if !ok {
@@ -469,7 +469,8 @@ func (x *Index) apply(d Decision, b Budget) {
 			}
 		}
 	}
-	for name, next := range d.Ledger {
+	for k, next := range d.records {
+		name := d.Publish[k].Name
 		if rec, ok := x.ledger[name]; !ok || rec != next {
 			if !ok || rec.Owner != next.Owner {
 				x.tellClaimants(name)

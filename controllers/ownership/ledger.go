@@ -80,6 +80,11 @@ type Decision struct {
 	OverBudget map[string]map[types.NamespacedName]Denial
 	// EncodedBound reports whether Budget.MaxEncodedBytes denied some claim.
 	EncodedBound bool
+
+	// records, for the index, hold in place of Ledger the record of each
+	// of Publish, and record looks one up by name.
+	records []Record
+	record  func(name string) (Record, bool)
 }
 
 // Decide settles every name from the ledger before (prev) and what is
@@ -392,17 +397,33 @@ func decide(prevOf func(string) (Record, bool), sizeHint int, in Input, verdicts
 	_ = sizeHint
 
 	d := Decision{
-		Ledger:       make(Ledger, len(entries)),
 		Publish:      entries,
 		OverBudget:   over,
 		EncodedBound: encodedBound,
 	}
+	if !verdicts {
+		// The index's decision: the records by name in slices, not a map
+		// of 50,000 of them it would only look up.
+		at := make([]int32, len(names))
+		d.records = make([]Record, len(entries))
+		for k, e := range entries {
+			j := int(ids[e.Name])
+			at[j] = int32(k) + 1
+			d.records[k] = NextRecord(before[j], e.ToolSet, uidOf(j, e.ToolSet), in.Now)
+		}
+		d.record = func(name string) (Record, bool) {
+			j, ok := ids[name]
+			if !ok || at[j] == 0 {
+				return Record{}, false
+			}
+			return d.records[at[j]-1], true
+		}
+		return d
+	}
+	d.Ledger = make(Ledger, len(entries))
 	for _, e := range entries {
 		j := int(ids[e.Name])
 		d.Ledger[e.Name] = NextRecord(before[j], e.ToolSet, uidOf(j, e.ToolSet), in.Now)
-	}
-	if !verdicts {
-		return d
 	}
 	d.Verdicts = map[types.NamespacedName]map[string]Verdict{}
 	for j, name := range names {
