@@ -421,7 +421,7 @@ func (x *Index) Rebudget() {
 		return rec, ok
 	}
 	in := x.Input(b, x.now())
-	x.apply(decide(prev, len(x.ledger), in, false), b)
+	x.apply(decide(prev, in, false), b)
 	// The claims are kept for the next decision; the weights they point
 	// to are the claims' own.
 	clear(in.Claims)
@@ -457,7 +457,7 @@ func (x *Index) Input(b Budget, now time.Time) Input {
 	return in
 }
 
-// apply makes d the index's state: every name that changed hands moves,
+// apply makes d, decided without verdicts, the index's state: every name that changed hands moves,
 // and every claimant whose verdict may have changed is told.
 func (x *Index) apply(d Decision, b Budget) {
 	for name, rec := range x.ledger {

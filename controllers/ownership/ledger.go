@@ -118,16 +118,15 @@ func Decide(prev Ledger, in Input) Decision {
 	return decide(func(name string) (Record, bool) {
 		rec, ok := prev[name]
 		return rec, ok
-	}, len(prev), in, true)
+	}, in, true)
 }
 
-// decide is Decide from the records prevOf returns (about sizeHint of
-// them), without the verdicts unless verdicts is set: the index asks for
-// none, and at 50,000 names they were a sixth of what a decision
-// allocates. Names, claims and their weights are held in slices indexed
+// decide is Decide from the records prevOf returns, without the
+// verdicts unless verdicts is set: the index asks for none, and at 50,000
+// names they were a sixth of what a decision allocates. Names, claims and their weights are held in slices indexed
 // by the name's place in sorted order, not in maps by name: a decision
 // under a budget that binds looks each up several times.
-func decide(prevOf func(string) (Record, bool), sizeHint int, in Input, verdicts bool) Decision {
+func decide(prevOf func(string) (Record, bool), in Input, verdicts bool) Decision {
 	r := in.Rule
 	type weight struct{ bytes, encoded int64 }
 	n := 0
@@ -394,7 +393,6 @@ func decide(prevOf func(string) (Record, bool), sizeHint int, in Input, verdicts
 	if len(over) == 0 {
 		over = nil
 	}
-	_ = sizeHint
 
 	d := Decision{
 		Publish:      entries,
