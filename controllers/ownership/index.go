@@ -66,8 +66,10 @@ type Index struct {
 	// action, and moved reports that the ledger changed, since Drain.
 	told  map[types.NamespacedName]struct{}
 	moved bool
-	// input is the claims of the last Input, kept to be filled again.
+	// input is the claims of the last Input, kept to be filled again, and
+	// buf what the last decision worked in.
 	input []Claim
+	buf   decideBuf
 }
 
 // Indexed is one ToolSet's claim as the index keeps it.
@@ -406,6 +408,8 @@ func (x *Index) Rebudget() {
 	defer clear(x.before)
 	b := x.budget()
 	if len(x.overBudget) == 0 && !x.mayBind(b) {
+		// What the decisions worked in goes with the pressure.
+		x.buf = decideBuf{}
 		return
 	}
 	// Decided from the ledger before the change, as if from scratch: the
@@ -421,7 +425,7 @@ func (x *Index) Rebudget() {
 		return rec, ok
 	}
 	in := x.Input(b, x.now())
-	x.apply(decide(prev, in, false), b)
+	x.apply(decide(prev, in, &x.buf), b)
 	// The claims are kept for the next decision; the weights they point
 	// to are the claims' own.
 	clear(in.Claims)

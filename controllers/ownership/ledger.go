@@ -118,24 +118,63 @@ func Decide(prev Ledger, in Input) Decision {
 	return decide(func(name string) (Record, bool) {
 		rec, ok := prev[name]
 		return rec, ok
-	}, in, true)
+	}, in, nil)
 }
 
-// decide is Decide from the records prevOf returns, without the
-// verdicts unless verdicts is set: the index asks for none, and at 50,000
-// names they were a sixth of what a decision allocates. Names, claims and their weights are held in slices indexed
+// decideBuf holds what decide works in, kept by the index from one
+// decision to the next: at 50,000 names each slice is megabytes, and a
+// budget that binds decides on every changed offer.
+type decideBuf struct {
+	ids                        map[string]int32
+	names                      []string
+	head, count, claimOf, next []int32
+	weights                    []claimWeight
+	contests                   []Contest
+	backing                    []entry
+	owners                     []Outcome
+	before                     []Record
+	entries, scratch           []Entry
+	at                         []int32
+	records                    []Record
+}
+
+// claimWeight is what one claim of a name weighs.
+type claimWeight struct{ bytes, encoded int64 }
+
+// sized returns s with n zero elements, in s's storage if it has room.
+func sized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
+	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// decide is Decide from the records prevOf returns. With buf, it works in
+// buf and decides no verdicts, for the index: it asks for none (at 50,000
+// names they were a sixth of what a decision allocated), and the
+// decision's Publish and records are buf's, good until the next call. Names, claims and their weights are held in slices indexed
 // by the name's place in sorted order, not in maps by name: a decision
 // under a budget that binds looks each up several times.
-func decide(prevOf func(string) (Record, bool), in Input, verdicts bool) Decision {
+func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decision {
+	verdicts := buf == nil
+	if buf == nil {
+		buf = &decideBuf{}
+	}
 	r := in.Rule
-	type weight struct{ bytes, encoded int64 }
+	type weight = claimWeight
 	n := 0
 	for _, cl := range in.Claims {
 		n += len(cl.Names)
 	}
 	// ids gives each name its place in names, sorted.
-	ids := make(map[string]int32, n)
-	names := make([]string, 0, n)
+	if buf.ids == nil {
+		buf.ids = make(map[string]int32, n)
+	}
+	ids := buf.ids
+	clear(ids)
+	names := sized(buf.names, n)[:0]
 	for _, cl := range in.Claims {
 		for _, name := range cl.Names {
 			if _, ok := ids[name]; !ok {
@@ -152,11 +191,11 @@ func decide(prevOf func(string) (Record, bool), in Input, verdicts bool) Decisio
 	// claims[claimOf[f]], weighs weights[f], and the next claim of j is
 	// next[f] (-1 for none), from head[j].
 	var (
-		head    = make([]int32, len(names))
-		count   = make([]int32, len(names))
-		claimOf = make([]int32, 0, n)
-		weights = make([]weight, 0, n)
-		next    = make([]int32, 0, n)
+		head    = sized(buf.head, len(names))
+		count   = sized(buf.count, len(names))
+		claimOf = sized(buf.claimOf, n)[:0]
+		weights = sized(buf.weights, n)[:0]
+		next    = sized(buf.next, n)[:0]
 	)
 	for j := range head {
 		head[j] = -1
@@ -207,8 +246,8 @@ func decide(prevOf func(string) (Record, bool), in Input, verdicts bool) Decisio
 	}
 	// The claimants of every name share one backing array: a contest's
 	// few claimants need no allocation of their own.
-	contests := make([]Contest, len(names))
-	backing := make([]entry, n)
+	contests := sized(buf.contests, len(names))
+	backing := sized(buf.backing, n)
 	off := 0
 	for j, name := range names {
 		c := &contests[j]
@@ -230,10 +269,10 @@ func decide(prevOf func(string) (Record, bool), in Input, verdicts bool) Decisio
 			c.Claimants.Set(cl.ToolSet, claimant)
 		}
 	}
-	owners := make([]Outcome, len(names))
+	owners := sized(buf.owners, len(names))
 	// before is the record each name's owner is weighed against: prev's,
 	// or none where the owner in prev is gone.
-	before := make([]Record, len(names))
+	before := sized(buf.before, len(names))
 	for j, name := range names {
 		c := &contests[j]
 		rec, _ := prevOf(name)
@@ -278,8 +317,8 @@ func decide(prevOf func(string) (Record, bool), in Input, verdicts bool) Decisio
 		}
 		return out
 	}
-	entries := entriesOf(make([]Entry, 0, len(names)))
-	var scratch []Entry
+	entries := entriesOf(sized(buf.entries, len(names)))
+	scratch := buf.scratch
 	for {
 		// apply sorts what it weighs: a copy, for entries stay by name.
 		scratch = append(scratch[:0], entries...)
@@ -402,13 +441,16 @@ func decide(prevOf func(string) (Record, bool), in Input, verdicts bool) Decisio
 	if !verdicts {
 		// The index's decision: the records by name in slices, not a map
 		// of 50,000 of them it would only look up.
-		at := make([]int32, len(names))
-		d.records = make([]Record, len(entries))
+		at := sized(buf.at, len(names))
+		d.records = sized(buf.records, len(entries))
 		for k, e := range entries {
 			j := int(ids[e.Name])
 			at[j] = int32(k) + 1
 			d.records[k] = NextRecord(before[j], e.ToolSet, uidOf(j, e.ToolSet), in.Now)
 		}
+		*buf = decideBuf{ids: ids, names: names, head: head, count: count, claimOf: claimOf, next: next, weights: weights,
+			contests: contests, backing: backing, owners: owners, before: before, entries: entries, scratch: scratch,
+			at: at, records: d.records}
 		d.record = func(name string) (Record, bool) {
 			j, ok := ids[name]
 			if !ok || at[j] == 0 {
