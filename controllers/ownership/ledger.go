@@ -174,16 +174,14 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 	}
 	ids := buf.ids
 	clear(ids)
+	// Sorted and made unique in place: one insertion per name, not a
+	// lookup, an insertion and an update.
 	names := sized(buf.names, n)[:0]
 	for _, cl := range in.Claims {
-		for _, name := range cl.Names {
-			if _, ok := ids[name]; !ok {
-				ids[name] = 0
-				names = append(names, name)
-			}
-		}
+		names = append(names, cl.Names...)
 	}
 	slices.Sort(names)
+	names = slices.Compact(names)
 	for j, name := range names {
 		ids[name] = int32(j)
 	}
@@ -248,12 +246,16 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 	// few claimants need no allocation of their own.
 	contests := sized(buf.contests, len(names))
 	backing := sized(buf.backing, n)
+	// before is the record each name's owner is weighed against: prev's,
+	// or none where the owner in prev is gone. It starts as prev's, looked
+	// up once.
+	before := sized(buf.before, len(names))
 	off := 0
 	for j, name := range names {
 		c := &contests[j]
 		c.Name, c.Hold = name, in.Hold
 		if rec, ok := prevOf(name); ok {
-			c.Owner = rec.Owner
+			c.Owner, before[j] = rec.Owner, rec
 		}
 		if m := int(count[j]); m <= maxFewClaimants {
 			c.Claimants.few = backing[off : off : off+m]
@@ -270,12 +272,9 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 		}
 	}
 	owners := sized(buf.owners, len(names))
-	// before is the record each name's owner is weighed against: prev's,
-	// or none where the owner in prev is gone.
-	before := sized(buf.before, len(names))
 	for j, name := range names {
 		c := &contests[j]
-		rec, _ := prevOf(name)
+		rec := before[j]
 		if rec.Owner != (types.NamespacedName{}) && !SameObject(rec.UID, uidOf(j, rec.Owner)) {
 			if _, claims := c.Claimants.Get(rec.Owner); claims {
 				// The owner was deleted and created again under its name:
