@@ -279,18 +279,81 @@ func (t *Totals) Add(e Entry) {
 // with e, and if not the denial [Budget.Apply] would give it, naming the
 // first ceiling it passes.
 func (b Budget) Fits(t Totals, e Entry) (Denial, bool) {
-	ns := e.ToolSet.Namespace
+	c := b.passes(t, e)
+	if c == fitsAll {
+		return Denial{}, true
+	}
+	return b.denial(c, e.ToolSet.Namespace), false
+}
+
+// ceiling is which of a budget's ceilings an entry passes.
+type ceiling int
+
+const (
+	fitsAll ceiling = iota
+	passesNamespace
+	passesTableBytes
+	passesEncoded
+)
+
+// passes returns the first ceiling e passes beside totals t.
+func (b Budget) passes(t Totals, e Entry) ceiling {
 	switch {
-	case b.MaxToolsPerNamespace > 0 && t.Tools[ns]+1 > b.MaxToolsPerNamespace:
-		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-			"namespace %s publishes more than %d tools (--max-tools-per-namespace); the earliest-created ToolSets' tools are kept", ns, b.MaxToolsPerNamespace)}, false
+	case b.MaxToolsPerNamespace > 0 && t.Tools[e.ToolSet.Namespace]+1 > b.MaxToolsPerNamespace:
+		return passesNamespace
 	case b.MaxTableBytes > 0 && t.Bytes+e.Bytes > b.MaxTableBytes:
-		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-			"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}, false
+		return passesTableBytes
 	case b.MaxEncodedBytes > 0 && t.Encoded+e.Encoded > b.MaxEncodedBytes:
+		return passesEncoded
+	}
+	return fitsAll
+}
+
+// denial is the denial of a tool of namespace ns for passing c.
+func (b Budget) denial(c ceiling, ns string) Denial {
+	switch c {
+	case passesNamespace:
+		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+			"namespace %s publishes more than %d tools (--max-tools-per-namespace); the earliest-created ToolSets' tools are kept", ns, b.MaxToolsPerNamespace)}
+	case passesTableBytes:
+		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+			"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}
+	case passesEncoded:
 		ceiling := cmp.Or(b.EncodedCeiling, fmt.Sprintf("%d bytes compressed", b.MaxEncodedBytes))
 		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-			"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}, false
+			"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}
 	}
-	return Denial{}, true
+	return Denial{}
+}
+
+// denials formats each denial of a budget once per namespace and ceiling:
+// a decision under a budget that binds names the ceiling of thousands of
+// claims, mostly of a few namespaces.
+type denials struct {
+	b    Budget
+	seen map[denialKey]*Denial
+}
+
+type denialKey struct {
+	c  ceiling
+	ns string
+}
+
+// fits is b.Fits, the denial shared by every claim of its namespace
+// denied for the same ceiling: do not modify it.
+func (d *denials) fits(t Totals, e Entry) (*Denial, bool) {
+	c := d.b.passes(t, e)
+	if c == fitsAll {
+		return nil, true
+	}
+	k := denialKey{c, e.ToolSet.Namespace}
+	if dn, ok := d.seen[k]; ok {
+		return dn, false
+	}
+	if d.seen == nil {
+		d.seen = map[denialKey]*Denial{}
+	}
+	dn := ptrTo(d.b.denial(c, k.ns))
+	d.seen[k] = dn
+	return dn, false
 }

@@ -370,6 +370,7 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 			t.Add(e)
 		}
 		admitted := false
+		dns := denials{b: in.Budget}
 		// The names nobody owns for the budget, in order.
 		pending := make([]int32, 0, len(over))
 		for name := range over {
@@ -392,11 +393,11 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 			}) {
 				w := weightOf(j, ts)
 				e := Entry{Name: name, ToolSet: ts, Created: created(j, ts), Bytes: w.bytes, Encoded: w.encoded}
-				dn, ok := in.Budget.Fits(t, e)
+				dn, ok := dns.fits(t, e)
 				if !ok {
-					denied[ts] = dn
+					denied[ts] = *dn
 					cl, _ := c.Claimants.Get(ts)
-					cl.Denied = &dn
+					cl.Denied = dn
 					c.Claimants.Set(ts, cl)
 					continue
 				}
@@ -420,10 +421,10 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 			c := &contests[j]
 			for ts := range denied {
 				w := weightOf(j, ts)
-				dn, _ := in.Budget.Fits(t, Entry{Name: name, ToolSet: ts, Created: created(j, ts), Bytes: w.bytes, Encoded: w.encoded})
-				denied[ts] = dn
+				dn, _ := dns.fits(t, Entry{Name: name, ToolSet: ts, Created: created(j, ts), Bytes: w.bytes, Encoded: w.encoded})
+				denied[ts] = *dn
 				cl, _ := c.Claimants.Get(ts)
-				cl.Denied = &dn
+				cl.Denied = dn
 				c.Claimants.Set(ts, cl)
 			}
 		}
