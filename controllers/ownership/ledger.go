@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"maps"
 	"slices"
 	"time"
 
@@ -371,6 +370,9 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 		}
 		admitted := false
 		dns := denials{b: in.Budget}
+		// order is a name's denied claimants in claim order, one name at a
+		// time.
+		var order []types.NamespacedName
 		// The names nobody owns for the budget, in order.
 		pending := make([]int32, 0, len(over))
 		for name := range over {
@@ -385,12 +387,17 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 				continue
 			}
 			c := &contests[j]
-			for _, ts := range slices.SortedFunc(maps.Keys(denied), func(a, b types.NamespacedName) int {
+			order = order[:0]
+			for ts := range denied {
+				order = append(order, ts)
+			}
+			slices.SortFunc(order, func(a, b types.NamespacedName) int {
 				if Earlier(a, created(j, a), b, created(j, b)) {
 					return -1
 				}
 				return 1
-			}) {
+			})
+			for _, ts := range order {
 				w := weightOf(j, ts)
 				e := Entry{Name: name, ToolSet: ts, Created: created(j, ts), Bytes: w.bytes, Encoded: w.encoded}
 				dn, ok := dns.fits(t, e)
