@@ -70,6 +70,11 @@ type Index struct {
 	// buf what the last decision worked in.
 	input []Claim
 	buf   decideBuf
+	// undecided: a claim changed as Decide weighs it, or the rule did,
+	// since the last decision, made under decidedBudget and decidedHold.
+	undecided     bool
+	decidedBudget Budget
+	decidedHold   bool
 }
 
 // Indexed is one ToolSet's claim as the index keeps it.
@@ -91,6 +96,7 @@ type Indexed struct {
 // NewIndex returns an empty index under no policy.
 func NewIndex() *Index {
 	return &Index{
+		undecided: true,
 		claims:    map[types.NamespacedName]*Indexed{},
 		claimants: map[string]Claimants{},
 		ledger:    Ledger{},
@@ -162,6 +168,9 @@ func (x *Index) now() time.Time {
 // and is not touched at all if its claim is the same.
 func (x *Index) Put(ts types.NamespacedName, c *Indexed) {
 	old := x.claims[ts]
+	if !old.weighsAs(c) {
+		x.undecided = true
+	}
 	if c == nil || len(c.Names) == 0 {
 		delete(x.claims, ts)
 	} else {
@@ -340,6 +349,7 @@ func (x *Index) Settle() int {
 // SetRule replaces the rule, tells every claimant whose permission changed,
 // and returns how many claims that is. It settles no name: see Settle.
 func (x *Index) SetRule(rule *Rule) int {
+	x.undecided = true
 	old := x.rule
 	x.rule = rule
 	changed := 0
@@ -410,6 +420,18 @@ func (x *Index) Rebudget() {
 	if len(x.overBudget) == 0 && !x.mayBind(b) {
 		// What the decisions worked in goes with the pressure.
 		x.buf = decideBuf{}
+		x.undecided = true
+		return
+	}
+	hold := x.holds()
+	if !x.undecided && len(x.before) == 0 && b == x.decidedBudget && hold == x.decidedHold && b.MaxEncodedBytes <= 0 {
+		// Nothing Decide weighs changed since the last decision, whose
+		// outcome the index holds: Decide applied to its own outcome
+		// changes nothing, so this decides nothing. So a re-offer of the
+		// same names and sizes, as every scrape of an unchanged ToolSet
+		// makes, costs no decision while the budget binds. (Under
+		// MaxEncodedBytes it decides anyway: whether that ceiling denied a
+		// claim is of the last decision, which relaxing it reads.)
 		return
 	}
 	// Decided from the ledger before the change, as if from scratch: the
@@ -426,6 +448,7 @@ func (x *Index) Rebudget() {
 	}
 	in := x.Input(b, x.now())
 	x.apply(decide(prev, in, &x.buf), b)
+	x.undecided, x.decidedBudget, x.decidedHold = false, b, hold
 	// The claims are kept for the next decision; the weights they point
 	// to are the claims' own.
 	clear(in.Claims)
@@ -531,6 +554,20 @@ func (c *Indexed) uid() types.UID {
 		return ""
 	}
 	return c.UID
+}
+
+// weighsAs reports whether Decide weighs claim b as c: the same names,
+// sizes, creation time, UID and denials. A nil claim weighs as one of no
+// names.
+func (c *Indexed) weighsAs(b *Indexed) bool {
+	if c == b {
+		return true
+	}
+	if c == nil || b == nil {
+		return (c == nil || len(c.Names) == 0) && (b == nil || len(b.Names) == 0)
+	}
+	return c.Created.Equal(b.Created) && c.UID == b.UID && slices.Equal(c.Names, b.Names) &&
+		slices.Equal(c.Sizes, b.Sizes) && maps.Equal(c.Denied, b.Denied)
 }
 
 // sameClaimant reports whether c claims name, which both claim, as b does:
