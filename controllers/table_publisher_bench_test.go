@@ -196,3 +196,57 @@ func BenchmarkPublisherTable(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkOfferBinding measures one ToolSet's offer in make
+// bench-scale's largest cluster, 5,000 ToolSets of 10 tools each, while the
+// table's bytes cap binds (set at nine tenths of what they weigh): every
+// offer but a repeat of the very same slice decides the budget again,
+// which at 50,000 names once cost seconds. "changed" offers a changed
+// tool; "same" the same tools in new slices, as a scrape of an unchanged
+// ToolSet does. Run with
+// go test ./controllers -run '^$' -bench OfferBinding -benchmem -benchtime 5x -count 6
+func BenchmarkOfferBinding(b *testing.B) {
+	p, offers := benchPublisher(b, 5000, 10, false)
+	var total int64
+	for _, c := range p.claims {
+		for _, s := range c.sizes {
+			total += int64(s)
+		}
+	}
+	p.mu.Lock()
+	p.Budget = ownership.Budget{MaxTableBytes: total * 9 / 10}
+	p.rebudgetLocked()
+	p.mu.Unlock()
+	ctx := context.Background()
+	for _, changed := range []bool{true, false} {
+		b.Run(map[bool]string{true: "changed", false: "same"}[changed], func(b *testing.B) {
+			// Two versions of each offer, alternated: none repeats the last.
+			alt := make([]Offer, len(offers))
+			for i, o := range offers {
+				o.Tools = slices.Clone(o.Tools)
+				if changed {
+					o.Tools[0].Description = "changed"
+				}
+				alt[i] = o
+			}
+			b.ReportAllocs()
+			defer cpuPerOp(b)()
+			i := 0
+			for b.Loop() {
+				// Offers spread over the cluster, not only the first ToolSets.
+				k := (i * 7919) % len(offers)
+				o := offers[k]
+				if (i/len(offers))%2 == 0 {
+					o = alt[k]
+				}
+				if _, err := p.Offer(ctx, o); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+	if owned, _ := p.index.OwnedBytes(); owned > total*9/10 {
+		b.Fatalf("owned %d bytes, over the cap %d", owned, total*9/10)
+	}
+}

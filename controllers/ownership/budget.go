@@ -69,11 +69,13 @@ type Entry struct {
 //   - Past MaxEncodedBytes, likewise by the entries' Encoded weights, among
 //     the entries left: the namespace whose tools compress worst pays.
 func (b Budget) Apply(entries []Entry) map[string]Denial {
-	denied, _ := b.apply(entries)
+	denied, _ := b.apply(slices.Clone(entries))
 	return denied
 }
 
 // apply is Apply, and reports whether MaxEncodedBytes denied any entry.
+// It sorts entries in place: the namespaces' entries are runs of it, not
+// copies in a map of them.
 func (b Budget) apply(entries []Entry) (map[string]Denial, bool) {
 	if b.MaxToolsPerNamespace <= 0 && b.MaxEncodedBytes <= 0 {
 		// The common case, on every write of the table: no cap per
@@ -86,15 +88,20 @@ func (b Budget) apply(entries []Entry) (map[string]Denial, bool) {
 			return map[string]Denial{}, false
 		}
 	}
-	byNS := map[string][]Entry{}
-	for _, e := range entries {
-		byNS[e.ToolSet.Namespace] = append(byNS[e.ToolSet.Namespace], e)
-	}
+	slices.SortFunc(entries, func(a, b Entry) int {
+		return cmp.Or(strings.Compare(a.ToolSet.Namespace, b.ToolSet.Namespace), claimOrder(a, b))
+	})
 	denied := map[string]Denial{}
 	q := &weights{}
 	var total int64
-	for ns, es := range byNS {
-		slices.SortFunc(es, claimOrder)
+	for len(entries) > 0 {
+		ns := entries[0].ToolSet.Namespace
+		end := 1
+		for end < len(entries) && entries[end].ToolSet.Namespace == ns {
+			end++
+		}
+		es := entries[:end:end]
+		entries = entries[end:]
 		if b.MaxToolsPerNamespace > 0 && len(es) > b.MaxToolsPerNamespace {
 			for _, e := range es[b.MaxToolsPerNamespace:] {
 				denied[e.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
@@ -113,9 +120,16 @@ func (b Budget) apply(entries []Entry) (map[string]Denial, bool) {
 		heap.Push(q, w)
 	}
 	if b.MaxTableBytes > 0 {
+		// One reason per namespace, not one formatted per denial.
+		reasons := map[string]Denial{}
 		trim(q, total, b.MaxTableBytes, func(e Entry) int64 { return e.Bytes }, func(e Entry, ns string) {
-			denied[e.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-				"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}
+			d, ok := reasons[ns]
+			if !ok {
+				d = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+					"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}
+				reasons[ns] = d
+			}
+			denied[e.Name] = d
 		})
 	}
 	encoded := false
@@ -131,10 +145,16 @@ func (b Budget) apply(entries []Entry) (map[string]Denial, bool) {
 		}
 		heap.Init(q)
 		ceiling := cmp.Or(b.EncodedCeiling, fmt.Sprintf("%d bytes compressed", b.MaxEncodedBytes))
+		reasons := map[string]Denial{}
 		trim(q, weight, b.MaxEncodedBytes, func(e Entry) int64 { return e.Encoded }, func(e Entry, ns string) {
 			encoded = true
-			denied[e.Name] = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-				"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}
+			d, ok := reasons[ns]
+			if !ok {
+				d = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+					"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}
+				reasons[ns] = d
+			}
+			denied[e.Name] = d
 		})
 	}
 	return denied, encoded
@@ -259,20 +279,83 @@ func (t *Totals) Add(e Entry) {
 // with e, and if not the denial [Budget.Apply] would give it, naming the
 // first ceiling it passes.
 func (b Budget) Fits(t Totals, e Entry) (Denial, bool) {
-	ns := e.ToolSet.Namespace
+	c := b.passes(t, e)
+	if c == fitsAll {
+		return Denial{}, true
+	}
+	return b.denial(c, e.ToolSet.Namespace), false
+}
+
+// ceiling is which of a budget's ceilings an entry passes.
+type ceiling int
+
+const (
+	fitsAll ceiling = iota
+	passesNamespace
+	passesTableBytes
+	passesEncoded
+)
+
+// passes returns the first ceiling e passes beside totals t.
+func (b Budget) passes(t Totals, e Entry) ceiling {
 	switch {
-	case b.MaxToolsPerNamespace > 0 && t.Tools[ns]+1 > b.MaxToolsPerNamespace:
-		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-			"namespace %s publishes more than %d tools (--max-tools-per-namespace); the earliest-created ToolSets' tools are kept", ns, b.MaxToolsPerNamespace)}, false
+	case b.MaxToolsPerNamespace > 0 && t.Tools[e.ToolSet.Namespace]+1 > b.MaxToolsPerNamespace:
+		return passesNamespace
 	case b.MaxTableBytes > 0 && t.Bytes+e.Bytes > b.MaxTableBytes:
-		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-			"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}, false
+		return passesTableBytes
 	case b.MaxEncodedBytes > 0 && t.Encoded+e.Encoded > b.MaxEncodedBytes:
+		return passesEncoded
+	}
+	return fitsAll
+}
+
+// denial is the denial of a tool of namespace ns for passing c.
+func (b Budget) denial(c ceiling, ns string) Denial {
+	switch c {
+	case passesNamespace:
+		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+			"namespace %s publishes more than %d tools (--max-tools-per-namespace); the earliest-created ToolSets' tools are kept", ns, b.MaxToolsPerNamespace)}
+	case passesTableBytes:
+		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
+			"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}
+	case passesEncoded:
 		ceiling := cmp.Or(b.EncodedCeiling, fmt.Sprintf("%d bytes compressed", b.MaxEncodedBytes))
 		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-			"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}, false
+			"the tool table would not fit in %s; tools are denied from the namespace whose tools weigh most compressed, %s", ceiling, ns)}
 	}
-	return Denial{}, true
+	return Denial{}
+}
+
+// denials formats each denial of a budget once per namespace and ceiling:
+// a decision under a budget that binds names the ceiling of thousands of
+// claims, mostly of a few namespaces.
+type denials struct {
+	b    Budget
+	seen map[denialKey]*Denial
+}
+
+type denialKey struct {
+	c  ceiling
+	ns string
+}
+
+// fits is b.Fits, the denial shared by every claim of its namespace
+// denied for the same ceiling: do not modify it.
+func (d *denials) fits(t Totals, e Entry) (*Denial, bool) {
+	c := d.b.passes(t, e)
+	if c == fitsAll {
+		return nil, true
+	}
+	k := denialKey{c, e.ToolSet.Namespace}
+	if dn, ok := d.seen[k]; ok {
+		return dn, false
+	}
+	if d.seen == nil {
+		d.seen = map[denialKey]*Denial{}
+	}
+	dn := ptrTo(d.b.denial(c, k.ns))
+	d.seen[k] = dn
+	return dn, false
 }
 
 // Tighten returns the compressed ceiling (Budget.MaxEncodedBytes) to try

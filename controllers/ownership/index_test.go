@@ -91,7 +91,18 @@ func TestIndexAgreesWithDecide(t *testing.T) {
 			where := fmt.Sprintf("seed %d step %d", seed, step)
 			now = now.Add(time.Second)
 			ts := keys[rng.IntN(len(keys))]
-			switch op := rng.IntN(11); {
+			switch op := rng.IntN(13); {
+			case op >= 11:
+				// The same claim again, in new slices, as a scrape of an
+				// unchanged ToolSet offers it: the index need not decide
+				// again, and must agree with Decide all the same.
+				if old := x.Claim(ts); old != nil {
+					c := &Indexed{Created: old.Created, UID: old.UID, Names: slices.Clone(old.Names),
+						Sizes: slices.Clone(old.Sizes), Denied: maps.Clone(old.Denied)}
+					x.Offer(ts, c, nil)
+					world[ts] = c
+				}
+				x.Rebudget()
 			case op <= 6:
 				if op == 6 {
 					// Deleted and created again, with no withdraw between:

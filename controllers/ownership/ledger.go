@@ -1,7 +1,6 @@
 package ownership
 
 import (
-	"maps"
 	"slices"
 	"time"
 
@@ -80,6 +79,11 @@ type Decision struct {
 	OverBudget map[string]map[types.NamespacedName]Denial
 	// EncodedBound reports whether Budget.MaxEncodedBytes denied some claim.
 	EncodedBound bool
+
+	// records, for the index, hold in place of Ledger the record of each
+	// of Publish, and record looks one up by name.
+	records []Record
+	record  func(name string) (Record, bool)
 }
 
 // Decide settles every name from the ledger before (prev) and what is
@@ -110,39 +114,92 @@ type Decision struct {
 // or names. The table publisher applies it incrementally, name by name as
 // claims change; its tests check that it agrees with Decide from scratch.
 func Decide(prev Ledger, in Input) Decision {
-	r := in.Rule
-	type weight struct{ bytes, encoded int64 }
-	// claim is one claimant's claim of one name: the weights are in one
-	// map of them, not a map per name, which at 50,000 names was most of
-	// what a decision allocates.
-	type claim struct {
-		name    string
-		toolSet types.NamespacedName
+	return decide(func(name string) (Record, bool) {
+		rec, ok := prev[name]
+		return rec, ok
+	}, in, nil)
+}
+
+// decideBuf holds what decide works in, kept by the index from one
+// decision to the next: at 50,000 names each slice is megabytes, and a
+// budget that binds decides on every changed offer.
+type decideBuf struct {
+	ids                        map[string]int32
+	names                      []string
+	head, count, claimOf, next []int32
+	weights                    []claimWeight
+	contests                   []Contest
+	backing                    []entry
+	owners                     []Outcome
+	before                     []Record
+	entries, scratch           []Entry
+	at                         []int32
+	records                    []Record
+}
+
+// claimWeight is what one claim of a name weighs.
+type claimWeight struct{ bytes, encoded int64 }
+
+// sized returns s with n zero elements, in s's storage if it has room.
+func sized[T any](s []T, n int) []T {
+	if cap(s) < n {
+		return make([]T, n)
 	}
+	s = s[:n]
+	clear(s)
+	return s
+}
+
+// decide is Decide from the records prevOf returns. With buf, it works in
+// buf and decides no verdicts, for the index: it asks for none (at 50,000
+// names they were a sixth of what a decision allocated), and the
+// decision's Publish and records are buf's, good until the next call. Names, claims and their weights are held in slices indexed
+// by the name's place in sorted order, not in maps by name: a decision
+// under a budget that binds looks each up several times.
+func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decision {
+	verdicts := buf == nil
+	if buf == nil {
+		buf = &decideBuf{}
+	}
+	r := in.Rule
+	type weight = claimWeight
 	n := 0
 	for _, cl := range in.Claims {
 		n += len(cl.Names)
 	}
-	contests := make(map[string]*Contest, n)
-	weights := make(map[claim]weight, n)
-	uids := make(map[types.NamespacedName]types.UID, len(in.Claims))
-	created := make(map[types.NamespacedName]time.Time, len(in.Claims))
+	// ids gives each name its place in names, sorted.
+	if buf.ids == nil {
+		buf.ids = make(map[string]int32, n)
+	}
+	ids := buf.ids
+	clear(ids)
+	// Sorted and made unique in place: one insertion per name, not a
+	// lookup, an insertion and an update.
+	names := sized(buf.names, n)[:0]
 	for _, cl := range in.Claims {
-		uids[cl.ToolSet], created[cl.ToolSet] = cl.UID, cl.Created
+		names = append(names, cl.Names...)
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	for j, name := range names {
+		ids[name] = int32(j)
+	}
+	// Each claim of a name, in flat slices: a claim f of name j is of
+	// claims[claimOf[f]], weighs weights[f], and the next claim of j is
+	// next[f] (-1 for none), from head[j].
+	var (
+		head    = sized(buf.head, len(names))
+		count   = sized(buf.count, len(names))
+		claimOf = sized(buf.claimOf, n)[:0]
+		weights = sized(buf.weights, n)[:0]
+		next    = sized(buf.next, n)[:0]
+	)
+	for j := range head {
+		head[j] = -1
+	}
+	for k, cl := range in.Claims {
 		for i, name := range cl.Names {
-			c := contests[name]
-			if c == nil {
-				c = &Contest{Name: name, Hold: in.Hold}
-				if rec, ok := prev[name]; ok {
-					c.Owner = rec.Owner
-				}
-				contests[name] = c
-			}
-			claimant := Claimant{Created: cl.Created}
-			if d, ok := cl.Denied[name]; ok {
-				claimant.Denied = &d
-			}
-			c.Claimants.Set(cl.ToolSet, claimant)
+			j := ids[name]
 			var wt weight
 			if i < len(cl.Bytes) {
 				wt.bytes = cl.Bytes[i]
@@ -150,18 +207,74 @@ func Decide(prev Ledger, in Input) Decision {
 			if i < len(cl.Encoded) {
 				wt.encoded = cl.Encoded[i]
 			}
-			weights[claim{name, cl.ToolSet}] = wt
+			next = append(next, head[j])
+			head[j] = int32(len(claimOf))
+			claimOf = append(claimOf, int32(k))
+			weights = append(weights, wt)
+			count[j]++
 		}
 	}
-	names := slices.Sorted(maps.Keys(contests))
-	owners := make(map[string]Outcome, len(contests))
+	// find returns the claim of name j by ts, -1 for none.
+	find := func(j int, ts types.NamespacedName) int32 {
+		for f := head[j]; f >= 0; f = next[f] {
+			if in.Claims[claimOf[f]].ToolSet == ts {
+				return f
+			}
+		}
+		return -1
+	}
+	created := func(j int, ts types.NamespacedName) time.Time {
+		if f := find(j, ts); f >= 0 {
+			return in.Claims[claimOf[f]].Created
+		}
+		return time.Time{}
+	}
+	weightOf := func(j int, ts types.NamespacedName) weight {
+		if f := find(j, ts); f >= 0 {
+			return weights[f]
+		}
+		return weight{}
+	}
+	uidOf := func(j int, ts types.NamespacedName) types.UID {
+		if f := find(j, ts); f >= 0 {
+			return in.Claims[claimOf[f]].UID
+		}
+		return ""
+	}
+	// The claimants of every name share one backing array: a contest's
+	// few claimants need no allocation of their own.
+	contests := sized(buf.contests, len(names))
+	backing := sized(buf.backing, n)
 	// before is the record each name's owner is weighed against: prev's,
-	// or none where the owner in prev is gone.
-	before := make(map[string]Record, len(prev))
-	for _, name := range names {
-		c := contests[name]
-		rec := prev[name]
-		if rec.Owner != (types.NamespacedName{}) && !SameObject(rec.UID, uids[rec.Owner]) {
+	// or none where the owner in prev is gone. It starts as prev's, looked
+	// up once.
+	before := sized(buf.before, len(names))
+	off := 0
+	for j, name := range names {
+		c := &contests[j]
+		c.Name, c.Hold = name, in.Hold
+		if rec, ok := prevOf(name); ok {
+			c.Owner, before[j] = rec.Owner, rec
+		}
+		if m := int(count[j]); m <= maxFewClaimants {
+			c.Claimants.few = backing[off : off : off+m]
+			off += m
+		}
+		for f := head[j]; f >= 0; f = next[f] {
+			cl := &in.Claims[claimOf[f]]
+			claimant := Claimant{Created: cl.Created}
+			if d, ok := cl.Denied[name]; ok {
+				// Through a call, so that only a denial costs an allocation.
+				claimant.Denied = ptrTo(d)
+			}
+			c.Claimants.Set(cl.ToolSet, claimant)
+		}
+	}
+	owners := sized(buf.owners, len(names))
+	for j, name := range names {
+		c := &contests[j]
+		rec := before[j]
+		if rec.Owner != (types.NamespacedName{}) && !SameObject(rec.UID, uidOf(j, rec.Owner)) {
 			if _, claims := c.Claimants.Get(rec.Owner); claims {
 				// The owner was deleted and created again under its name:
 				// the old object let go first, and the name went by the rule
@@ -180,32 +293,34 @@ func Decide(prev Ledger, in Input) Decision {
 				}
 			}
 		}
-		if rec.Owner != (types.NamespacedName{}) {
-			before[name] = rec
-		}
-		owners[name] = r.Resolve(*c)
+		before[j] = rec
+		owners[j] = r.Resolve(*c)
 	}
 
 	var over map[string]map[types.NamespacedName]Denial
-	// orig are the claims the budget denied, as they were.
-	orig := map[string]map[types.NamespacedName]Claimant{}
+	// orig are the claims the budget denied, as they were, by name.
+	orig := map[int32][]entry{}
 	encodedBound := false
-	entriesOf := func() []Entry {
-		out := make([]Entry, 0, len(owners))
-		for _, name := range names {
-			o := owners[name]
+	entriesOf := func(out []Entry) []Entry {
+		out = out[:0]
+		for j, name := range names {
+			o := owners[j]
 			if !o.Owned() {
 				continue
 			}
-			w := weights[claim{name, o.Owner}]
-			out = append(out, Entry{Name: name, ToolSet: o.Owner, Created: created[o.Owner], Bytes: w.bytes, Encoded: w.encoded,
-				Kept: before[name].Owner == o.Owner})
+			f := find(j, o.Owner)
+			w, cl := weights[f], &in.Claims[claimOf[f]]
+			out = append(out, Entry{Name: name, ToolSet: o.Owner, Created: cl.Created, Bytes: w.bytes, Encoded: w.encoded,
+				Kept: before[j].Owner == o.Owner})
 		}
 		return out
 	}
-	entries := entriesOf()
+	entries := entriesOf(sized(buf.entries, len(names)))
+	scratch := buf.scratch
 	for {
-		denied, enc := in.Budget.apply(entries)
+		// apply sorts what it weighs: a copy, for entries stay by name.
+		scratch = append(scratch[:0], entries...)
+		denied, enc := in.Budget.apply(scratch)
 		if len(denied) == 0 {
 			break
 		}
@@ -214,13 +329,11 @@ func Decide(prev Ledger, in Input) Decision {
 			over = map[string]map[types.NamespacedName]Denial{}
 		}
 		for name, d := range denied {
-			c := contests[name]
-			owner := owners[name].Owner
+			j := ids[name]
+			c := &contests[j]
+			owner := owners[j].Owner
 			cl, _ := c.Claimants.Get(owner)
-			if orig[name] == nil {
-				orig[name] = map[types.NamespacedName]Claimant{}
-			}
-			orig[name][owner] = cl
+			orig[j] = append(orig[j], entry{ts: owner, c: cl})
 			cl.Denied = &d
 			c.Claimants.Set(owner, cl)
 			if over[name] == nil {
@@ -228,22 +341,22 @@ func Decide(prev Ledger, in Input) Decision {
 			}
 			over[name][owner] = d
 			// The denied owner is not the owner: the name goes by the rule.
-			owners[name] = r.Resolve(*c)
+			owners[j] = r.Resolve(*c)
 		}
-		entries = entriesOf()
+		entries = entriesOf(entries)
 	}
 	// A claim the budget denied lost the name to the owner now: it is
 	// Conflicted, as it would be if that owner had held the name first, so
 	// that deciding again from the outcome tells every claimant the same.
 	// Only a name nobody may publish stays Denied for the budget.
-	for name, was := range orig {
-		if !owners[name].Owned() {
+	for j, was := range orig {
+		if !owners[j].Owned() {
 			continue
 		}
-		for ts, cl := range was {
-			contests[name].Claimants.Set(ts, cl)
+		for _, e := range was {
+			contests[j].Claimants.Set(e.ts, e.c)
 		}
-		delete(over, name)
+		delete(over, names[j])
 	}
 	// The budget denied greedily, and what it denied early may fit once
 	// the rest is settled: each name nobody owns for the budget goes to the
@@ -256,32 +369,49 @@ func Decide(prev Ledger, in Input) Decision {
 			t.Add(e)
 		}
 		admitted := false
-		for _, name := range names {
+		dns := denials{b: in.Budget}
+		// order is a name's denied claimants in claim order, one name at a
+		// time.
+		var order []types.NamespacedName
+		// The names nobody owns for the budget, in order.
+		pending := make([]int32, 0, len(over))
+		for name := range over {
+			pending = append(pending, ids[name])
+		}
+		slices.Sort(pending)
+		for _, j32 := range pending {
+			j := int(j32)
+			name := names[j]
 			denied := over[name]
 			if len(denied) == 0 {
 				continue
 			}
-			c := contests[name]
-			for _, ts := range slices.SortedFunc(maps.Keys(denied), func(a, b types.NamespacedName) int {
-				if Earlier(a, created[a], b, created[b]) {
+			c := &contests[j]
+			order = order[:0]
+			for ts := range denied {
+				order = append(order, ts)
+			}
+			slices.SortFunc(order, func(a, b types.NamespacedName) int {
+				if Earlier(a, created(j, a), b, created(j, b)) {
 					return -1
 				}
 				return 1
-			}) {
-				w := weights[claim{name, ts}]
-				e := Entry{Name: name, ToolSet: ts, Created: created[ts], Bytes: w.bytes, Encoded: w.encoded}
-				dn, ok := in.Budget.Fits(t, e)
+			})
+			for _, ts := range order {
+				w := weightOf(j, ts)
+				e := Entry{Name: name, ToolSet: ts, Created: created(j, ts), Bytes: w.bytes, Encoded: w.encoded}
+				dn, ok := dns.fits(t, e)
 				if !ok {
-					denied[ts] = dn
+					denied[ts] = *dn
 					cl, _ := c.Claimants.Get(ts)
-					cl.Denied = &dn
+					cl.Denied = dn
 					c.Claimants.Set(ts, cl)
 					continue
 				}
-				for ts, cl := range orig[name] {
-					c.Claimants.Set(ts, cl)
+				for _, e := range orig[j32] {
+					c.Claimants.Set(e.ts, e.c)
 				}
-				owners[name] = Outcome{Owner: ts}
+				owners[j] = Outcome{Owner: ts}
 				delete(over, name)
 				t.Add(e)
 				admitted = true
@@ -289,18 +419,19 @@ func Decide(prev Ledger, in Input) Decision {
 			}
 		}
 		if admitted {
-			entries = entriesOf()
+			entries = entriesOf(entries)
 		}
 		// Each denial names the ceiling the claim passes beside the outcome,
 		// whatever the order the claims were weighed in.
 		for name, denied := range over {
-			c := contests[name]
+			j := int(ids[name])
+			c := &contests[j]
 			for ts := range denied {
-				w := weights[claim{name, ts}]
-				dn, _ := in.Budget.Fits(t, Entry{Name: name, ToolSet: ts, Created: created[ts], Bytes: w.bytes, Encoded: w.encoded})
-				denied[ts] = dn
+				w := weightOf(j, ts)
+				dn, _ := dns.fits(t, Entry{Name: name, ToolSet: ts, Created: created(j, ts), Bytes: w.bytes, Encoded: w.encoded})
+				denied[ts] = *dn
 				cl, _ := c.Claimants.Get(ts)
-				cl.Denied = &dn
+				cl.Denied = dn
 				c.Claimants.Set(ts, cl)
 			}
 		}
@@ -310,18 +441,41 @@ func Decide(prev Ledger, in Input) Decision {
 	}
 
 	d := Decision{
-		Ledger:       make(Ledger, len(entries)),
-		Verdicts:     map[types.NamespacedName]map[string]Verdict{},
 		Publish:      entries,
 		OverBudget:   over,
 		EncodedBound: encodedBound,
 	}
-	for _, e := range entries {
-		d.Ledger[e.Name] = NextRecord(before[e.Name], e.ToolSet, uids[e.ToolSet], in.Now)
+	if !verdicts {
+		// The index's decision: the records by name in slices, not a map
+		// of 50,000 of them it would only look up.
+		at := sized(buf.at, len(names))
+		d.records = sized(buf.records, len(entries))
+		for k, e := range entries {
+			j := int(ids[e.Name])
+			at[j] = int32(k) + 1
+			d.records[k] = NextRecord(before[j], e.ToolSet, uidOf(j, e.ToolSet), in.Now)
+		}
+		*buf = decideBuf{ids: ids, names: names, head: head, count: count, claimOf: claimOf, next: next, weights: weights,
+			contests: contests, backing: backing, owners: owners, before: before, entries: entries, scratch: scratch,
+			at: at, records: d.records}
+		d.record = func(name string) (Record, bool) {
+			j, ok := ids[name]
+			if !ok || at[j] == 0 {
+				return Record{}, false
+			}
+			return d.records[at[j]-1], true
+		}
+		return d
 	}
-	for _, name := range names {
-		c := contests[name]
-		o := owners[name]
+	d.Ledger = make(Ledger, len(entries))
+	for _, e := range entries {
+		j := int(ids[e.Name])
+		d.Ledger[e.Name] = NextRecord(before[j], e.ToolSet, uidOf(j, e.ToolSet), in.Now)
+	}
+	d.Verdicts = map[types.NamespacedName]map[string]Verdict{}
+	for j, name := range names {
+		c := &contests[j]
+		o := owners[j]
 		for ts := range c.Claimants.All() {
 			vs := d.Verdicts[ts]
 			if vs == nil {

@@ -12,8 +12,8 @@ import (
 // 5,000 ToolSets of 10 names each, spread over 100 namespaces, every name
 // of 709 bytes (the bench's entries). "fits" has a budget every claim
 // fits; "binds" the table's bytes cap, which denies about a tenth of the
-// names, as the publisher decides on every offer while the cap binds. Run
-// with
+// names, as the publisher decides on every offer while the cap binds;
+// "-index" as the index decides then. Run with
 // go test ./controllers/ownership -run '^$' -bench Decide -benchmem -count 6
 func BenchmarkDecide(b *testing.B) {
 	const toolSets, names, entryBytes = 5000, 10, 709
@@ -44,6 +44,23 @@ func BenchmarkDecide(b *testing.B) {
 			for b.Loop() {
 				d := Decide(prev, in)
 				if len(d.Ledger) == 0 {
+					b.Fatal("nothing owned")
+				}
+			}
+		})
+		// As the index decides: no verdicts, in what the last decision
+		// worked in.
+		b.Run(bc.name+"-index", func(b *testing.B) {
+			in := Input{Claims: claims, Budget: Budget{MaxTableBytes: bc.maxBytes}, Now: now}
+			prevOf := func(name string) (Record, bool) {
+				rec, ok := prev[name]
+				return rec, ok
+			}
+			var buf decideBuf
+			b.ReportAllocs()
+			for b.Loop() {
+				d := decide(prevOf, in, &buf)
+				if len(d.records) == 0 {
 					b.Fatal("nothing owned")
 				}
 			}
