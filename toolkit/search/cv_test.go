@@ -186,3 +186,27 @@ func TestEvalTuning(t *testing.T) {
 		}
 	}
 }
+
+// TestAblateGroups measures what each group of the built-in thesaurus is
+// worth on the tuning half: its figures without that one group, as a
+// change of recall at 5 and 10, MRR and the tuner's objective. A group
+// worth nothing here was not fitted to the tuning half's misses; one that
+// costs something is a candidate for removal.
+// SEARCH_ABLATE=1 go test -run TestAblateGroups -v ./search/
+func TestAblateGroups(t *testing.T) {
+	if os.Getenv("SEARCH_ABLATE") == "" {
+		t.Skip("set SEARCH_ABLATE=1 to measure the thesaurus groups")
+	}
+	tools, tasks := loadCorpus(t)
+	tb := &spec.Table{Revision: "ablate", Tools: tools}
+	tune := tuningHalf(tasks)
+	r5, r10, mrr := evalTasks(tb, tune)
+	t.Logf("all groups: r5=%.3f r10=%.3f mrr=%.3f", r5, r10, mrr)
+	orig := expansions
+	defer func() { expansions = orig }()
+	for i, g := range synonymGroups {
+		expansions, _ = expansionsOf(slices.Delete(slices.Clone(synonymGroups), i, i+1))
+		a5, a10, amrr := evalTasks(tb, tune)
+		t.Logf("without %q: r5 %+.3f r10 %+.3f mrr %+.3f objective %+.3f", g, a5-r5, a10-r10, amrr-mrr, objective(a5, a10, amrr)-objective(r5, r10, mrr))
+	}
+}

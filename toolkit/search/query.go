@@ -187,7 +187,7 @@ func (x *Index) score(terms []qterm, s *scratch) {
 	s.members = s.members[:0]
 	for i, qt := range terms {
 		lists, df := x.postings(qt.term)
-		if df == 0 || qt.syn != 0 && df > max(n/4, 16) {
+		if df == 0 || qt.w <= 0 || qt.syn != 0 && df > max(n/4, 16) {
 			continue // a synonym a quarter of the tools hold says little
 		}
 		g := i + 1

@@ -102,7 +102,11 @@ type qterm struct {
 }
 
 // expansions maps a stemmed term to the stemmed terms it also searches for.
-var expansions, abbrevTerms = func() (map[string][]string, map[string][]string) {
+var expansions, abbrevTerms = expansionsOf(synonymGroups)
+
+// expansionsOf stems groups and the abbreviations into expansions and
+// abbrevTerms.
+func expansionsOf(groups []string) (map[string][]string, map[string][]string) {
 	a := newAnalyzer()
 	stemOf := func(w string) string {
 		var out string
@@ -110,7 +114,7 @@ var expansions, abbrevTerms = func() (map[string][]string, map[string][]string) 
 		return out
 	}
 	exp := map[string][]string{}
-	for _, g := range synonymGroups {
+	for _, g := range groups {
 		var stems []string
 		for _, w := range strings.Fields(g) {
 			if s := stemOf(w); s != "" {
@@ -132,7 +136,7 @@ var expansions, abbrevTerms = func() (map[string][]string, map[string][]string) 
 		abbr[k] = stems
 	}
 	return exp, abbr
-}()
+}
 
 func contains2(l []string, s string) bool {
 	for _, x := range l {
