@@ -11,7 +11,11 @@
 //     the cursor is the last name of a page, so it stays valid across table
 //     revisions). tools/call is routed to the owner's invoke endpoint under
 //     the tool's source name, and the workload's result comes back
-//     unchanged.
+//     unchanged. A stateless tools/call that needs no stream (no progress
+//     token, task, elicitation or sampling, a supported protocol version)
+//     is answered without the SDK's per-request session, by the same
+//     decision and call code, with the status, headers and body the SDK
+//     would write (fastcall.go); everything else goes to the SDK.
 //   - /mcp/namespaces/{namespace} and /mcp/toolsets/{namespace}/{name}: the
 //     same, for the tools of one namespace's ToolSets or of one ToolSet.
 //   - GET /v1/tools: the table as one JSON document, in the format of the
