@@ -154,10 +154,22 @@ const (
 	// MaxTableSegmentedBytes is the largest table's JSON the encoder lays
 	// out whatever its tools: every segment but the last holds at least
 	// 512 KiB, unless a tool of more than 512 KiB of JSON ends one early,
-	// and an index names at most MaxTableParts-1 segments. A publisher's
-	// ceiling on the table's JSON must not pass it; the gzipped bytes are
-	// bounded by MaxTableChunkBytes besides.
+	// and an index names at most MaxTableParts-1 segments. Real tools lay
+	// out more (segments of 512 KiB to 1 MiB, cut at tools by their names'
+	// hashes: about 44 MiB in 63 of them); a table past what its own
+	// layout holds fails with a [*TableLayoutError], which says how much
+	// of it the segments do hold, so that a publisher can bound the
+	// table's JSON at what can be written rather than at this worst case.
 	MaxTableSegmentedBytes = (MaxTableParts - 1) * tableSegmentMin
+	// MaxTableEntriesBytes bounds the tools' JSON of a table, each with
+	// one byte for its separator, as a publisher's budget weighs them: a
+	// table within it is within MaxTableBytes, its head and tail included.
+	MaxTableEntriesBytes = MaxTableBytes - tableFrameBytes
+
+	// tableFrameBytes is what a table's JSON holds besides its tools':
+	// the head `{"schemaVersion":…,"revision":"sha256:…","tools":[` and
+	// the tail `]}` (and a comma fewer than the tools).
+	tableFrameBytes = len(`{"schemaVersion":"`+SchemaVersion+`","revision":"sha256:`) + 64 + len(`","tools":[`) + len(tableTail)
 
 	// tableFirstChunkBytes is the raw size of chunk 0: its base64 (480 KiB)
 	// leaves room for the index of MaxTableParts chunks next to it.
@@ -502,7 +514,7 @@ func (e *TableEncoder) encodeEntries(entries []TableEntryJSON, baseName string, 
 	ends := j.segments(lim)
 	maxParts := stored.maxParts()
 	if len(ends) >= maxParts {
-		return nil, nil, fmt.Errorf("%w: %d segments of JSON, at most %d", ErrTableTooLarge, len(ends), maxParts-1)
+		return nil, nil, j.layoutError(ends, maxParts-1)
 	}
 	if e.zw == nil {
 		e.zw, _ = gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
@@ -886,6 +898,41 @@ func (j *tableJSON) segments(lim tableLimits) []int {
 		ends = append(ends, len(j.entries))
 	}
 	return ends
+}
+
+// TableLayoutError is the [ErrTableTooLarge] of a table whose tools'
+// JSON does not lay out in the segments an index names. Its sizes count
+// each tool's JSON with one byte for its separator, as a publisher's
+// budget weighs the tools.
+type TableLayoutError struct {
+	// Segments is how many segments the table's JSON takes, MaxSegments
+	// how many an index names at most.
+	Segments, MaxSegments int
+	// Bytes is the tools' JSON of the table.
+	Bytes int64
+	// Capacity is the tools' JSON of the first MaxSegments segments: what
+	// a table laid out as this one holds, a little less than Bytes.
+	Capacity int64
+}
+
+func (e *TableLayoutError) Error() string {
+	return fmt.Sprintf("%v: %d segments of JSON, at most %d", ErrTableTooLarge, e.Segments, e.MaxSegments)
+}
+
+// Unwrap makes errors.Is(err, ErrTableTooLarge) hold.
+func (e *TableLayoutError) Unwrap() error { return ErrTableTooLarge }
+
+// layoutError is the TableLayoutError of segments ends, more than
+// maxSegments of them.
+func (j *tableJSON) layoutError(ends []int, maxSegments int) *TableLayoutError {
+	e := &TableLayoutError{Segments: len(ends), MaxSegments: maxSegments}
+	for i, t := range j.entries {
+		if i == ends[maxSegments-1] {
+			e.Capacity = e.Bytes
+		}
+		e.Bytes += int64(len(t.JSON) + 1)
+	}
+	return e
 }
 
 // nameHash is the first 8 bytes of a tool name's SHA-256.
