@@ -22,11 +22,15 @@ const (
 	// DefaultMaxToolsPerNamespace bounds the tools the ToolSets of one
 	// namespace publish together.
 	DefaultMaxToolsPerNamespace = 5000
-	// DefaultMaxTableBytes bounds the tool table's JSON at what the
-	// encoder lays out whatever the tools (spec.MaxTableSegmentedBytes,
-	// 31.5 MiB); --max-table-bytes refuses more. The gzipped bytes are
-	// bounded by the ConfigMaps besides (about 11.6 MiB).
-	DefaultMaxTableBytes int64 = spec.MaxTableSegmentedBytes
+	// DefaultMaxTableBytes bounds the tool table's JSON: 40 MiB, room for
+	// 50,000 tools of 700 bytes (5,000 ToolSets of ten small tools, 34 MiB)
+	// with a sixth to spare, under the 44 MiB the ConfigMaps hold of real
+	// tools, and what every gateway replica and agent decodes and holds.
+	// --max-table-bytes may raise it to what readers accept
+	// (spec.MaxTableBytes). What the encoder cannot lay out, and what does
+	// not fit the ConfigMaps once gzipped (about 11.6 MiB), is denied
+	// besides.
+	DefaultMaxTableBytes int64 = 40 << 20
 	// DefaultMaxDescriptionBytes bounds one tool's description: room for
 	// a long manual page, not for a tenant to fill the table with one tool.
 	DefaultMaxDescriptionBytes = 16 << 10
@@ -76,11 +80,10 @@ type Ceilings struct {
 }
 
 // Validate refuses ceilings the publisher cannot honour: a table's JSON
-// beyond what the encoder lays out whatever the tools
-// (spec.MaxTableSegmentedBytes), or a negative bound.
+// beyond what readers accept (spec.MaxTableBytes), or a negative bound.
 func (c Ceilings) Validate() error {
-	if c.MaxTableBytes > spec.MaxTableSegmentedBytes {
-		return fmt.Errorf("--max-table-bytes %d is above %d, what the publisher lays out whatever the tools", c.MaxTableBytes, spec.MaxTableSegmentedBytes)
+	if c.MaxTableBytes > spec.MaxTableBytes {
+		return fmt.Errorf("--max-table-bytes %d is above %d, what readers of the table accept", c.MaxTableBytes, spec.MaxTableBytes)
 	}
 	for flag, v := range map[string]int64{
 		"max-table-bytes": c.MaxTableBytes, "max-tool-description-bytes": int64(c.MaxDescriptionBytes), "max-tool-title-bytes": int64(c.MaxTitleBytes),

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 func TestCeilingsValidate(t *testing.T) {
@@ -13,10 +15,17 @@ func TestCeilingsValidate(t *testing.T) {
 	if err := (Ceilings{MaxTableBytes: DefaultMaxTableBytes}).Validate(); err != nil {
 		t.Fatalf("the default --max-table-bytes: %v", err)
 	}
-	// What the encoder cannot lay out whatever the tools is refused, as
-	// main's 32 MiB default was.
-	if err := (Ceilings{MaxTableBytes: 32 << 20}).Validate(); err == nil || !strings.Contains(err.Error(), "--max-table-bytes") {
-		t.Fatalf("--max-table-bytes=32MiB: err = %v, want a refusal naming the flag", err)
+	// Up to what readers accept is honoured: what the encoder cannot lay
+	// out of it is denied, not refused.
+	if err := (Ceilings{MaxTableBytes: spec.MaxTableBytes}).Validate(); err != nil {
+		t.Fatalf("--max-table-bytes=64MiB: %v", err)
+	}
+	// Past what readers accept is refused.
+	if err := (Ceilings{MaxTableBytes: spec.MaxTableBytes + 1}).Validate(); err == nil || !strings.Contains(err.Error(), "--max-table-bytes") {
+		t.Fatalf("--max-table-bytes=64MiB+1: err = %v, want a refusal naming the flag", err)
+	}
+	if err := (Ceilings{MaxTableBytes: -1}).Validate(); err == nil {
+		t.Fatal("a negative --max-table-bytes was accepted")
 	}
 	if err := (Ceilings{MaxDescriptionBytes: -1}).Validate(); err == nil {
 		t.Fatal("a negative description bound was accepted")

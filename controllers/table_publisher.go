@@ -127,9 +127,10 @@ type TablePublisher struct {
 	// Budget caps the tools of each namespace and the table's bytes, inside
 	// the ownership rule (ownership.Decide), when a ToolSet offers: a claim
 	// past it is Denied (OverBudget) and its name passes to the next
-	// permitted claimant, if any. The table's JSON is capped at
-	// spec.MaxTableSegmentedBytes whatever it says, and its gzipped bytes
-	// at what the part ConfigMaps hold (see table_publisher_budget.go).
+	// permitted claimant, if any. The table's JSON is capped at what
+	// readers accept (spec.MaxTableEntriesBytes) whatever it says, and at
+	// what the encoder lays out, and its gzipped bytes at what the part
+	// ConfigMaps hold (see table_publisher_budget.go).
 	Budget ownership.Budget
 	// MaxTableParts bounds the ConfigMaps of the table, the base included
 	// (2 to spec.MaxTableParts; zero for spec.MaxTableParts): set it to the
@@ -173,6 +174,11 @@ type TablePublisher struct {
 	// table: set when a table did not fit its ConfigMaps, lowered until one
 	// does, cleared once the table fits without it (see tighten).
 	encodedCeiling int64
+	// layoutCeiling, when positive, bounds the table's JSON at what the
+	// encoder lays out in the segments its index names: set when a table's
+	// JSON did not lay out, cleared once the claims fit under it (see
+	// tightenLayout).
+	layoutCeiling int64
 	// claims are the ToolSets that offer at least one name.
 	claims map[types.NamespacedName]*claim
 	// index keeps the claims by name and the ledger, which records the
@@ -598,6 +604,11 @@ func (p *TablePublisher) flush(ctx context.Context) (wait time.Duration, err err
 				p.relax()
 			}
 			return wait, err
+		}
+		if le := (*spec.TableLayoutError)(nil); errors.As(err, &le) {
+			ctrl.LoggerFrom(ctx).Info("The tool table's JSON does not lay out in its segments; denying the tools of the namespace that weighs most", "tools", len(tools), "reason", err.Error())
+			p.tightenLayout(le)
+			continue
 		}
 		ctrl.LoggerFrom(ctx).Info("The tool table does not fit its ConfigMaps; denying the tools that weigh most compressed", "tools", len(tools), "reason", err.Error())
 		p.tighten()

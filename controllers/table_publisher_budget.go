@@ -25,13 +25,17 @@ import (
 // fail anyway.
 
 // budget returns the budget in force: Budget, its JSON bytes capped at
-// what the table can hold whatever the flags say, and the compressed
-// ceiling while one is set. p.mu is held.
+// what readers accept whatever the flags say and at what the encoder lays
+// out while that is known to bind, and the compressed ceiling while one is
+// set. p.mu is held.
 func (p *TablePublisher) budget() ownership.Budget {
 	b := p.Budget
-	if b.MaxTableBytes <= 0 || b.MaxTableBytes > spec.MaxTableSegmentedBytes {
-		// Whatever the flags say, the table must stay writable.
-		b.MaxTableBytes = spec.MaxTableSegmentedBytes
+	if b.MaxTableBytes <= 0 || b.MaxTableBytes > int64(spec.MaxTableEntriesBytes) {
+		// Whatever the flags say, readers must accept the table.
+		b.MaxTableBytes = int64(spec.MaxTableEntriesBytes)
+	}
+	if p.layoutCeiling > 0 && p.layoutCeiling < b.MaxTableBytes {
+		b.MaxTableBytes, b.TableCeiling = p.layoutCeiling, p.layoutCeilingName()
 	}
 	if p.encodedCeiling > 0 {
 		b.MaxEncodedBytes, b.EncodedCeiling = p.encodedCeiling, p.encodedCeilingName()
@@ -78,6 +82,48 @@ func (p *TablePublisher) encodedCeilingName() string {
 		p.maxParts(), p.maxParts()-1, spec.MaxTableChunkBytes)
 }
 
+// layoutCeilingName names the layout's ceiling in denials: what bounds it,
+// never its value, which moves with the tables tried (see
+// encodedCeilingName).
+func (p *TablePublisher) layoutCeilingName() string {
+	return fmt.Sprintf("what its index's %d segments of JSON hold (512 KiB to 1 MiB each, cut at tools)", p.maxParts()-1)
+}
+
+// tightenLayout bounds the table's JSON after one did not lay out in its
+// segments: at what the segments of that table held, le.Capacity, less
+// one segment of them, so that the table kept, whose tools move between
+// segments as some are denied, has a segment to spare. Every table
+// tried is so smaller than the last: le.Capacity is less than its bytes,
+// which the ceiling in force bounded.
+func (p *TablePublisher) tightenLayout(le *spec.TableLayoutError) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.layoutCeiling = max(le.Capacity-le.Capacity/int64(max(le.MaxSegments, 1)), 1)
+	p.rebudgetLocked()
+}
+
+// relaxLayout drops the layout's ceiling once the claims fit under it,
+// whoever owns their names: it binds nothing then, and a table of them
+// was written. p.mu is held.
+func (p *TablePublisher) relaxLayout() {
+	if p.layoutCeiling <= 0 {
+		return
+	}
+	var offered int64
+	for _, c := range p.claims {
+		for i := range c.tools {
+			if _, denied := c.denied[c.tools[i].Name]; !denied {
+				offered += int64(c.sizes[i])
+			}
+		}
+		if offered > p.layoutCeiling {
+			return
+		}
+	}
+	p.layoutCeiling = 0
+	p.rebudgetLocked()
+}
+
 // tighten lowers the compressed ceiling after a table did not fit (see
 // ownership.Tighten).
 func (p *TablePublisher) tighten() {
@@ -89,10 +135,12 @@ func (p *TablePublisher) tighten() {
 }
 
 // relax drops the compressed ceiling once a table was written that it did
-// not bind (see ownership.Relax).
+// not bind (see ownership.Relax), and the layout's once the claims fit
+// under it.
 func (p *TablePublisher) relax() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.relaxLayout()
 	bound, _ := p.index.Encoded()
 	if c := ownership.Relax(p.encodedCeiling, bound); c != p.encodedCeiling {
 		p.encodedCeiling = c

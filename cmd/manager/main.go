@@ -107,8 +107,8 @@ func main() {
 	flag.IntVar(&ceilings.MaxToolsPerNamespace, "max-tools-per-namespace", controllers.DefaultMaxToolsPerNamespace,
 		"The most tools the ToolSets of one namespace publish together; the rest are Denied (OverBudget).")
 	flag.Int64Var(&ceilings.MaxTableBytes, "max-table-bytes", controllers.DefaultMaxTableBytes,
-		fmt.Sprintf("The largest tool table, in bytes of JSON; tools that would pass it are Denied (OverBudget). At most %d (31.5 MiB), what the publisher lays out whatever the tools; "+
-			"tools that would not fit the ConfigMaps once gzipped are Denied besides.", spec.MaxTableSegmentedBytes))
+		fmt.Sprintf("The largest tool table, in bytes of JSON; tools that would pass it are Denied (OverBudget). At most %d (64 MiB), what readers accept; "+
+			"tools whose JSON the table's segments do not hold, or that would not fit the ConfigMaps once gzipped, are Denied besides.", spec.MaxTableBytes))
 	flag.IntVar(&ceilings.MaxDescriptionBytes, "max-tool-description-bytes", controllers.DefaultMaxDescriptionBytes,
 		"The longest description of one tool, in bytes; a tool with a longer one is Invalid.")
 	flag.IntVar(&ceilings.MaxTitleBytes, "max-tool-title-bytes", controllers.DefaultMaxTitleBytes,

@@ -23,6 +23,9 @@ type Budget struct {
 	MaxToolsPerNamespace int
 	// MaxTableBytes bounds the sum of the entries' sizes.
 	MaxTableBytes int64
+	// TableCeiling names MaxTableBytes in denials, for status, when it is
+	// not the flag's: what bounds it. Empty names the flag and its value.
+	TableCeiling string
 	// MaxEncodedBytes bounds the sum of the entries' encoded weights: what
 	// the table takes once compressed, which the ConfigMaps bound whatever
 	// the JSON's size. Describe names the ceiling in the denials as EncodedCeiling says.
@@ -125,8 +128,7 @@ func (b Budget) apply(entries []Entry) (map[string]Denial, bool) {
 		trim(q, total, b.MaxTableBytes, func(e Entry) int64 { return e.Bytes }, func(e Entry, ns string) {
 			d, ok := reasons[ns]
 			if !ok {
-				d = Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-					"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}
+				d = b.denial(passesTableBytes, ns)
 				reasons[ns] = d
 			}
 			denied[e.Name] = d
@@ -316,8 +318,9 @@ func (b Budget) denial(c ceiling, ns string) Denial {
 		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
 			"namespace %s publishes more than %d tools (--max-tools-per-namespace); the earliest-created ToolSets' tools are kept", ns, b.MaxToolsPerNamespace)}
 	case passesTableBytes:
+		ceiling := cmp.Or(b.TableCeiling, fmt.Sprintf("%d bytes (--max-table-bytes)", b.MaxTableBytes))
 		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
-			"the tool table would pass %d bytes (--max-table-bytes); tools are denied from the namespace that weighs most, %s", b.MaxTableBytes, ns)}
+			"the tool table would pass %s; tools are denied from the namespace that weighs most, %s", ceiling, ns)}
 	case passesEncoded:
 		ceiling := cmp.Or(b.EncodedCeiling, fmt.Sprintf("%d bytes compressed", b.MaxEncodedBytes))
 		return Denial{Policy: OverBudget, Reason: fmt.Sprintf(
