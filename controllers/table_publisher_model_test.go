@@ -195,7 +195,7 @@ var _ = Describe("The ownership model", func() {
 			Expect(err).NotTo(HaveOccurred())
 			b := budget
 			if b.MaxTableBytes == 0 {
-				b.MaxTableBytes = spec.MaxTableSegmentedBytes
+				b.MaxTableBytes = int64(spec.MaxTableEntriesBytes)
 			}
 			in := ownership.Input{Rule: rule, Budget: b}
 			for _, m := range toolSets {
