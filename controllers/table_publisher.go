@@ -177,8 +177,9 @@ type TablePublisher struct {
 	// layoutCeiling, when positive, bounds the table's JSON at what the
 	// encoder lays out in the segments its index names: set when a table's
 	// JSON did not lay out, cleared once the claims fit under it (see
-	// tightenLayout).
+	// tightenLayout); layoutParts are the ConfigMaps it was learnt with.
 	layoutCeiling int64
+	layoutParts   int
 	// claims are the ToolSets that offer at least one name.
 	claims map[types.NamespacedName]*claim
 	// index keeps the claims by name and the ledger, which records the

@@ -34,7 +34,7 @@ func (p *TablePublisher) budget() ownership.Budget {
 		// Whatever the flags say, readers must accept the table.
 		b.MaxTableBytes = int64(spec.MaxTableEntriesBytes)
 	}
-	if p.layoutCeiling > 0 && p.layoutCeiling < b.MaxTableBytes {
+	if p.layoutCeiling > 0 && p.layoutParts == p.maxParts() && p.layoutCeiling < b.MaxTableBytes {
 		b.MaxTableBytes, b.TableCeiling = p.layoutCeiling, p.layoutCeilingName()
 	}
 	if p.encodedCeiling > 0 {
@@ -99,14 +99,21 @@ func (p *TablePublisher) tightenLayout(le *spec.TableLayoutError) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.layoutCeiling = max(le.Capacity-le.Capacity/int64(max(le.MaxSegments, 1)+1), 1)
+	p.layoutParts = le.MaxSegments + 1
 	p.rebudgetLocked()
 }
 
 // relaxLayout drops the layout's ceiling once the claims fit under it,
 // whoever owns their names: it binds nothing then, and a table of them
-// was written. p.mu is held.
+// was written; or once the table may take other ConfigMaps than it was
+// learnt with. p.mu is held.
 func (p *TablePublisher) relaxLayout() {
 	if p.layoutCeiling <= 0 {
+		return
+	}
+	if p.layoutParts != p.maxParts() {
+		p.layoutCeiling = 0
+		p.rebudgetLocked()
 		return
 	}
 	var offered int64

@@ -504,8 +504,8 @@ func TestEncodeTableHostile(t *testing.T) {
 	})
 }
 
-// TestEncodeTableCapacity encodes MaxTableBytes/2 of realistic tools, the
-// manager's largest --max-table-bytes: it must fit in MaxTableParts.
+// TestEncodeTableCapacity encodes MaxTableBytes/2 of realistic tools (32 MiB,
+// within the default --max-table-bytes of 40 MiB): it must fit in MaxTableParts.
 func TestEncodeTableCapacity(t *testing.T) {
 	if testing.Short() {
 		t.Skip("encodes 32 MiB of JSON")
