@@ -90,17 +90,23 @@ func (p *TablePublisher) layoutCeilingName() string {
 }
 
 // tightenLayout bounds the table's JSON after one did not lay out in its
-// segments: at what the segments of that table held, le.Capacity, less
-// about one segment of them (a 64th of 63), so that the table kept,
-// whose tools move between segments as some are denied, has a segment to
-// spare. Every table tried is so smaller than the last: le.Capacity is
-// less than its bytes, which the ceiling in force bounded.
+// segments (see layoutCeilingAfter).
 func (p *TablePublisher) tightenLayout(le *spec.TableLayoutError) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.layoutCeiling = max(le.Capacity-le.Capacity/int64(max(le.MaxSegments, 1)+1), 1)
+	p.layoutCeiling = layoutCeilingAfter(le)
 	p.layoutParts = le.MaxSegments + 1
 	p.rebudgetLocked()
+}
+
+// layoutCeilingAfter is the ceiling on the table's JSON after a table
+// did not lay out in its segments: what the segments of that table held,
+// le.Capacity, less about one segment of them (a 64th of 63), so that the
+// table kept, whose tools move between segments as some are denied, has
+// a segment to spare. Every table tried is so smaller than the last:
+// le.Capacity is less than its bytes, which the ceiling in force bounded.
+func layoutCeilingAfter(le *spec.TableLayoutError) int64 {
+	return max(le.Capacity-le.Capacity/int64(max(le.MaxSegments, 1)+1), 1)
 }
 
 // relaxLayout drops the layout's ceiling once the claims fit under it,
