@@ -284,8 +284,9 @@ type member struct {
 }
 
 // objectMembers returns the members of the JSON object raw, in order,
-// with keys spelled as sent; ok is false if raw is not an object, has a
-// key twice, or has more than max members. max is the number of keys the
+// with keys spelled as sent; ok is false if raw is not an object (or has
+// anything but white space after it), has a key twice, or has more than
+// max members. max is the number of keys the
 // caller knows (a member past them is one it leaves to the SDK anyway):
 // without it, finding repeated keys among the many members of a hostile
 // request would cost time quadratic in its size (seconds of CPU for
@@ -319,6 +320,11 @@ func objectMembers(raw json.RawMessage, max int) ([]member, bool) {
 		out = append(out, member{key: key, value: v})
 	}
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
+		return nil, false
+	}
+	// Nothing after it: the SDK's decoder would read the first value
+	// only, and ignore the rest.
+	if len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")) != 0 {
 		return nil, false
 	}
 	return out, true
