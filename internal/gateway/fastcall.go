@@ -296,7 +296,7 @@ func objectMembers(raw json.RawMessage, max int) ([]member, bool) {
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, false
 	}
-	var out []member
+	out := make([]member, 0, max)
 	for dec.More() {
 		start := dec.InputOffset()
 		t, err := dec.Token()
@@ -304,14 +304,19 @@ func objectMembers(raw json.RawMessage, max int) ([]member, bool) {
 			return nil, false
 		}
 		// The key as sent: without escapes, which decoders read alike.
-		key, ok := plainString(bytes.Trim(raw[start:dec.InputOffset()], " \t\r\n,:"))
-		if k, _ := t.(string); !ok || k != key {
+		sent, ok := plainBytes(bytes.Trim(raw[start:dec.InputOffset()], " \t\r\n,:"))
+		key, _ := t.(string)
+		if !ok || string(sent) != key {
 			return nil, false
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil || len(v) == 0 {
+		// The value as sent, a slice of raw: the decoder checks it, and
+		// copies nothing.
+		var sv sentValue
+		if err := dec.Decode(&sv); err != nil || sv.n == 0 {
 			return nil, false
 		}
+		end := int(dec.InputOffset())
+		v := raw[end-sv.n : end : end]
 		for _, m := range out {
 			if m.key == key {
 				return nil, false
@@ -330,19 +335,37 @@ func objectMembers(raw json.RawMessage, max int) ([]member, bool) {
 	return out, true
 }
 
+// sentValue is a JSON value that a json.Decoder has checked, by its length:
+// the value is the bytes of that length before the decoder's offset.
+type sentValue struct{ n int }
+
+func (v *sentValue) UnmarshalJSON(b []byte) error {
+	v.n = len(b)
+	return nil
+}
+
 // plainString returns the JSON string raw if it has no escapes and only
 // printable ASCII: a tool name, read alike by every decoder.
 func plainString(raw json.RawMessage) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+	s, ok := plainBytes(raw)
+	if !ok {
 		return "", false
+	}
+	return string(s), true
+}
+
+// plainBytes is plainString's string, unquoted, without a copy.
+func plainBytes(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
 	}
 	s := raw[1 : len(raw)-1]
 	for _, c := range s {
 		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return "", false
+			return nil, false
 		}
 	}
-	return string(s), true
+	return s, true
 }
 
 // annotateServerInfo sets the server's identity in a 2026-07-28 result's

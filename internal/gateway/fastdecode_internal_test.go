@@ -21,6 +21,8 @@ func TestPlainRequestTakesOnlyWhatTheSDKReadsAlike(t *testing.T) {
 		{plainCall, true},
 		{` {"jsonrpc":"2.0","id":"x-1","method":"tools/call","params":{}}` + "\n", true},
 		{`{"params":{"name":"a"},"method":"tools/list","id":0,"jsonrpc":"2.0"}`, true},
+		{"{ \"jsonrpc\" : \"2.0\" ,\n\t\"id\" : 42 \r\n, \"method\":\"tools/call\" , \"params\" : { \"name\" : \"a\" , \"arguments\" : { \"n\" : 1.5e3 , \"b\" : true } } \n}\n", true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"t":true,"f":false,"n":null,"x":-0.5}}}`, true},
 		{`{"jsonrpc":"2.0","id":123456789012345,"method":"m","params":{}}`, true},
 		{`{"jsonrpc":"2.0","id":1234567890123456,"method":"m","params":{}}`, false}, // past a float64's exact integers
 		{`{"jsonrpc":"2.0","id":1.5,"method":"m","params":{}}`, false},
@@ -88,4 +90,22 @@ func FuzzPlainRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		sameAsTheSDK(t, body, plainRequest(body))
 	})
+}
+
+// objectMembers gives each value as sent, white space around it left out.
+func TestObjectMembersGiveTheValuesAsSent(t *testing.T) {
+	raw := []byte("{ \"a\" : 12 , \"b\":\t\"s\"\n, \"c\" : [ 1 , 2 ] , \"d\":true ,\"e\" : { } }")
+	members, ok := objectMembers(raw, 5)
+	if !ok {
+		t.Fatal("not read")
+	}
+	want := map[string]string{"a": "12", "b": `"s"`, "c": "[ 1 , 2 ]", "d": "true", "e": "{ }"}
+	for _, m := range members {
+		if string(m.value) != want[m.key] {
+			t.Errorf("%s = %q, want %q", m.key, m.value, want[m.key])
+		}
+	}
+	if len(members) != len(want) {
+		t.Errorf("%d members, want %d", len(members), len(want))
+	}
 }
