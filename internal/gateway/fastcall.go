@@ -284,8 +284,9 @@ type member struct {
 }
 
 // objectMembers returns the members of the JSON object raw, in order,
-// with keys spelled as sent; ok is false if raw is not an object, has a
-// key twice, or has more than max members. max is the number of keys the
+// with keys spelled as sent; ok is false if raw is not an object (or has
+// anything but white space after it), has a key twice, or has more than
+// max members. max is the number of keys the
 // caller knows (a member past them is one it leaves to the SDK anyway):
 // without it, finding repeated keys among the many members of a hostile
 // request would cost time quadratic in its size (seconds of CPU for
@@ -295,7 +296,7 @@ func objectMembers(raw json.RawMessage, max int) ([]member, bool) {
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return nil, false
 	}
-	var out []member
+	out := make([]member, 0, max)
 	for dec.More() {
 		start := dec.InputOffset()
 		t, err := dec.Token()
@@ -303,14 +304,19 @@ func objectMembers(raw json.RawMessage, max int) ([]member, bool) {
 			return nil, false
 		}
 		// The key as sent: without escapes, which decoders read alike.
-		key, ok := plainString(bytes.Trim(raw[start:dec.InputOffset()], " \t\r\n,:"))
-		if k, _ := t.(string); !ok || k != key {
+		sent, ok := plainBytes(bytes.Trim(raw[start:dec.InputOffset()], " \t\r\n,:"))
+		key, _ := t.(string)
+		if !ok || string(sent) != key {
 			return nil, false
 		}
-		var v json.RawMessage
-		if err := dec.Decode(&v); err != nil || len(v) == 0 {
+		// The value as sent, a slice of raw: the decoder checks it, and
+		// copies nothing.
+		var sv sentValue
+		if err := dec.Decode(&sv); err != nil || sv.n == 0 {
 			return nil, false
 		}
+		end := int(dec.InputOffset())
+		v := raw[end-sv.n : end : end]
 		for _, m := range out {
 			if m.key == key {
 				return nil, false
@@ -321,22 +327,45 @@ func objectMembers(raw json.RawMessage, max int) ([]member, bool) {
 	if t, err := dec.Token(); err != nil || t != json.Delim('}') {
 		return nil, false
 	}
+	// Nothing after it: the SDK's decoder would read the first value
+	// only, and ignore the rest.
+	if len(bytes.TrimLeft(raw[dec.InputOffset():], " \t\r\n")) != 0 {
+		return nil, false
+	}
 	return out, true
+}
+
+// sentValue is a JSON value that a json.Decoder has checked, by its length:
+// the value is the bytes of that length before the decoder's offset.
+type sentValue struct{ n int }
+
+func (v *sentValue) UnmarshalJSON(b []byte) error {
+	v.n = len(b)
+	return nil
 }
 
 // plainString returns the JSON string raw if it has no escapes and only
 // printable ASCII: a tool name, read alike by every decoder.
 func plainString(raw json.RawMessage) (string, bool) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+	s, ok := plainBytes(raw)
+	if !ok {
 		return "", false
+	}
+	return string(s), true
+}
+
+// plainBytes is plainString's string, unquoted, without a copy.
+func plainBytes(raw []byte) ([]byte, bool) {
+	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
+		return nil, false
 	}
 	s := raw[1 : len(raw)-1]
 	for _, c := range s {
 		if c < 0x20 || c >= 0x7f || c == '"' || c == '\\' {
-			return "", false
+			return nil, false
 		}
 	}
-	return string(s), true
+	return s, true
 }
 
 // annotateServerInfo sets the server's identity in a 2026-07-28 result's

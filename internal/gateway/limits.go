@@ -106,11 +106,9 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 		// serves).
 		var params json.RawMessage
 		note := &requestNote{body: body}
-		if m, err := jsonrpc.DecodeMessage(msg); err == nil {
-			if req, ok := m.(*jsonrpc.Request); ok {
-				method, params = req.Method, req.Params
-				note.req = req
-			}
+		if req := readRequest(msg); req != nil {
+			method, params = req.Method, req.Params
+			note.req = req
 		}
 		stream = method == methodListen
 		markTaskRequest(r, method, params) // tasks.go

@@ -161,9 +161,8 @@ func run(ctx context.Context, c config) (res result, err error) {
 	// rates: the workload's on the direct path; the replicas' and the
 	// workload's on the gateway path.
 	if dThr.all.Requests > 0 && gThr.all.Requests > 0 {
-		per := func(d time.Duration, n uint64) float64 { return float64(d.Microseconds()) / float64(n) }
 		step("throughput: CPU per call: direct: workload %.0f µs; gateway: replicas %.0f µs, workload %.0f µs",
-			per(wlCPU, dThr.all.Requests), per(gwCPU, gThr.all.Requests), per(wlGwCPU, gThr.all.Requests))
+			perCall(wlCPU, dThr.all.Requests), perCall(gwCPU, gThr.all.Requests), perCall(wlGwCPU, gThr.all.Requests))
 	}
 	res.rpsDirect, res.rpsGateway = dThr.all.Throughput, gThr.all.Throughput
 	step("throughput: direct %.0f/s, gateway %.0f/s (2026-07-28 %.0f/s, 2025-11-25 %.0f/s)",
@@ -174,13 +173,24 @@ func run(ctx context.Context, c config) (res result, err error) {
 		rate = max(1, int(c.latencyLoad*min(res.rpsDirect, res.rpsGateway)))
 	}
 	step("latency: %d requests/s offered to each path for %s", rate, c.duration)
+	wlCPU = cpuOf(wl.Pid())
 	dLat, err := attack(ctx, "direct", direct, rate, c.clients, c.duration)
 	if err != nil {
 		return res, err
 	}
+	wlCPU = cpuOf(wl.Pid()) - wlCPU
+	gwCPU, wlGwCPU = cpuOf(gws[0].Pid())+cpuOf(gws[1].Pid()), cpuOf(wl.Pid())
 	gLat, err := attack(ctx, "gateway", gateway, rate, c.clients, c.duration)
+	gwCPU, wlGwCPU = cpuOf(gws[0].Pid())+cpuOf(gws[1].Pid())-gwCPU, cpuOf(wl.Pid())-wlGwCPU
 	if err := errors.Join(err, checkRefusals(ctx, gws)); err != nil {
 		return res, err
+	}
+	// The same, at the same rate on both paths: the workload's CPU per
+	// call depends on how busy it is (at a lower rate each call wakes it
+	// on its own), which the throughput phases' rates differ in.
+	if dLat.all.Requests > 0 && gLat.all.Requests > 0 {
+		step("latency: CPU per call: direct: workload %.0f µs; gateway: replicas %.0f µs, workload %.0f µs",
+			perCall(wlCPU, dLat.all.Requests), perCall(gwCPU, gLat.all.Requests), perCall(wlGwCPU, gLat.all.Requests))
 	}
 	res.p50Added = gLat.all.Latencies.P50 - dLat.all.Latencies.P50
 	res.p99Added = gLat.all.Latencies.P99 - dLat.all.Latencies.P99
@@ -203,6 +213,9 @@ func run(ctx context.Context, c config) (res result, err error) {
 	}
 	return res, nil
 }
+
+// perCall is d over n calls, in µs.
+func perCall(d time.Duration, n uint64) float64 { return float64(d.Microseconds()) / float64(n) }
 
 // cpuOf is the CPU time of process pid so far, 0 if it cannot be read.
 func cpuOf(pid int) time.Duration {

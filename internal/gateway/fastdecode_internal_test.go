@@ -1,0 +1,111 @@
+package gateway
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+)
+
+const plainCall = `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"crm_echo","arguments":{"text":"ab"}}}`
+
+// plainRequest takes the calls the SDK's clients send, and leaves to the
+// SDK every message it might read otherwise.
+func TestPlainRequestTakesOnlyWhatTheSDKReadsAlike(t *testing.T) {
+	deep := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"a":` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}`
+	for _, tc := range []struct {
+		body string
+		fast bool
+	}{
+		{plainCall, true},
+		{` {"jsonrpc":"2.0","id":"x-1","method":"tools/call","params":{}}` + "\n", true},
+		{`{"params":{"name":"a"},"method":"tools/list","id":0,"jsonrpc":"2.0"}`, true},
+		{"{ \"jsonrpc\" : \"2.0\" ,\n\t\"id\" : 42 \r\n, \"method\":\"tools/call\" , \"params\" : { \"name\" : \"a\" , \"arguments\" : { \"n\" : 1.5e3 , \"b\" : true } } \n}\n", true},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"a","arguments":{"t":true,"f":false,"n":null,"x":-0.5}}}`, true},
+		{`{"jsonrpc":"2.0","id":123456789012345,"method":"m","params":{}}`, true},
+		{`{"jsonrpc":"2.0","id":1234567890123456,"method":"m","params":{}}`, false}, // past a float64's exact integers
+		{`{"jsonrpc":"2.0","id":1.5,"method":"m","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":-1,"method":"m","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1e3,"method":"m","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":null,"method":"m","params":{}}`, false},
+		{`{"jsonrpc":"2.0","method":"notifications/initialized","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"ping"}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":[]}`, false},
+		{`{"jsonrpc":"2.0","id":1,"Method":"m","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"meth\u006fd":"m","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"tools\/call","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","method":"n","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}{"x":1}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{}}garbage`, false},
+		{`{"jsonrpc":"1.0","id":1,"method":"m","params":{}}`, false},
+		{`{"jsonrpc":"2.0","id":1,"method":"m","params":{},"extra":1}`, false},
+		{`{"jsonrpc":"2.0","id":1,"result":{}}`, false},
+		{deep, false},
+	} {
+		req := plainRequest([]byte(tc.body))
+		if got := req != nil; got != tc.fast {
+			t.Errorf("%.80s: read without the SDK %v, want %v", tc.body, got, tc.fast)
+		}
+		sameAsTheSDK(t, []byte(tc.body), req)
+		// readRequest, whoever reads it, gives what the SDK gives.
+		got := readRequest([]byte(tc.body))
+		m, err := jsonrpc.DecodeMessage([]byte(tc.body))
+		want, _ := m.(*jsonrpc.Request)
+		if err != nil {
+			want = nil
+		}
+		if (got == nil) != (want == nil) || got != nil && !sameRequest(got, want) {
+			t.Errorf("%.80s: readRequest %+v, the SDK %+v (%v)", tc.body, got, want, err)
+		}
+	}
+}
+
+// sameAsTheSDK fails t if req, plainRequest's reading of body, is not
+// the SDK's.
+func sameAsTheSDK(t *testing.T, body []byte, req *jsonrpc.Request) {
+	t.Helper()
+	if req == nil {
+		return
+	}
+	m, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		t.Fatalf("%q: read without the SDK, which refuses it: %v", body, err)
+	}
+	want, ok := m.(*jsonrpc.Request)
+	if !ok || !sameRequest(req, want) {
+		t.Fatalf("%q: read as %+v, the SDK reads %+v", body, req, m)
+	}
+}
+
+func sameRequest(a, b *jsonrpc.Request) bool {
+	return a.Method == b.Method && a.ID == b.ID && bytes.Equal(a.Params, b.Params)
+}
+
+func FuzzPlainRequest(f *testing.F) {
+	f.Add([]byte(plainCall))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"x","arguments":{"s":"\u00e9\ud800"},"_meta":{"k":[1,2.5e10,-0,true,null]}}}`))
+	f.Add([]byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25"}}  `))
+	f.Add([]byte("{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"m\",\"params\":{\"a\":\"\xff\xfe\"}}"))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		sameAsTheSDK(t, body, plainRequest(body))
+	})
+}
+
+// objectMembers gives each value as sent, white space around it left out.
+func TestObjectMembersGiveTheValuesAsSent(t *testing.T) {
+	raw := []byte("{ \"a\" : 12 , \"b\":\t\"s\"\n, \"c\" : [ 1 , 2 ] , \"d\":true ,\"e\" : { } }")
+	members, ok := objectMembers(raw, 5)
+	if !ok {
+		t.Fatal("not read")
+	}
+	want := map[string]string{"a": "12", "b": `"s"`, "c": "[ 1 , 2 ]", "d": "true", "e": "{ }"}
+	for _, m := range members {
+		if string(m.value) != want[m.key] {
+			t.Errorf("%s = %q, want %q", m.key, m.value, want[m.key])
+		}
+	}
+	if len(members) != len(want) {
+		t.Errorf("%d members, want %d", len(members), len(want))
+	}
+}
