@@ -269,14 +269,18 @@ func validateSpec(s *v1alpha1.ToolSetSpec) error {
 
 // validatePatterns checks the include and exclude globs.
 func validatePatterns(s *v1alpha1.ToolSetSpec) error {
-	for field, patterns := range map[string][]string{"spec.include": s.Include, "spec.exclude": s.Exclude} {
+	check := func(field string, patterns []string) error {
 		for _, p := range patterns {
 			if _, err := path.Match(p, ""); err != nil {
 				return fmt.Errorf("%s pattern %q: %w", field, p, err)
 			}
 		}
+		return nil
 	}
-	return nil
+	if err := check("spec.include", s.Include); err != nil {
+		return err
+	}
+	return check("spec.exclude", s.Exclude)
 }
 
 // validateTool checks one tool against the rules of the table: the
