@@ -615,7 +615,7 @@ func (m *toolSetMemory) remember(results []podResult) {
 	next := make(map[types.UID]podDoc, len(results))
 	for _, res := range results {
 		if res.err == nil {
-			next[res.pod.UID] = podDoc{url: res.url, doc: res.doc}
+			next[res.pod.UID] = podDoc{url: res.url, doc: res.doc, from: res.from}
 		} else if prev, ok := m.pods[res.pod.UID]; ok {
 			next[res.pod.UID] = prev
 		}
@@ -634,7 +634,7 @@ func (m *toolSetMemory) remembers(results []podResult) bool {
 		if res.err != nil {
 			return false
 		}
-		if prev, ok := m.pods[res.pod.UID]; !ok || prev.url != res.url || prev.doc != res.doc {
+		if prev, ok := m.pods[res.pod.UID]; !ok || prev.url != res.url || prev.doc != res.doc || prev.from != res.from {
 			return false
 		}
 	}
