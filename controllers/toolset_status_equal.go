@@ -60,5 +60,9 @@ func toolStatusesSame(a, b *v1alpha1.ToolStatus) bool {
 	return x.Revision == y.Revision && x.Message == y.Message && sameInstant(x.Time, y.Time)
 }
 
-// sameInstant compares times as the semantic comparison does.
-func sameInstant(a, b metav1.Time) bool { return a.UTC() == b.UTC() }
+// sameInstant compares times as the semantic comparison does. Not
+// time.Time.Equal, which compares monotonic readings when both have one:
+// statusesSame must never find equal what that comparison does not.
+func sameInstant(a, b metav1.Time) bool {
+	return a.UTC() == b.UTC() //nolint:staticcheck // QF1009: as equality.Semantic compares metav1.Time, above
+}
