@@ -116,6 +116,10 @@ func (r *ToolSetReconciler) restatusNow(key types.NamespacedName) {
 // table's write that before does not, while every tool Published in
 // before is Published in after: before may then stand until the write.
 func awaitsNewWrite(before, after []v1alpha1.ToolStatus) bool {
+	if awaitingWrites(after) == 0 {
+		// The steady state: nothing awaits a write, so nothing new does.
+		return false
+	}
 	prev := make(map[string]v1alpha1.ToolStatus, len(before))
 	for _, t := range before {
 		prev[t.Name] = t

@@ -42,9 +42,12 @@ type contractRound struct {
 func (r *ToolSetReconciler) checkContracts(ctx context.Context, ts *v1alpha1.ToolSet, prev []v1alpha1.ToolStatus,
 	offered []spec.TableTool, scraped bool, mem *toolSetMemory, now time.Time) (*contractRound, error) {
 	// Carry each tool's last breaking change over from the last status.
-	last := map[string]*v1alpha1.BreakingChange{}
+	var last map[string]*v1alpha1.BreakingChange
 	for _, t := range prev {
 		if t.LastBreakingChange != nil {
+			if last == nil {
+				last = map[string]*v1alpha1.BreakingChange{}
+			}
 			last[t.Name] = t.LastBreakingChange
 		}
 	}

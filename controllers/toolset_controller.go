@@ -107,12 +107,20 @@ type ToolSetReconciler struct {
 	memory   map[types.NamespacedName]*toolSetMemory
 	// podEvents counts the Pod events of each namespace, for podsOf.
 	podEvents podEventCounts
+	// serviceEvents counts the Service events of each namespace that can
+	// change a refusal (those serviceRoutingChanged passes), for
+	// serviceVerdict.
+	serviceEvents podEventCounts
 	// restatus marks why ToolSets were enqueued (toolset_restatus.go).
 	restatus restatusMarks
 	// holds are the statuses held back for the table's write
 	// (toolset_await.go).
 	holds writeHolds
 }
+
+// toolSetTypeMeta is the kind a ToolSet read from the cache with a deep copy
+// has.
+var toolSetTypeMeta = metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "ToolSet"}
 
 // init builds the scraper and the memory from the exported fields, once.
 func (r *ToolSetReconciler) init() {
@@ -168,10 +176,24 @@ type toolSetMemory struct {
 	last *lastRound
 	// podList is the last list of the ToolSet's ready Pods (podsOf).
 	podList podList
+	// selector is the ToolSet's Pod selector, parsed for generation
+	// (selectorOf).
+	selector struct {
+		generation int64
+		sel        labels.Selector
+	}
 	// serviceMissing is the name of the ToolSet's Service when the API
 	// server said it does not exist and the cache has not seen it since
 	// (checkService).
 	serviceMissing string
+	// service is the last refusal checkService returned, and what it was
+	// checked under (serviceVerdict).
+	service struct {
+		checked    bool
+		version    uint64
+		generation int64
+		refused    string
+	}
 	// assembled is the last round's assembly, and what it was made from.
 	assembled struct {
 		generation int64
@@ -197,15 +219,17 @@ const maxOlder = 16
 // base puts the last written status into ts if ts is a version of the object
 // known to predate that write; otherwise the cache has caught up and the
 // memory is dropped.
-func (w *writtenStatus) base(ts *v1alpha1.ToolSet) {
+// It reports whether it put that status into ts.
+func (w *writtenStatus) base(ts *v1alpha1.ToolSet) bool {
 	if w.status == nil {
-		return
+		return false
 	}
 	if w.older[ts.ResourceVersion] {
 		ts.Status = *w.status.DeepCopy()
-		return
+		return true
 	}
 	*w = writtenStatus{}
+	return false
 }
 
 // wrote records that ts's status was written over the object at
@@ -292,14 +316,17 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 // to date.
 func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ ctrl.Result, retErr error) {
 	r.init()
-	ts := &v1alpha1.ToolSet{}
-	if err := r.Client.Get(ctx, req.NamespacedName, ts); err != nil {
+	// The cached object itself, not a copy: it stands as before, what the
+	// status is compared with and patched from, and is only read. ts, the
+	// one copy, is what the round changes.
+	cached := &v1alpha1.ToolSet{}
+	if err := r.Client.Get(ctx, req.NamespacedName, cached, client.UnsafeDisableDeepCopy); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, r.withdraw(ctx, req.NamespacedName)
 		}
 		return ctrl.Result{}, err
 	}
-	if !ts.DeletionTimestamp.IsZero() {
+	if !cached.DeletionTimestamp.IsZero() {
 		// Deleted, and held by someone else's finalizer: its tools leave the
 		// table at once, as if it were gone. Its owner asked for it to go,
 		// its workload is most likely going with it, and nothing would
@@ -309,18 +336,23 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		// its own, so the status is left as it was.
 		return ctrl.Result{}, r.withdraw(ctx, req.NamespacedName)
 	}
-	mem := r.memoryOf(req.NamespacedName, ts.UID)
+	mem := r.memoryOf(req.NamespacedName, cached.UID)
+	ts := cached.DeepCopy()
+	// A read that skips the deep copy sets no kind, as one that copies
+	// does.
+	ts.TypeMeta = toolSetTypeMeta
+	before := cached
 	// Status and events are computed against what is stored: if the cache
 	// has not seen this reconciler's last status write yet, against that.
-	mem.written.base(ts)
-	before := ts.DeepCopy()
-	patch := client.MergeFrom(before)
+	if mem.written.base(ts) {
+		before = ts.DeepCopy()
+	}
 	var contracts *contractRound
 	defer func() {
 		var err error
 		changed := !statusEqual(&before.Status, &ts.Status)
 		if changed {
-			err = r.patchStatus(ctx, before, ts, patch)
+			err = r.patchStatus(ctx, before, ts, client.MergeFrom(before))
 		}
 		if err == nil {
 			if changed {
@@ -337,7 +369,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		retErr = errors.Join(retErr, err)
 	}()
 
-	selector, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
+	selector, err := mem.selectorOf(ts)
 	if err != nil {
 		// Label keys and values are left to this check: the API server
 		// refuses only the operators and values it can check cheaply.
@@ -357,12 +389,12 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, reconcile.TerminalError(err)
 	}
 
-	pods, err := r.podsOf(ctx, ts, selector, mem)
+	pods, key, err := r.podsOf(ctx, ts, selector, mem)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	// A Service that may route outside the namespace gets no endpoints.
-	serviceRefused, err := r.checkService(ctx, ts, mem)
+	serviceRefused, err := r.serviceVerdict(ctx, ts, mem)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -374,7 +406,6 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	eff := r.Ceilings.effectiveOf(ts)
 	interval := eff.interval
 	mem.interval, mem.clamped = interval, eff.clamped
-	key := runKey(ts.Generation, pods)
 	if last := r.restatusable(req.NamespacedName, mem, key, serviceRefused, time.Now()); last != nil {
 		// Only ownership changed, through another ToolSet: the last round
 		// stands until its next scrape, and its offer gets the verdicts
@@ -423,13 +454,16 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	}
 	rd := newRound(pods, results, credErr, mem.pods)
 	mem.remember(results)
-	log := ctrl.LoggerFrom(ctx)
-	for _, res := range results {
-		if res.err != nil {
-			log.V(1).Info("Scrape failed", "pod", klog.KObj(res.pod), "reason", scrapeReason(res.err), "error", res.err.Error())
+	// Built only when written: the values of a line not written still
+	// cost their allocations.
+	if log := ctrl.LoggerFrom(ctx).V(1); log.Enabled() {
+		for _, res := range results {
+			if res.err != nil {
+				log.Info("Scrape failed", "pod", klog.KObj(res.pod), "reason", scrapeReason(res.err), "error", res.err.Error())
+			}
 		}
+		log.Info("Scraped pods", "selected", len(pods), "scraped", len(rd.docs), "failed", len(rd.failures))
 	}
-	log.V(1).Info("Scraped pods", "selected", len(pods), "scraped", len(rd.docs), "failed", len(rd.failures))
 
 	now := time.Now()
 	var (
@@ -573,10 +607,15 @@ func (r *ToolSetReconciler) memoryOf(key types.NamespacedName, uid types.UID) *t
 // A Pod that failed keeps its previous document; a Pod that is gone is
 // forgotten.
 func (m *toolSetMemory) remember(results []podResult) {
+	if m.remembers(results) {
+		// The steady state: every Pod served what it served before. The
+		// map is only ever replaced, never changed, so it may stand.
+		return
+	}
 	next := make(map[types.UID]podDoc, len(results))
 	for _, res := range results {
 		if res.err == nil {
-			next[res.pod.UID] = podDoc{url: res.url, doc: res.doc}
+			next[res.pod.UID] = podDoc{url: res.url, doc: res.doc, from: res.from}
 		} else if prev, ok := m.pods[res.pod.UID]; ok {
 			next[res.pod.UID] = prev
 		}
@@ -584,23 +623,42 @@ func (m *toolSetMemory) remember(results []podResult) {
 	m.pods = next
 }
 
-// podsOf returns the ready Pods of ts: those of its last round while no Pod
-// event of its namespace that can change what is scraped came since (see
-// podEvents) and its spec is the same, else readyPods afresh. An event is
-// counted before the ToolSets it concerns are enqueued, so the round it
-// brings lists the Pods again.
-func (r *ToolSetReconciler) podsOf(ctx context.Context, ts *v1alpha1.ToolSet, sel labels.Selector, mem *toolSetMemory) ([]*corev1.Pod, error) {
+// remembers reports whether the memory of each Pod's document is what
+// remember would make of results: every Pod scraped, each with the URL and
+// document remembered, and no other Pod remembered.
+func (m *toolSetMemory) remembers(results []podResult) bool {
+	if len(results) != len(m.pods) {
+		return false
+	}
+	for _, res := range results {
+		if res.err != nil {
+			return false
+		}
+		if prev, ok := m.pods[res.pod.UID]; !ok || prev.url != res.url || prev.doc != res.doc || prev.from != res.from {
+			return false
+		}
+	}
+	return true
+}
+
+// podsOf returns the ready Pods of ts, and the runKey of a round that
+// scrapes them: those of its last round while no Pod event of its
+// namespace that can change what is scraped came since (see podEvents) and
+// its spec is the same, else readyPods afresh. An event is counted before
+// the ToolSets it concerns are enqueued, so the round it brings lists the
+// Pods again.
+func (r *ToolSetReconciler) podsOf(ctx context.Context, ts *v1alpha1.ToolSet, sel labels.Selector, mem *toolSetMemory) ([]*corev1.Pod, string, error) {
 	version := r.podEvents.version(ts.Namespace)
 	last := &mem.podList
 	if last.listed && last.version == version && last.generation == ts.Generation {
-		return last.pods, nil
+		return last.pods, last.key, nil
 	}
 	pods, err := r.readyPods(ctx, ts.Namespace, sel)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	*last = podList{listed: true, version: version, generation: ts.Generation, pods: pods}
-	return pods, nil
+	*last = podList{listed: true, version: version, generation: ts.Generation, pods: pods, key: runKey(ts.Generation, pods)}
+	return pods, last.key, nil
 }
 
 // podList is the last list of a ToolSet's ready Pods, and what it was
@@ -610,6 +668,23 @@ type podList struct {
 	version    uint64
 	generation int64
 	pods       []*corev1.Pod
+	// key is runKey of generation and pods.
+	key string
+}
+
+// selectorOf returns the ToolSet's Pod selector, parsed once per
+// generation of its spec.
+func (m *toolSetMemory) selectorOf(ts *v1alpha1.ToolSet) (labels.Selector, error) {
+	last := &m.selector
+	if last.sel != nil && last.generation == ts.Generation {
+		return last.sel, nil
+	}
+	sel, err := metav1.LabelSelectorAsSelector(&ts.Spec.Selector)
+	if err != nil {
+		return nil, err
+	}
+	last.generation, last.sel = ts.Generation, sel
+	return sel, nil
 }
 
 // podEventCounts counts, by namespace, the Pod events that can change what

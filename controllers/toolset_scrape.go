@@ -247,8 +247,10 @@ type scrapeTarget struct {
 type podResult struct {
 	pod *corev1.Pod
 	url string
-	doc *spec.Document
-	err error
+	// from is what url was built from.
+	from urlSource
+	doc  *spec.Document
+	err  error
 }
 
 // scrapeAll scrapes every Pod concurrently, at most scrapesPerToolSet at a
@@ -330,17 +332,21 @@ func (s *scraper) leaveLocked(toolSet types.NamespacedName) {
 }
 
 func (s *scraper) scrapePod(ctx context.Context, c *http.Client, t scrapeTarget, pod *corev1.Pod, prev podDoc) podResult {
-	res := podResult{pod: pod}
-	port, err := resolvePort(pod, t.spec.Port)
-	if err != nil {
-		res.err = scrapeFailure(scrapeErrNoPort, err)
-		return res
+	res := podResult{pod: pod, from: urlSource{pod: pod, scheme: t.spec.Scheme, path: t.spec.PathOrDefault(), port: t.spec.Port}}
+	if prev.url != "" && prev.from == res.from {
+		res.url = prev.url
+	} else {
+		port, err := resolvePort(pod, t.spec.Port)
+		if err != nil {
+			res.err = scrapeFailure(scrapeErrNoPort, err)
+			return res
+		}
+		res.url = (&url.URL{
+			Scheme: t.spec.Scheme,
+			Host:   net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))),
+			Path:   res.from.path,
+		}).String()
 	}
-	res.url = (&url.URL{
-		Scheme: t.spec.Scheme,
-		Host:   net.JoinHostPort(pod.Status.PodIP, strconv.Itoa(int(port))),
-		Path:   t.spec.PathOrDefault(),
-	}).String()
 	if res.url != prev.url {
 		prev = podDoc{}
 	}

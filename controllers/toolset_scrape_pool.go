@@ -3,7 +3,7 @@ package controllers
 import (
 	"io"
 	"net/http"
-	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -126,25 +126,28 @@ func (rt *poolRoundTripper) RoundTrip(req *http.Request) (*http.Response, error)
 		req = req.Clone(req.Context())
 		req.Close = true
 	}
-	var once sync.Once
-	done := func() { once.Do(func() { rt.s.end(rt.p, host) }) }
 	resp, err := rt.p.tr.RoundTrip(req)
 	if err != nil {
-		done()
+		rt.s.end(rt.p, host)
 		return nil, err
 	}
-	resp.Body = &doneBody{ReadCloser: resp.Body, done: done}
+	resp.Body = &doneBody{ReadCloser: resp.Body, rt: rt, host: host}
 	return resp, nil
 }
 
-// doneBody calls done once, when the body is closed.
+// doneBody ends its scrape of host once, when the body is first closed:
+// one allocation a round.
 type doneBody struct {
 	io.ReadCloser
-	done func()
+	rt     *poolRoundTripper
+	host   string
+	closed atomic.Bool
 }
 
 func (b *doneBody) Close() error {
 	err := b.ReadCloser.Close()
-	b.done()
+	if !b.closed.Swap(true) {
+		b.rt.s.end(b.rt.p, b.host)
+	}
 	return err
 }

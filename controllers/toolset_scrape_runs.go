@@ -65,6 +65,14 @@ func newScrapeRuns(ctx context.Context, wait time.Duration) *scrapeRuns {
 	}
 }
 
+// waitTimers are the stopped timers of the reconciles waiting for a round,
+// reused: one a round cost two allocations.
+var waitTimers = sync.Pool{New: func() any {
+	t := time.NewTimer(time.Hour)
+	t.Stop()
+	return t
+}}
+
 // runKey identifies a round by the spec's generation and the Pods it
 // scrapes, with their addresses.
 func runKey(generation int64, pods []*corev1.Pod) string {
@@ -107,8 +115,14 @@ func (s *scrapeRuns) results(ctx context.Context, name types.NamespacedName, key
 	}
 	s.mu.Unlock()
 
-	t := time.NewTimer(s.wait)
-	defer t.Stop()
+	t := waitTimers.Get().(*time.Timer)
+	t.Reset(s.wait)
+	defer func() {
+		// Stopped, a timer's channel holds nothing (as of Go 1.23): the
+		// next Reset starts it afresh.
+		t.Stop()
+		waitTimers.Put(t)
+	}()
 	select {
 	case <-run.done:
 	case <-t.C:

@@ -53,6 +53,7 @@ func serviceNameIndexValues(obj client.Object) []string {
 // toolSetsForService maps a Service to the ToolSets of its namespace that
 // name it.
 func (r *ToolSetReconciler) toolSetsForService(ctx context.Context, obj client.Object) []reconcile.Request {
+	r.serviceEvents.bump(obj.GetNamespace())
 	var list v1alpha1.ToolSetList
 	if err := r.Client.List(ctx, &list, client.InNamespace(obj.GetNamespace()),
 		client.MatchingFields{serviceNameIndex: obj.GetName()}, client.UnsafeDisableDeepCopy); err != nil {
@@ -90,6 +91,27 @@ func serviceRefusal(svc *corev1.Service) string {
 	return ""
 }
 
+// serviceVerdict returns checkService's refusal of the ToolSet's Service:
+// that of its last round while no Service event of its namespace that can
+// change a refusal came since (see serviceEvents) and its spec is the
+// same, else checkService afresh. Most rounds are steady ones, and their
+// Service is the same. An event is counted before the ToolSets it concerns
+// are enqueued, and after the cache has it, so the round it brings reads
+// the Service again, as the cache now has it.
+func (r *ToolSetReconciler) serviceVerdict(ctx context.Context, ts *v1alpha1.ToolSet, mem *toolSetMemory) (string, error) {
+	version := r.serviceEvents.version(ts.Namespace)
+	last := &mem.service
+	if last.checked && last.version == version && last.generation == ts.Generation {
+		return last.refused, nil
+	}
+	refused, err := r.checkService(ctx, ts, mem)
+	if err != nil {
+		return "", err
+	}
+	last.checked, last.version, last.generation, last.refused = true, version, ts.Generation, refused
+	return refused, nil
+}
+
 // checkService reads the ToolSet's Service and returns why its endpoints
 // are refused, or "". Only an error reading it is an error.
 func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolSet, mem *toolSetMemory) (string, error) {
@@ -98,7 +120,8 @@ func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolS
 	}
 	svc := &corev1.Service{}
 	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}
-	err := r.Client.Get(ctx, key, svc)
+	// Only read: the cached object itself will do.
+	err := r.Client.Get(ctx, key, svc, client.UnsafeDisableDeepCopy)
 	if apierrors.IsNotFound(err) && mem.serviceMissing != key.Name {
 		// The cache may not have seen a Service created just before the
 		// ToolSet: ask the API server, so that an alias is never published

@@ -91,7 +91,11 @@ func (r *ToolSetReconciler) setStatus(ts *v1alpha1.ToolSet, rd round, a assembly
 		st.Pods.Failed = int32(rd.selected)
 	}
 
-	tools := slices.Clone(a.rejected)
+	// Sized once; nil, as before, when there is no tool.
+	var tools []v1alpha1.ToolStatus
+	if n := len(a.rejected) + len(offered); n > 0 {
+		tools = append(make([]v1alpha1.ToolStatus, 0, n), a.rejected...)
+	}
 	var claims nameClaims
 	staleReason := ""
 	if held {

@@ -2,6 +2,8 @@ package controllers
 
 import (
 	"fmt"
+	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -56,6 +58,31 @@ func TestStatusEqualIsSemanticEquality(t *testing.T) {
 			s.Conditions[1].LastTransitionTime = metav1.NewTime(s.Conditions[1].LastTransitionTime.Add(time.Second))
 		}, false},
 		{"the pods scraped", func(s *v1alpha1.ToolSetStatus) { s.Pods.Scraped = 0 }, false},
+		{"nil and empty conditions", func(s *v1alpha1.ToolSetStatus) { s.Conditions = []metav1.Condition{} }, false},
+		{"the observed generation", func(s *v1alpha1.ToolSetStatus) { s.ObservedGeneration++ }, false},
+		{"the revision", func(s *v1alpha1.ToolSetStatus) { s.Revision += "0" }, false},
+		{"the tools published", func(s *v1alpha1.ToolSetStatus) { s.PublishedTools-- }, false},
+		{"the tools conflicted", func(s *v1alpha1.ToolSetStatus) { s.ConflictedTools++ }, false},
+		{"the tools omitted", func(s *v1alpha1.ToolSetStatus) { s.OmittedTools++ }, false},
+		{"a condition's type", func(s *v1alpha1.ToolSetStatus) { s.Conditions[3].Type = "Other" }, false},
+		{"a condition's status", func(s *v1alpha1.ToolSetStatus) { s.Conditions[3].Status = metav1.ConditionTrue }, false},
+		{"a condition's message", func(s *v1alpha1.ToolSetStatus) { s.Conditions[4].Message += "." }, false},
+		{"a condition's generation", func(s *v1alpha1.ToolSetStatus) { s.Conditions[5].ObservedGeneration++ }, false},
+		{"a condition fewer", func(s *v1alpha1.ToolSetStatus) { s.Conditions = s.Conditions[1:] }, false},
+		{"a tool's name", func(s *v1alpha1.ToolSetStatus) { s.Tools[1].Name += "x" }, false},
+		{"a tool's source name", func(s *v1alpha1.ToolSetStatus) { s.Tools[1].SourceName += "x" }, false},
+		{"a tool's reason", func(s *v1alpha1.ToolSetStatus) { s.Tools[2].Reason = "why" }, false},
+		{"a tool's owner", func(s *v1alpha1.ToolSetStatus) { s.Tools[2].Owner = "ns/other" }, false},
+		{"a breaking change gone", func(s *v1alpha1.ToolSetStatus) { s.Tools[0].LastBreakingChange = nil }, false},
+		{"a breaking change more", func(s *v1alpha1.ToolSetStatus) {
+			s.Tools[3].LastBreakingChange = s.Tools[0].LastBreakingChange.DeepCopy()
+		}, false},
+		{"a breaking change's revision", func(s *v1alpha1.ToolSetStatus) { s.Tools[0].LastBreakingChange.Revision = "r" }, false},
+		{"a breaking change's message", func(s *v1alpha1.ToolSetStatus) { s.Tools[0].LastBreakingChange.Message += "." }, false},
+		{"a breaking change's time", func(s *v1alpha1.ToolSetStatus) {
+			s.Tools[0].LastBreakingChange.Time = metav1.NewTime(s.Tools[0].LastBreakingChange.Time.Add(time.Second))
+		}, false},
+		{"a tool fewer", func(s *v1alpha1.ToolSetStatus) { s.Tools = s.Tools[1:] }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			other := *base.DeepCopy()
@@ -63,7 +90,37 @@ func TestStatusEqualIsSemanticEquality(t *testing.T) {
 			if got, want := statusEqual(&base, &other), equality.Semantic.DeepEqual(&base, &other); got != want || got != tc.equal {
 				t.Fatalf("statusEqual = %v, equality.Semantic.DeepEqual = %v, want %v", got, want, tc.equal)
 			}
+			if same := statusesSame(&base, &other); same && !tc.equal {
+				t.Fatal("statusesSame reports the same of statuses that differ")
+			}
 		})
+	}
+}
+
+// TestStatusesSameFields fails when a type of the status gains or loses a
+// field: statusesSame compares each field by name, and must be told of it.
+func TestStatusesSameFields(t *testing.T) {
+	for _, tc := range []struct {
+		typ    reflect.Type
+		fields []string
+	}{
+		{reflect.TypeFor[v1alpha1.ToolSetStatus](), []string{"ObservedGeneration", "Conditions", "Pods", "Revision", "PublishedTools", "ConflictedTools", "Tools", "OmittedTools"}},
+		{reflect.TypeFor[v1alpha1.PodCounts](), []string{"Selected", "Scraped", "Failed"}},
+		{reflect.TypeFor[metav1.Condition](), []string{"Type", "Status", "ObservedGeneration", "LastTransitionTime", "Reason", "Message"}},
+		{reflect.TypeFor[v1alpha1.ToolStatus](), []string{"Name", "SourceName", "State", "Reason", "Owner", "LastBreakingChange"}},
+		{reflect.TypeFor[v1alpha1.BreakingChange](), []string{"Revision", "Time", "Message"}},
+	} {
+		var got []string
+		for i := range tc.typ.NumField() {
+			got = append(got, tc.typ.Field(i).Name)
+		}
+		if !slices.Equal(got, tc.fields) {
+			t.Errorf("%s has the fields %v; statusesSame compares %v: make it compare the new ones", tc.typ, got, tc.fields)
+		}
+	}
+	// PodCounts is compared with ==: it must stay comparable.
+	if !reflect.TypeFor[v1alpha1.PodCounts]().Comparable() {
+		t.Error("PodCounts is not comparable")
 	}
 }
 

@@ -16,6 +16,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
@@ -38,6 +40,18 @@ const maxStatusNameLen = 512
 type podDoc struct {
 	url string
 	doc *spec.Document
+	// from is what url was built from: a round that builds it from the
+	// same takes it as it is.
+	from urlSource
+}
+
+// urlSource is what a Pod's scrape URL is built from: the Pod object as the
+// cache lists it (never changed, replaced by a new one when the Pod is),
+// and the spec's scheme, path and port.
+type urlSource struct {
+	pod          *corev1.Pod
+	scheme, path string
+	port         intstr.IntOrString
 }
 
 // assembly is what one round of scrapes makes of a ToolSet's tools.
@@ -269,14 +283,18 @@ func validateSpec(s *v1alpha1.ToolSetSpec) error {
 
 // validatePatterns checks the include and exclude globs.
 func validatePatterns(s *v1alpha1.ToolSetSpec) error {
-	for field, patterns := range map[string][]string{"spec.include": s.Include, "spec.exclude": s.Exclude} {
+	check := func(field string, patterns []string) error {
 		for _, p := range patterns {
 			if _, err := path.Match(p, ""); err != nil {
 				return fmt.Errorf("%s pattern %q: %w", field, p, err)
 			}
 		}
+		return nil
 	}
-	return nil
+	if err := check("spec.include", s.Include); err != nil {
+		return err
+	}
+	return check("spec.exclude", s.Exclude)
 }
 
 // validateTool checks one tool against the rules of the table: the
