@@ -76,7 +76,7 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 			res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header, out)
 		}
 		outcome, detail = be.refused(outcome, detail)
-		detail, res = be.redact(detail), be.redactResult(res, g.opts.MaxResultBytes)
+		detail, res = be.redact(detail), dropReservedMeta(be.redactResult(res, g.opts.MaxResultBytes))
 		g.circuits.record(tool.ToolSet, be.probe, callResult(parent, outcome))
 		endSpan(span, outcome, detail)
 	}
