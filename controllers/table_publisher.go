@@ -212,6 +212,9 @@ type TablePublisher struct {
 	// parts, if positive, overrides MaxTableParts: the specs lower it to
 	// reach a full table with few tools.
 	parts atomic.Int32
+	// gauges, if set, replace the registered gauges of the table: a spec's
+	// own (see tableGauges).
+	gauges *tableGauges
 }
 
 var (
@@ -354,6 +357,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 		store.maxParts = p.maxParts
 		store.wrote = func(name, rv string) { p.ownWrites.Store(name, rv) }
 		store.stored = p.stored
+		store.gauges = p.gauges
 		p.tables = store
 	}
 

@@ -292,6 +292,9 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	for name, rec := range ownership.Restore(read, ids, p.clock()) {
 		p.index.SetOwner(name, rec)
 	}
+	// What was read back is what the owners held: the budget decides from
+	// it, not from nothing.
+	p.index.Restored()
 	// An owner that a policy forbids the name loses it now, and one past
 	// the budget.
 	p.index.Settle()

@@ -29,6 +29,14 @@ var (
 	})
 )
 
+// tableGauges are the gauges a publisher sets of the table it wrote: the
+// registered ones, which the one publisher of a manager sets. A spec's
+// publisher sets gauges of its own, since every publisher of the test
+// process (the suite's manager's among them) would set the registered ones.
+type tableGauges struct{ tools, bytes, parts prometheus.Gauge }
+
+var registeredTableGauges = &tableGauges{tools: tableTools, bytes: tableBytes, parts: tableParts}
+
 func init() {
 	metrics.Registry.MustRegister(tableTools, tableBytes, tableParts, conflictsGauge, tableWriteFailures)
 }

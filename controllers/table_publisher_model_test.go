@@ -3,8 +3,10 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path"
@@ -12,11 +14,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -30,13 +34,17 @@ import (
 // through random sequences of ToolSet creations and deletions, prefix and
 // tool changes, Pods going ready and unready (offers going empty and coming
 // back), a ToolSet deleted and created again under its name with no Withdraw
-// between (a new UID, a new creation time), policy changes, restarts and
-// leader failovers (a new publisher that
-// reads the table back, after the old one stopped cleanly or cut off right
-// after a change it may not have written). After every step it compares the
-// owner of every published name with a reference model of DESIGN §4, and a
-// watch on the table checks that no version of it lacked a tool whose owner
-// kept serving it.
+// between (a new UID, a new creation time), policy changes, budgets (none,
+// per namespace, of the table's bytes; changed by the admin at a restart),
+// restarts and leader failovers (a new publisher that reads the table back,
+// after the old one stopped cleanly or was cut off from the API server right
+// after a change, having written it whole, in part or not at all). After
+// every step it compares the owner of every published name with a reference
+// model of DESIGN §4, checks that status says Published exactly for what the
+// stored table and the ledger hold (and never ahead of the table, even
+// mid-step or cut off), and a watch on the table checks that no version of it
+// lacked a tool whose owner kept serving it. A run of 500 steps or more fails
+// if it never made one of its changes or faults.
 //
 // `make test` runs it with a fixed seed; `make model-test` runs it longer
 // with random seeds (MODEL_SEED, MODEL_STEPS).
@@ -150,6 +158,72 @@ func (r namespacesReader) List(ctx context.Context, list client.ObjectList, opts
 	return nil
 }
 
+// cutClient is a leader's client cut off from the API server after allow
+// more writes: a leader that crashes or loses the network in the middle of
+// writing the table. Reads still go through.
+type cutClient struct {
+	client.Client
+	allow atomic.Int64
+}
+
+// errCut is every write of a cutClient past its allowance.
+var errCut = errors.New("model: the leader is cut off from the API server")
+
+func newCutClient(c client.Client) *cutClient {
+	cc := &cutClient{Client: c}
+	cc.allow.Store(math.MaxInt64)
+	return cc
+}
+
+func (c *cutClient) write() error {
+	if c.allow.Add(-1) < 0 {
+		return errCut
+	}
+	return nil
+}
+
+func (c *cutClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := c.write(); err != nil {
+		return err
+	}
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+func (c *cutClient) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := c.write(); err != nil {
+		return err
+	}
+	return c.Client.Update(ctx, obj, opts...)
+}
+
+func (c *cutClient) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if err := c.write(); err != nil {
+		return err
+	}
+	return c.Client.Delete(ctx, obj, opts...)
+}
+
+func (c *cutClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := c.write(); err != nil {
+		return err
+	}
+	return c.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func (c *cutClient) DeleteAllOf(ctx context.Context, obj client.Object, opts ...client.DeleteAllOfOption) error {
+	if err := c.write(); err != nil {
+		return err
+	}
+	return c.Client.DeleteAllOf(ctx, obj, opts...)
+}
+
+func (c *cutClient) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if err := c.write(); err != nil {
+		return err
+	}
+	return c.Client.Apply(ctx, obj, opts...)
+}
+
 var _ = Describe("The ownership model", func() {
 	It("publishes every name to the model's owner through random changes, restarts and failovers, and never drops a served tool", func(ctx context.Context) {
 		seed, steps := modelParams()
@@ -185,6 +259,7 @@ var _ = Describe("The ownership model", func() {
 		budgets := []ownership.Budget{{}, {MaxToolsPerNamespace: 3}, {MaxTableBytes: 7 * int64(sample)}}
 		budget := budgets[(seed+1)%uint64(len(budgets))]
 		GinkgoWriter.Printf("model test: budget %+v\n", budget)
+		counts := map[string]int{}
 		// decision is the reference's last decision, for the verdicts.
 		var decision ownership.Decision
 		reference := func(prev map[string]types.NamespacedName) map[string]types.NamespacedName {
@@ -221,6 +296,14 @@ var _ = Describe("The ownership model", func() {
 				l[name] = ownership.Record{Owner: owner}
 			}
 			decision = ownership.Decide(l, in)
+			// The budget binds: some claim it denies.
+			if slices.ContainsFunc(slices.Collect(maps.Values(decision.Verdicts)), func(vs map[string]ownership.Verdict) bool {
+				return slices.ContainsFunc(slices.Collect(maps.Values(vs)), func(v ownership.Verdict) bool {
+					return v.State == ownership.Denied && v.Policy == ownership.OverBudget
+				})
+			}) {
+				counts["over budget"]++
+			}
 			out := map[string]types.NamespacedName{}
 			for name, rec := range decision.Ledger {
 				out[name] = rec.Owner
@@ -256,9 +339,13 @@ var _ = Describe("The ownership model", func() {
 		})
 		Expect(err).NotTo(HaveOccurred())
 
+		// cut is the client of the publisher that leads: a failover cuts it
+		// off after a few writes.
+		var cut *cutClient
 		start := func() (*TablePublisher, func()) {
+			cut = newCutClient(k8sClient)
 			p := &TablePublisher{
-				Client:    k8sClient,
+				Client:    cut,
 				APIReader: namespacesReader{Reader: k8sClient, namespaces: []string{nsA, nsB, nsPay}},
 				Namespace: tableNs, Name: "tools",
 				// Long: after a start the window ends because every ToolSet
@@ -338,12 +425,16 @@ var _ = Describe("The ownership model", func() {
 			GinkgoHelper()
 			published := map[types.NamespacedName]map[string]bool{}
 			inLedger := map[types.NamespacedName]map[string]bool{}
+			p.mu.Lock()
+			ledger := maps.Clone(p.ledger)
+			p.mu.Unlock()
 			for _, m := range toolSets {
 				p.mu.Lock()
 				verdicts := p.verdicts(m.key)
 				owned := map[string]bool{}
 				for name := range verdicts {
-					owned[name] = p.ledger.Owner(name) == m.key
+					rec, ok := p.ledger[name]
+					owned[name] = ok && rec.Owner == m.key && ownership.SameObject(rec.UID, m.uid)
 				}
 				p.mu.Unlock()
 				shown := map[string]bool{}
@@ -376,6 +467,26 @@ var _ = Describe("The ownership model", func() {
 						out = append(out, fmt.Sprintf("%s: %s of %s: Published %v, in the stored table %v, in the ledger %v",
 							where, name, m.key, pub, has, inLedger[m.key][name]))
 					}
+				}
+			}
+			if !settled {
+				return out
+			}
+			// And the other way: every entry of the stored table and every
+			// record of the ledger is a claim Published in status, of the
+			// object that exists now.
+			publishedBy := func(owner types.NamespacedName, uid types.UID, name string) bool {
+				i := slices.IndexFunc(toolSets, func(m *modelToolSet) bool { return m.key == owner })
+				return i >= 0 && toolSets[i].exists && ownership.SameObject(uid, toolSets[i].uid) && published[owner][name]
+			}
+			for name, t := range inTable {
+				if owner := (types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}); !publishedBy(owner, types.UID(t.ToolSetUID), name) {
+					out = append(out, fmt.Sprintf("%s: the stored table has %s of %s (UID %s), which status does not show Published", where, name, owner, t.ToolSetUID))
+				}
+			}
+			for name, rec := range ledger {
+				if !publishedBy(rec.Owner, rec.UID, name) {
+					out = append(out, fmt.Sprintf("%s: the ledger records %s for %s (UID %s), which status does not show Published", where, name, rec.Owner, rec.UID))
 				}
 			}
 			return out
@@ -420,7 +531,6 @@ var _ = Describe("The ownership model", func() {
 		Expect(p.SetPolicies(ctx, policySets[policy])).To(Succeed())
 		settle("start")
 
-		counts := map[string]int{}
 		// change makes one random change to the cluster and the model. It
 		// unprotects what the change lets go of before making it.
 		change := func(where string) (string, *modelToolSet) {
@@ -509,9 +619,18 @@ var _ = Describe("The ownership model", func() {
 		// restart stops the publisher and starts a new one that reads the
 		// table back; every ToolSet that exists is then heard from in a
 		// random order, the policies at a random point among them.
-		restart := func() {
+		restart := func(where string, failover bool) {
 			GinkgoHelper()
 			stop()
+			if failover {
+				// Cut off, the old leader still never said Published ahead
+				// of the table.
+				if bad := statusAgainstTable(where+" cut off", false); len(bad) > 0 {
+					mu.Lock()
+					invariantViolations = append(invariantViolations, bad...)
+					mu.Unlock()
+				}
+			}
 			stored, _, err := storedTable(ctx, tableNs)
 			Expect(err).NotTo(HaveOccurred(), "the table reads back whole")
 			durable := map[string]types.NamespacedName{}
@@ -528,8 +647,19 @@ var _ = Describe("The ownership model", func() {
 			if !maps.Equal(durable, owners) {
 				counts["unwritten changes at a failover"]++
 			}
+			// Sometimes the admin changes the budget with the restart: the
+			// names it takes from their owners are let go.
+			changedBudget := rng.IntN(4) == 0
+			if changedBudget {
+				counts["budget change"]++
+				budget = budgets[(slices.Index(budgets, budget)+1+rng.IntN(len(budgets)-1))%len(budgets)]
+				GinkgoWriter.Printf("model test: %s: budget %+v\n", where, budget)
+			}
 			// The outcome follows from what was written and the claims.
 			owners = reference(durable)
+			if changedBudget {
+				unprotect(func(name string, owner types.NamespacedName) bool { return owners[name] != owner })
+			}
 
 			p, stop = start()
 			var heard []*modelToolSet
@@ -558,7 +688,7 @@ var _ = Describe("The ownership model", func() {
 			case op == "restart" && rng.IntN(2) == 0:
 				// A clean stop after the table was written.
 				counts["restart"]++
-				restart()
+				restart(where+" restart", false)
 			case op == "restart":
 				// A failover: the leader is cut off right after a change it
 				// may not have written.
@@ -568,9 +698,13 @@ var _ = Describe("The ownership model", func() {
 					op, m = change(where)
 				}
 				counts[op]++
+				// Cut off after a few writes (none to three: the ledger's
+				// chunks go before the table's ConfigMaps), so that the
+				// change is written whole, in part or not at all.
+				cut.allow.Store(int64(rng.IntN(4)))
 				apply(op, m)
 				owners = reference(owners)
-				restart()
+				restart(where+" failover after "+op, true)
 			default:
 				counts[op]++
 				verdicts := apply(op, m)
@@ -596,6 +730,14 @@ var _ = Describe("The ownership model", func() {
 		defer mu.Unlock()
 		Expect(violations).To(BeEmpty(), "table versions that lacked a served tool")
 		Expect(invariantViolations).To(BeEmpty(), "claims Published in status ahead of the table")
+		// A long run exercised every change and fault it claims to: the
+		// budgets bound, a failover left changes unwritten.
+		if steps >= 500 {
+			for _, what := range []string{"create", "delete", "recreate", "tools", "prefix", "unready", "ready", "policy",
+				"restart", "failover", "unwritten changes at a failover", "budget change", "over budget"} {
+				Expect(counts).To(HaveKeyWithValue(what, BeNumerically(">", 0)), "%d steps never made %q", steps, what)
+			}
+		}
 		summary := fmt.Sprintf("model test: seed %d, %d steps, budget %+v, %d table versions (%d torn reads), %d invariant violations; operations and faults: %v",
 			seed, steps, budget, versions, torn, len(invariantViolations), counts)
 		GinkgoWriter.Println(summary)

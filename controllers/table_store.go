@@ -86,6 +86,8 @@ type configMapTable struct {
 	// stored, if set, is told every table that the stored ConfigMaps hold
 	// once write has put it there (or found it there): what readers see.
 	stored func(tools []*spec.TableTool)
+	// gauges are set after each write; the registered ones if nil.
+	gauges *tableGauges
 
 	// encoder keeps the compressed segments of the last table written, so
 	// that the next write compresses only what changed; ledger, the chunks
@@ -326,9 +328,13 @@ func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool
 			ledgerSize += spec.TablePart{BinaryData: cm.BinaryData}.StoredSize()
 		}
 	}
-	tableTools.Set(float64(len(tools)))
-	tableBytes.Set(float64(size))
-	tableParts.Set(float64(len(parts)))
+	g := s.gauges
+	if g == nil {
+		g = registeredTableGauges
+	}
+	g.tools.Set(float64(len(tools)))
+	g.bytes.Set(float64(size))
+	g.parts.Set(float64(len(parts)))
 	if wrote > 0 {
 		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", writtenRevision(tools, parts[0]),
 			"tools", len(tools), "parts", len(parts), "bytes", size, "ledgerChunks", len(keepLedger), "ledgerBytes", ledgerSize, "writes", wrote)

@@ -280,6 +280,14 @@ func (x *Index) SetOwner(name string, rec Record) {
 	x.countOwned(rec.Owner.Namespace, 1)
 }
 
+// Restored takes the ledger as it is now for the one before: the next
+// decision starts from it. A table read back at start sets its owners
+// through SetOwner, and they are what the owners held before, not changes
+// to decide from the empty ledger under them: that would drop every owner
+// past a budget lowered across the restart, and, hand-overs being held
+// then, every other one with it.
+func (x *Index) Restored() { clear(x.before) }
+
 // countOwned adds delta to the names namespace owns.
 func (x *Index) countOwned(namespace string, delta int) {
 	limit := x.budget().MaxToolsPerNamespace

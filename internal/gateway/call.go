@@ -39,7 +39,8 @@ const (
 const maxErrorBodyBytes = 4 << 10
 
 // call calls tool i of s at its workload's invoke endpoint with args as
-// sent, and returns the workload's result unchanged, or an isError result
+// sent, and returns the workload's result unchanged but for the _meta keys
+// that are not its to set (dropReservedMeta), or an isError result
 // that names the tool and its owner when there is none. Arguments are sent
 // as the client sent them, sloppy or not: the workload's binder repairs
 // what can be repaired. Of the caller's header only the trace context goes
@@ -76,7 +77,7 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 			res, outcome, detail = g.roundTrip(ctx, s.routes[i], args, header, out)
 		}
 		outcome, detail = be.refused(outcome, detail)
-		detail, res = be.redact(detail), be.redactResult(res, g.opts.MaxResultBytes)
+		detail, res = be.redact(detail), dropReservedMeta(be.redactResult(res, g.opts.MaxResultBytes))
 		g.circuits.record(tool.ToolSet, be.probe, callResult(parent, outcome))
 		endSpan(span, outcome, detail)
 	}
