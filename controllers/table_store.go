@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -203,21 +204,43 @@ func (s *configMapTable) writeLedger(ctx context.Context, tools []*spec.TableToo
 	if err != nil {
 		return nil, 0, fmt.Errorf("encoding the tool table's ledger: %w", err)
 	}
-	wrote := 0
+	// The chunks are ConfigMaps of their own, written at once: a burst of
+	// new owners changes most of them, and in a row their writes would hold
+	// the table's for as many round trips.
+	var changed []spec.TablePart
 	for _, part := range parts {
 		keep[part.Name] = true
-		if cur := stored[part.Name]; cur != nil && holds(cur, part) {
-			continue
+		if cur := stored[part.Name]; cur == nil || !holds(cur, part) {
+			changed = append(changed, part)
 		}
-		cm, err := s.put(ctx, stored[part.Name], part.Name, part.Data, part.BinaryData)
-		if err != nil {
-			return nil, wrote, err
+	}
+	written := make([]*corev1.ConfigMap, len(changed))
+	var g errgroup.Group
+	g.SetLimit(maxConcurrentLedgerWrites)
+	for i, part := range changed {
+		cur := stored[part.Name]
+		g.Go(func() error {
+			cm, err := s.put(ctx, cur, part.Name, part.Data, part.BinaryData)
+			written[i] = cm
+			return err
+		})
+	}
+	err = g.Wait()
+	wrote := 0
+	for i, cm := range written {
+		if cm != nil {
+			stored[changed[i].Name] = cm
+			wrote++
 		}
-		stored[part.Name] = cm
-		wrote++
+	}
+	if err != nil {
+		return nil, wrote, err
 	}
 	return keep, wrote, nil
 }
+
+// maxConcurrentLedgerWrites bounds the chunks of the ledger written at once.
+const maxConcurrentLedgerWrites = 8
 
 // pruneLedger deletes the chunks of the ledger that keep does not name:
 // chunks left empty, and those of a ledger cut into another number.

@@ -85,7 +85,9 @@ type ToolSetReconciler struct {
 	MaxConcurrentReconciles int
 	// ScrapeWait is the longest a reconcile waits for its ToolSet's scrapes
 	// before it hands its worker back; the scrapes go on in the background
-	// and enqueue the ToolSet when they end. Zero means DefaultScrapeWait.
+	// and enqueue the ToolSet when they end. The first round of a new
+	// ToolSet does not wait at all (see Reconcile). Zero means
+	// DefaultScrapeWait.
 	ScrapeWait time.Duration
 	// AwaitWrite is how long a status whose news is a name awaiting the
 	// table's write is held back for that write, so that the status is
@@ -394,13 +396,26 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, err
 	}
 	// A Service that may route outside the namespace gets no endpoints.
-	serviceRefused, err := r.serviceVerdict(ctx, ts, mem)
+	serviceRefused, serviceUnsure, err := r.serviceVerdict(ctx, ts, mem)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	creds, credErr := credentials.Load(ctx, r.APIReader, ts, ts.Spec.Scheme == "https")
 	if credErr != nil && !errors.Is(credErr, credentials.ErrInvalid) {
 		return ctrl.Result{}, credErr
+	}
+	// The first round of a new ToolSet, which has no status yet, holds no
+	// worker: the status that brings its names waits for the table's write
+	// anyway (holdForWrite), so its scrapes, and the API server's word on a
+	// Service the cache lacks, run in the background, and the round
+	// enqueues the ToolSet when it ends. When many ToolSets are created at
+	// once, the workers then wait on status writes, not on Pods and reads.
+	firstRound := mem.last == nil && credErr == nil && len(before.Status.Conditions) == 0
+	if serviceUnsure && !firstRound {
+		if serviceRefused, err = mem.heardService(r.readService(ctx, types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name})); err != nil {
+			return ctrl.Result{}, err
+		}
+		serviceUnsure = false
 	}
 
 	eff := r.Ceilings.effectiveOf(ts)
@@ -433,15 +448,33 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			timeout: eff.timeout, interval: interval, creds: creds}
 		last := mem.pods
 		// The scrapes run off this worker: a ToolSet whose Pods hang holds
-		// it for ScrapeWait at most, and the round enqueues it when it ends.
+		// it for ScrapeWait at most (a first round, not at all), and the
+		// round enqueues it when it ends.
 		// Waiting for slots is bounded by the interval, the scrapes by the
 		// timeout.
 		var (
 			retry time.Duration
 			ok    bool
+			run   runResults
 		)
-		results, retry, ok = r.runs.results(ctx, req.NamespacedName, key, interval+eff.timeout,
-			func(ctx context.Context) []podResult { return r.scraper.scrapeAll(ctx, target, pods, last) })
+		var service types.NamespacedName // the Service the round reads, if any
+		if serviceUnsure {
+			service = types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}
+		}
+		run, retry, ok = r.runs.results(ctx, req.NamespacedName, key, interval+eff.timeout, firstRound,
+			func(ctx context.Context) runResults {
+				var out runResults
+				var wg sync.WaitGroup
+				if service.Name != "" {
+					wg.Go(func() {
+						read := r.readService(ctx, service)
+						out.service = &read
+					})
+				}
+				out.pods = r.scraper.scrapeAll(ctx, target, pods, last)
+				wg.Wait()
+				return out
+			})
 		if err := ctx.Err(); err != nil {
 			// The manager is stopping: what was scraped is not the truth.
 			return ctrl.Result{}, err
@@ -450,6 +483,19 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 			// Nothing new to report yet: the status stands until the round
 			// ends.
 			return ctrl.Result{RequeueAfter: retry}, nil
+		}
+		results = run.pods
+		if serviceUnsure {
+			// The round read the Service if the reconcile that started it
+			// was unsure of it too; else it is read now.
+			read := run.service
+			if read == nil || read.name != ts.Spec.Service.Name {
+				now := r.readService(ctx, types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name})
+				read = &now
+			}
+			if serviceRefused, err = mem.heardService(*read); err != nil {
+				return ctrl.Result{}, err
+			}
 		}
 	}
 	rd := newRound(pods, results, credErr, mem.pods)

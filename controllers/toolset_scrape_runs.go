@@ -19,7 +19,9 @@ import (
 // DefaultScrapeWait is how long a reconcile waits for its ToolSet's scrapes
 // before it hands the worker back. Scrapes of healthy Pods end well within
 // it, so that one reconcile scrapes and publishes; slower ones finish in
-// the background and enqueue the ToolSet when they end.
+// the background and enqueue the ToolSet when they end. The first round of
+// a new ToolSet, whose status waits for the table's write anyway, does not
+// wait.
 const DefaultScrapeWait = time.Second
 
 // scrapeRuns runs the scrapes of every ToolSet off the reconcile workers,
@@ -47,7 +49,7 @@ type scrapeRun struct {
 	deadline time.Time
 
 	// Guarded by scrapeRuns.mu.
-	results  []podResult
+	results  runResults
 	finished bool
 	// abandoned is set when a reconcile stopped waiting for the round,
 	// which then enqueues the ToolSet when it ends.
@@ -84,14 +86,22 @@ func runKey(generation int64, pods []*corev1.Pod) string {
 	return strconv.FormatInt(generation, 10) + ";" + strings.Join(parts, ",")
 }
 
+// runResults is what a round brings back: each Pod's result and, if the
+// reconcile that started the round asked for it, what the API server said
+// of the ToolSet's Service (see checkService).
+type runResults struct {
+	pods    []podResult
+	service *serviceRead
+}
+
 // results returns the results of a round of scrapes of the ToolSet for
 // key, starting one with scrape if none is in flight, and waits for it at
-// most the scrape wait. ok is false when the round is still running: the
-// ToolSet is enqueued when it ends, and retry is when to look again should
-// that enqueue be lost. budget bounds the round: waiting for scrape slots
-// and the scrapes themselves.
-func (s *scrapeRuns) results(ctx context.Context, name types.NamespacedName, key string, budget time.Duration,
-	scrape func(context.Context) []podResult) (results []podResult, retry time.Duration, ok bool) {
+// most the scrape wait, or not at all if noWait. ok is false when the round
+// is still running: the ToolSet is enqueued when it ends, and retry is when
+// to look again should that enqueue be lost. budget bounds the round:
+// waiting for scrape slots and the scrapes themselves.
+func (s *scrapeRuns) results(ctx context.Context, name types.NamespacedName, key string, budget time.Duration, noWait bool,
+	scrape func(context.Context) runResults) (results runResults, retry time.Duration, ok bool) {
 	s.mu.Lock()
 	run := s.runs[name]
 	switch {
@@ -106,7 +116,7 @@ func (s *scrapeRuns) results(ctx context.Context, name types.NamespacedName, key
 			// anew.
 			run.abandoned = true
 			s.mu.Unlock()
-			return nil, time.Until(run.deadline) + time.Second, false
+			return runResults{}, time.Until(run.deadline) + time.Second, false
 		}
 	default:
 		run = &scrapeRun{key: key, done: make(chan struct{}), deadline: time.Now().Add(budget)}
@@ -115,25 +125,27 @@ func (s *scrapeRuns) results(ctx context.Context, name types.NamespacedName, key
 	}
 	s.mu.Unlock()
 
-	t := waitTimers.Get().(*time.Timer)
-	t.Reset(s.wait)
-	defer func() {
-		// Stopped, a timer's channel holds nothing (as of Go 1.23): the
-		// next Reset starts it afresh.
-		t.Stop()
-		waitTimers.Put(t)
-	}()
-	select {
-	case <-run.done:
-	case <-t.C:
-	case <-ctx.Done():
+	if !noWait {
+		t := waitTimers.Get().(*time.Timer)
+		t.Reset(s.wait)
+		defer func() {
+			// Stopped, a timer's channel holds nothing (as of Go 1.23): the
+			// next Reset starts it afresh.
+			t.Stop()
+			waitTimers.Put(t)
+		}()
+		select {
+		case <-run.done:
+		case <-t.C:
+		case <-ctx.Done():
+		}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !run.finished {
 		// Hand the worker back; the round enqueues the ToolSet when it ends.
 		run.abandoned = true
-		return nil, time.Until(run.deadline) + time.Second, false
+		return runResults{}, time.Until(run.deadline) + time.Second, false
 	}
 	if s.runs[name] == run {
 		delete(s.runs, name)
@@ -141,7 +153,7 @@ func (s *scrapeRuns) results(ctx context.Context, name types.NamespacedName, key
 	return run.results, 0, true
 }
 
-func (s *scrapeRuns) run(name types.NamespacedName, run *scrapeRun, budget time.Duration, scrape func(context.Context) []podResult) {
+func (s *scrapeRuns) run(name types.NamespacedName, run *scrapeRun, budget time.Duration, scrape func(context.Context) runResults) {
 	ctx, cancel := context.WithTimeout(s.ctx, budget)
 	defer cancel()
 	results := scrape(ctx)

@@ -91,59 +91,102 @@ func serviceRefusal(svc *corev1.Service) string {
 	return ""
 }
 
-// serviceVerdict returns checkService's refusal of the ToolSet's Service:
-// that of its last round while no Service event of its namespace that can
-// change a refusal came since (see serviceEvents) and its spec is the
-// same, else checkService afresh. Most rounds are steady ones, and their
-// Service is the same. An event is counted before the ToolSets it concerns
-// are enqueued, and after the cache has it, so the round it brings reads
-// the Service again, as the cache now has it.
-func (r *ToolSetReconciler) serviceVerdict(ctx context.Context, ts *v1alpha1.ToolSet, mem *toolSetMemory) (string, error) {
+// serviceVerdict returns cachedService's answer for the ToolSet's
+// Service: the refusal of its last round while no Service event of its
+// namespace that can change a refusal came since (see serviceEvents) and
+// its spec is the same, else cachedService afresh. Most rounds are steady
+// ones, and their Service is the same. An event is counted before the
+// ToolSets it concerns are enqueued, and after the cache has it, so the
+// round it brings reads the Service again, as the cache now has it. An
+// unsure answer is not remembered: the caller settles it with the API
+// server (heardService), and the next round asks the cache again.
+func (r *ToolSetReconciler) serviceVerdict(ctx context.Context, ts *v1alpha1.ToolSet, mem *toolSetMemory) (refused string, unsure bool, err error) {
 	version := r.serviceEvents.version(ts.Namespace)
 	last := &mem.service
 	if last.checked && last.version == version && last.generation == ts.Generation {
-		return last.refused, nil
+		return last.refused, false, nil
 	}
-	refused, err := r.checkService(ctx, ts, mem)
+	refused, unsure, err = r.cachedService(ctx, ts, mem)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
-	last.checked, last.version, last.generation, last.refused = true, version, ts.Generation, refused
-	return refused, nil
+	last.checked = !unsure
+	if !unsure {
+		last.version, last.generation, last.refused = version, ts.Generation, refused
+	}
+	return refused, unsure, nil
 }
 
 // checkService reads the ToolSet's Service and returns why its endpoints
 // are refused, or "". Only an error reading it is an error.
 func (r *ToolSetReconciler) checkService(ctx context.Context, ts *v1alpha1.ToolSet, mem *toolSetMemory) (string, error) {
+	refusal, unsure, err := r.cachedService(ctx, ts, mem)
+	if err != nil || !unsure {
+		return refusal, err
+	}
+	return mem.heardService(r.readService(ctx, types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}))
+}
+
+// cachedService is checkService from the cache alone. unsure means the
+// cache does not have the Service and the API server has not said it is
+// missing since it was last found: only the API server's answer
+// (readService, then heardService) tells.
+//
+// The cache may not have seen a Service created just before the ToolSet:
+// the API server is asked, so that an alias is never published with
+// endpoints for the moment the cache lags. Once the API server has said it
+// is missing, a Service created since reaches the cache through its watch,
+// which enqueues the ToolSet: only the first reconcile of a ToolSet whose
+// Service is missing costs this read, not every round.
+func (r *ToolSetReconciler) cachedService(ctx context.Context, ts *v1alpha1.ToolSet, mem *toolSetMemory) (refusal string, unsure bool, err error) {
 	if ts.Spec.Service == nil {
-		return "", nil
+		return "", false, nil
 	}
 	svc := &corev1.Service{}
-	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}
 	// Only read: the cached object itself will do.
-	err := r.Client.Get(ctx, key, svc, client.UnsafeDisableDeepCopy)
-	if apierrors.IsNotFound(err) && mem.serviceMissing != key.Name {
-		// The cache may not have seen a Service created just before the
-		// ToolSet: ask the API server, so that an alias is never published
-		// with endpoints for the moment the cache lags. Once the API
-		// server has said it is missing, a Service created since reaches
-		// the cache through its watch, which enqueues the ToolSet: only
-		// the first reconcile of a ToolSet whose Service is missing costs
-		// this read, not every round.
-		err = r.APIReader.Get(ctx, key, svc)
-		if apierrors.IsNotFound(err) {
-			mem.serviceMissing = key.Name
-		}
-	}
+	err = r.Client.Get(ctx, types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}, svc, client.UnsafeDisableDeepCopy)
 	switch {
 	case apierrors.IsNotFound(err):
-		return "", nil
+		return "", mem.serviceMissing != ts.Spec.Service.Name, nil
 	case err != nil:
-		return "", fmt.Errorf("reading Service %s: %w", ts.Spec.Service.Name, err)
+		return "", false, fmt.Errorf("reading Service %s: %w", ts.Spec.Service.Name, err)
 	}
 	// Found: should it go again, the API server is asked again.
 	mem.serviceMissing = ""
-	return serviceRefusal(svc), nil
+	return serviceRefusal(svc), false, nil
+}
+
+// serviceRead is what the API server said of a ToolSet's Service: svc, or
+// neither svc nor err if it does not exist.
+type serviceRead struct {
+	name string
+	svc  *corev1.Service
+	err  error
+}
+
+// readService asks the API server for the Service key, past the cache. It
+// may run off the reconcile, beside the scrapes of a round (see Reconcile).
+func (r *ToolSetReconciler) readService(ctx context.Context, key types.NamespacedName) serviceRead {
+	read := serviceRead{name: key.Name, svc: &corev1.Service{}}
+	read.err = r.APIReader.Get(ctx, key, read.svc)
+	if apierrors.IsNotFound(read.err) {
+		read.svc, read.err = nil, nil
+	}
+	return read
+}
+
+// heardService is checkService's verdict from the API server's answer, and
+// remembers a Service it said is missing.
+func (m *toolSetMemory) heardService(read serviceRead) (string, error) {
+	switch {
+	case read.err != nil:
+		return "", fmt.Errorf("reading Service %s: %w", read.name, read.err)
+	case read.svc == nil:
+		m.serviceMissing = read.name
+		return "", nil
+	}
+	m.serviceMissing = ""
+	return serviceRefusal(read.svc), nil
 }
 
 // withoutEndpoints returns tools with no endpoints: they keep their names
