@@ -23,8 +23,8 @@ import (
 // The zero value is not ready: make one with [NewIndex].
 type Index struct {
 	// Budget returns the budget in force; nil caps nothing. The counts it
-	// is checked against are kept as owners change, under the
-	// MaxToolsPerNamespace in force when they change.
+	// is checked against are kept as owners change, and counted again
+	// when Rebudget finds MaxToolsPerNamespace changed.
 	Budget func() Budget
 	// Hold reports whether a name without an owner must wait (see
 	// [Contest.Hold]); nil never holds.
@@ -53,6 +53,8 @@ type Index struct {
 	ownedBytes int64
 	nsOwned    map[string]int
 	nsOverCap  int
+	// capCounted is the MaxToolsPerNamespace nsOverCap counts under.
+	capCounted int
 	// before holds, for every name whose owner changed since the last
 	// Rebudget, its record before (the zero Record for nobody): the ledger
 	// that change started from, which Decide weighs.
@@ -282,7 +284,7 @@ func (x *Index) SetOwner(name string, rec Record) {
 
 // countOwned adds delta to the names namespace owns.
 func (x *Index) countOwned(namespace string, delta int) {
-	limit := x.budget().MaxToolsPerNamespace
+	limit := x.capCounted
 	n := x.nsOwned[namespace]
 	if limit > 0 && (n > limit) != (n+delta > limit) {
 		x.nsOverCap += delta
@@ -420,6 +422,15 @@ func (x *Index) mayBind(b Budget) bool {
 func (x *Index) Rebudget() {
 	defer clear(x.before)
 	b := x.budget()
+	if b.MaxToolsPerNamespace != x.capCounted {
+		// The cap changed: count the namespaces over it again.
+		x.capCounted, x.nsOverCap = b.MaxToolsPerNamespace, 0
+		for _, n := range x.nsOwned {
+			if x.capCounted > 0 && n > x.capCounted {
+				x.nsOverCap++
+			}
+		}
+	}
 	if len(x.overBudget) == 0 && !x.mayBind(b) {
 		// What the decisions worked in goes with the pressure.
 		x.buf = decideBuf{}
@@ -427,10 +438,12 @@ func (x *Index) Rebudget() {
 		return
 	}
 	hold := x.holds()
-	if !x.undecided && len(x.before) == 0 && b == x.decidedBudget && hold == x.decidedHold && b.MaxEncodedBytes <= 0 {
+	if !x.undecided && len(x.before) == 0 && b == x.decidedBudget && !hold && !x.decidedHold && b.MaxEncodedBytes <= 0 {
 		// Nothing Decide weighs changed since the last decision, whose
 		// outcome the index holds: Decide applied to its own outcome
-		// changes nothing, so this decides nothing. So a re-offer of the
+		// changes nothing, so this decides nothing. (Not while hand-overs
+		// are held: a name the budget denied is Pending, not Denied, once
+		// nobody owned it before.) So a re-offer of the
 		// same names and sizes, as every scrape of an unchanged ToolSet
 		// makes, costs no decision while the budget binds. (Under
 		// MaxEncodedBytes it decides anyway: whether that ceiling denied a
