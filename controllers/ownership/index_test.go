@@ -52,8 +52,9 @@ type indexModel struct {
 	budgets []Budget
 }
 
-// indexAgreesWithDecide is TestIndexAgreesWithDecide under m.
-func indexAgreesWithDecide(t *testing.T, m indexModel) {
+// indexAgreesWithDecide is TestIndexAgreesWithDecide under m, and returns
+// how many decisions the index made, and how many of them incrementally.
+func indexAgreesWithDecide(t *testing.T, m indexModel) (incremental, decisions int) {
 	t.Helper()
 	seeds, names, budgets := m.seeds, m.names, m.budgets
 	sizes := cmp.Or(m.sizes, 300)
@@ -120,6 +121,7 @@ func indexAgreesWithDecide(t *testing.T, m indexModel) {
 			where := fmt.Sprintf("seed %d step %d", seed, step)
 			now = now.Add(time.Second)
 			ts := keys[rng.IntN(len(keys))]
+			before, full := x.incDecisions, x.fullDecisions
 			switch op := rng.IntN(m.ops); {
 			case op >= 14:
 				// One entry of a claim resized, as when a tool's
@@ -217,6 +219,8 @@ func indexAgreesWithDecide(t *testing.T, m indexModel) {
 				x.Rebudget()
 			}
 			x.Drain(func(types.NamespacedName) {})
+			incremental += x.incDecisions - before
+			decisions += x.incDecisions - before + x.fullDecisions - full
 
 			d := Decide(ledger, input())
 			ledger = d.Ledger
@@ -252,6 +256,7 @@ func indexAgreesWithDecide(t *testing.T, m indexModel) {
 			}
 		}
 	}
+	return incremental, decisions
 }
 
 // TestIndexTells checks what Drain reports: a name that changes hands
@@ -315,7 +320,10 @@ func compareNN(a, b types.NamespacedName) int {
 // TestIndexBudgetChanges is TestIndexAgreesWithDecide where the budget
 // binds most: more ToolSets, mostly of names of their own, entries that
 // fit in the room left, tight budgets the admin changes, offers that
-// resize one entry, and fewer holds and compressed ceilings.
+// resize one entry, and fewer holds and compressed ceilings. Each decision
+// must be Decide's from scratch; where no name is contested, most are made
+// incrementally (see incBudget), and where names are, the index falls back
+// to Decide whenever a denied name would pass on.
 func TestIndexBudgetChanges(t *testing.T) {
 	budgets := []Budget{
 		{MaxTableBytes: 1500},
@@ -328,15 +336,21 @@ func TestIndexBudgetChanges(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
 		shared []string
+		// share is the least part of the decisions made incrementally.
+		share float64
 	}{
-		{"own names", nil},
-		{"contested names", []string{"a", "b", "pay_x"}},
+		{"own names", nil, 0.6},
+		{"contested names", []string{"a", "b", "pay_x"}, 0.1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			indexAgreesWithDecide(t, indexModel{
+			incremental, decisions := indexAgreesWithDecide(t, indexModel{
 				seeds: 60, steps: 150, ops: 18, toolSets: 12, namespaces: 4, own: 8, sizes: 60, quiet: 4,
 				names: tc.shared, budgets: budgets,
 			})
+			t.Logf("%d of %d decisions made incrementally", incremental, decisions)
+			if float64(incremental) < tc.share*float64(decisions) {
+				t.Errorf("%d of %d decisions made incrementally, want %.0f%% at least", incremental, decisions, 100*tc.share)
+			}
 		})
 	}
 }
