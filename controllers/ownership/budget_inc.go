@@ -110,8 +110,9 @@ type incNS struct {
 	// left counts the entries of list within MaxToolsPerNamespace that
 	// step 2 does not deny.
 	left int
-	// full: the namespace held MaxToolsPerNamespace at the last decision.
-	full bool
+	// full: the namespace held MaxToolsPerNamespace at the last decision;
+	// closed: when its step 3 began.
+	full, closed bool
 }
 
 func newIncBudget(b Budget, rule *Rule) *incBudget {
@@ -196,7 +197,7 @@ func (inc *incBudget) setDenied(e *incEntry, denied bool) bool {
 	e.denied = denied
 	d := 1
 	if denied {
-		inc.denied.insert(e.name, e.bytes, e)
+		inc.denied.insert(e.name, inc.deniedWeight(e), e)
 	} else {
 		inc.denied.delete(e.name)
 		d = -1
@@ -208,6 +209,18 @@ func (inc *incBudget) setDenied(e *incEntry, denied bool) bool {
 		st.left -= d
 	}
 	return true
+}
+
+// closed is the weight in the denied tree of the entries of a namespace
+// that holds MaxToolsPerNamespace: more than any room step 3 looks for.
+const closed = math.MaxInt64
+
+// deniedWeight is e's weight in the denied tree: its bytes, or closed.
+func (inc *incBudget) deniedWeight(e *incEntry) int64 {
+	if st := inc.ns[e.ts.Namespace]; st != nil && st.closed {
+		return closed
+	}
+	return e.bytes
 }
 
 // drop takes e out of the trees.
@@ -287,16 +300,14 @@ func (x *Index) rebudgetIncremental(b Budget, hold bool) bool {
 		st.names[name] = e
 		dirtyNS[e.ts.Namespace] = struct{}{}
 	}
-	// Re-key the namespaces they touch.
+	// Re-key the namespaces they touch: the entries whose place or weight
+	// before them changed take new keys; what step 2 made of each is
+	// weighed again below.
 	limit := b.MaxToolsPerNamespace
 	var rekeyed []*incEntry
+	var keys []trimKey
 	for ns := range dirtyNS {
 		st := inc.ns[ns]
-		for _, e := range st.list {
-			if st.names[e.name] == e {
-				inc.drop(e)
-			}
-		}
 		if len(st.names) == 0 {
 			delete(inc.ns, ns)
 			continue
@@ -306,17 +317,31 @@ func (x *Index) rebudgetIncremental(b Budget, hold bool) bool {
 			st.list = append(st.list, e)
 		}
 		slices.SortFunc(st.list, func(a, b *incEntry) int { return claimOrder(a.entry(), b.entry()) })
+		// Every key that changes out first, then the new ones in: an entry
+		// may take the key another held.
+		keys = keys[:0]
 		var weight int64
-		st.left = 0
 		for i, e := range st.list {
-			e.capped = limit > 0 && i >= limit
-			if !e.capped {
+			capped := limit > 0 && i >= limit
+			var key trimKey
+			if !capped {
 				weight += e.bytes
-				e.key = trimKey{newcomer: !e.kept, weight: weight, ns: ns, at: int32(i)}
+				key = trimKey{newcomer: !e.kept, weight: weight, ns: ns, at: int32(i)}
+			}
+			keys = append(keys, key)
+			if e.inTrim && (capped || key != e.key) {
+				inc.trim.delete(e.key)
+				inc.total -= e.bytes
+				e.inTrim = false
+			}
+			e.capped = capped
+		}
+		for i, e := range st.list {
+			if !e.capped && !e.inTrim {
+				e.key = keys[i]
 				inc.trim.insert(e.key, e.bytes, e)
 				inc.total += e.bytes
 				e.inTrim = true
-				st.left++
 			}
 		}
 		rekeyed = append(rekeyed, st.list...)
@@ -346,11 +371,20 @@ func (x *Index) rebudgetIncremental(b Budget, hold bool) bool {
 		})
 	}
 	for _, e := range rekeyed {
-		// Whether or not that changed it: re-keying undid what step 2 made
-		// of it before.
-		if inc.entries[e.name] == e {
-			inc.setDenied(e, e.capped || inc.inCut(e.key))
+		if inc.setDenied(e, e.capped || inc.inCut(e.key)) {
 			changed = append(changed, e)
+		}
+	}
+	for ns := range dirtyNS {
+		// Counted again: an entry's place past the cap or within it may
+		// have changed with its denial.
+		if st := inc.ns[ns]; st != nil {
+			st.left = 0
+			for _, e := range st.list {
+				if !e.capped && !e.denied {
+					st.left++
+				}
+			}
 		}
 	}
 	if inc.contested > 0 {
@@ -361,7 +395,25 @@ func (x *Index) rebudgetIncremental(b Budget, hold bool) bool {
 		return false
 	}
 	// Step 3: in name order, the denied names that fit beside what is kept.
-	slack := int64(math.MaxInt64)
+	// The denied entries of a namespace that holds MaxToolsPerNamespace
+	// cannot: they weigh closed in the denied tree, so that a namespace
+	// of many tools past its cap costs step 3 nothing while it stays full.
+	for ns := range touched {
+		st := inc.ns[ns]
+		if st == nil {
+			continue
+		}
+		if full := limit > 0 && st.left >= limit; full != st.closed {
+			st.closed = full
+			for _, e := range st.list {
+				if st.names[e.name] == e && e.denied {
+					inc.denied.delete(e.name)
+					inc.denied.insert(e.name, inc.deniedWeight(e), e)
+				}
+			}
+		}
+	}
+	slack := int64(closed - 1)
 	if b.MaxTableBytes > 0 {
 		slack = b.MaxTableBytes - (inc.total - deniedBytes)
 	}

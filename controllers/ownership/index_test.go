@@ -333,19 +333,30 @@ func TestIndexBudgetChanges(t *testing.T) {
 		{MaxToolsPerNamespace: 6, MaxTableBytes: 1200},
 		{},
 	}
+	// Namespace caps that bind beside a bytes cap, and sizes far apart, so
+	// that a namespace at its cap loses tools to the bytes cap and takes
+	// others past its cap back.
+	caps := []Budget{
+		{MaxToolsPerNamespace: 3, MaxTableBytes: 1500},
+		{MaxToolsPerNamespace: 5, MaxTableBytes: 1200},
+		{MaxToolsPerNamespace: 2, MaxTableBytes: 1000},
+	}
 	for _, tc := range []struct {
-		name   string
-		shared []string
+		name    string
+		shared  []string
+		sizes   int
+		budgets []Budget
 		// share is the least part of the decisions made incrementally.
 		share float64
 	}{
-		{"own names", nil, 0.6},
-		{"contested names", []string{"a", "b", "pay_x"}, 0.1},
+		{"own names", nil, 60, budgets, 0.6},
+		{"contested names", []string{"a", "b", "pay_x"}, 60, budgets, 0.1},
+		{"namespace caps", nil, 500, caps, 0.6},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			incremental, decisions := indexAgreesWithDecide(t, indexModel{
-				seeds: 60, steps: 150, ops: 18, toolSets: 12, namespaces: 4, own: 8, sizes: 60, quiet: 4,
-				names: tc.shared, budgets: budgets,
+				seeds: 60, steps: 150, ops: 18, toolSets: 12, namespaces: 4, own: 8, sizes: tc.sizes, quiet: 4,
+				names: tc.shared, budgets: tc.budgets,
 			})
 			t.Logf("%d of %d decisions made incrementally", incremental, decisions)
 			if float64(incremental) < tc.share*float64(decisions) {
