@@ -117,10 +117,9 @@ func BenchmarkRebudget(b *testing.B) {
 			// Two versions of each claim, alternated: every offer changes.
 			alt := make([]*Indexed, toolSets)
 			for i, c := range claims {
-				a := *c
-				a.Sizes = append([]int32(nil), c.Sizes...)
+				a := &Indexed{Created: c.Created, UID: c.UID, Names: c.Names, Sizes: append([]int32(nil), c.Sizes...)}
 				a.Sizes[0] += 24
-				alt[i] = &a
+				alt[i] = a
 			}
 			offer := func(i int) {
 				k := (i * 7919) % toolSets
