@@ -72,9 +72,10 @@ func BenchmarkDecide(b *testing.B) {
 // changed offer (one entry resized, and back) in make bench-scale's largest
 // table, 5,000 ToolSets of 10 names in 100 namespaces, while the table's
 // bytes cap binds (nine tenths of what the names weigh). "past-cap" adds a
-// namespace of 20,000 small names, 19,900 of them past a
-// MaxToolsPerNamespace of 100: a tenant that publishes past its cap, whose
-// denied names fit any room left. Run with
+// namespace of 20,000 small names, 19,500 of them past a
+// MaxToolsPerNamespace of 500 (what every other namespace holds): a
+// tenant that publishes past its cap, whose denied names fit any room
+// left. Run with
 // go test ./controllers/ownership -run '^$' -bench Rebudget -benchmem -benchtime 100x -count 6
 func BenchmarkRebudget(b *testing.B) {
 	const toolSets, names, entryBytes = 5000, 10, 709
@@ -104,7 +105,7 @@ func BenchmarkRebudget(b *testing.B) {
 				x.Offer(keys[i], c, nil)
 			}
 			if bc.pastCap > 0 {
-				budget.MaxToolsPerNamespace = 100
+				budget.MaxToolsPerNamespace = toolSets * names / 100
 				c := &Indexed{Created: now.Add(-time.Hour), UID: "uid-past-cap"}
 				for j := range bc.pastCap {
 					c.Names = append(c.Names, fmt.Sprintf("past%05d", j))
