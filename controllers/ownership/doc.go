@@ -55,9 +55,12 @@
 // [Index] keeps the ledger incrementally, as the table publisher needs it:
 // [Index.Offer], [Index.Release], [Index.SetRule] and [Index.Settle] apply
 // the rule name by name as claims change, and [Index.Rebudget] decides
-// again with Decide from the ledger before the change while the budget
+// again as Decide does from the ledger before the change while the budget
 // may bind, unless nothing Decide weighs changed since its last decision
-// (a re-offer of the same names and sizes). It holds no client and no lock and does no I/O: the publisher
+// (a re-offer of the same names and sizes): incrementally, re-weighing
+// only the namespaces a change touches and the entries the budget's cut
+// passes over, unless a compressed ceiling is set, hand-overs are held or
+// a name the budget denies has another claimant, when it runs Decide. It holds no client and no lock and does no I/O: the publisher
 // serialises the calls, and [Index.Drain] says what the outcome asks of
 // it (a table to write, ToolSets to tell). Its property test checks that
 // it is Decide from scratch at every step. The durable record is the

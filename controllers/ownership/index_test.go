@@ -1,6 +1,7 @@
 package ownership
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math/rand/v2"
@@ -20,20 +21,49 @@ import (
 // looks at) is what Decide makes from scratch of the ledger before the
 // step and every claim after it.
 func TestIndexAgreesWithDecide(t *testing.T) {
-	const seeds, steps = 60, 80
-	names := []string{"a", "b", "c", "d", "e", "f", "pay_x"}
-	budgets := []Budget{
-		{},
-		{MaxToolsPerNamespace: 2},
-		{MaxTableBytes: 900},
-		{MaxToolsPerNamespace: 3, MaxTableBytes: 1400},
-	}
+	indexAgreesWithDecide(t, indexModel{
+		seeds: 60, steps: 80, ops: 13, toolSets: 6, namespaces: 3,
+		names: []string{"a", "b", "c", "d", "e", "f", "pay_x"},
+		budgets: []Budget{
+			{},
+			{MaxToolsPerNamespace: 2},
+			{MaxTableBytes: 900},
+			{MaxToolsPerNamespace: 3, MaxTableBytes: 1400},
+		},
+	})
+}
+
+// indexModel is what indexAgreesWithDecide draws from.
+type indexModel struct {
+	seeds, steps uint64
+	// ops: 13 draws the ops of TestIndexAgreesWithDecide; more adds budget
+	// changes, drawn from budgets, and offers of one entry resized.
+	ops                  int
+	toolSets, namespaces int
+	names                []string
+	// sizes: an entry weighs 80 to 80+sizes bytes (300 if zero).
+	sizes int
+	// own: each ToolSet draws from this many names of its own too (fewer
+	// than 10), which no other claims.
+	own int
+	// quiet: holds begin, and compressed ceilings are set, one time in
+	// quiet of what TestIndexAgreesWithDecide draws (zero: every time).
+	quiet   int
+	budgets []Budget
+}
+
+// indexAgreesWithDecide is TestIndexAgreesWithDecide under m, and returns
+// how many decisions the index made, and how many of them incrementally.
+func indexAgreesWithDecide(t *testing.T, m indexModel) (incremental, decisions int) {
+	t.Helper()
+	seeds, names, budgets := m.seeds, m.names, m.budgets
+	sizes := cmp.Or(m.sizes, 300)
 	policySets := [][]Policy{
 		nil,
 		{{Name: "pay", Names: []string{"pay_*"}, Namespaces: []string{"ns-2"}}},
 		{{Name: "locked", Names: []string{"c"}}},
 	}
-	for seed := range uint64(seeds) {
+	for seed := range seeds {
 		rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 		budget := budgets[int(seed)%len(budgets)]
 		var ceiling int64
@@ -54,8 +84,8 @@ func TestIndexAgreesWithDecide(t *testing.T) {
 			return max(int64(float64(x.Claim(ts).Sizes[i])*ratio[ts]), 1)
 		}
 		var keys []types.NamespacedName
-		for i := range 6 {
-			keys = append(keys, types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", i%3), Name: fmt.Sprintf("ts-%d", i)})
+		for i := range m.toolSets {
+			keys = append(keys, types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", i%m.namespaces), Name: fmt.Sprintf("ts-%d", i)})
 		}
 		// world is what every ToolSet claims now, by which object.
 		world := map[types.NamespacedName]*Indexed{}
@@ -87,11 +117,27 @@ func TestIndexAgreesWithDecide(t *testing.T) {
 			return in
 		}
 		var ledger Ledger
-		for step := range steps {
+		for step := range m.steps {
 			where := fmt.Sprintf("seed %d step %d", seed, step)
 			now = now.Add(time.Second)
 			ts := keys[rng.IntN(len(keys))]
-			switch op := rng.IntN(13); {
+			before, full := x.incDecisions, x.fullDecisions
+			switch op := rng.IntN(m.ops); {
+			case op >= 14:
+				// One entry of a claim resized, as when a tool's
+				// description changes: the offer the budget weighs most.
+				if old := x.Claim(ts); old != nil {
+					c := &Indexed{Created: old.Created, UID: old.UID, Names: old.Names,
+						Sizes: slices.Clone(old.Sizes), Denied: old.Denied}
+					c.Sizes[rng.IntN(len(c.Sizes))] = int32(80 + rng.IntN(sizes))
+					x.Offer(ts, c, nil)
+					world[ts] = c
+				}
+				x.Rebudget()
+			case op == 13:
+				// The admin changed the budget.
+				budget = budgets[rng.IntN(len(budgets))]
+				x.Rebudget()
 			case op >= 11:
 				// The same claim again, in new slices, as a scrape of an
 				// unchanged ToolSet offers it: the index need not decide
@@ -114,12 +160,17 @@ func TestIndexAgreesWithDecide(t *testing.T) {
 					newObject(ts)
 				}
 				c := &Indexed{Created: created[ts], UID: uid[ts]}
-				for _, name := range names {
+				candidates := slices.Clone(names)
+				for k := range m.own {
+					// Names of its own, after the shared ones.
+					candidates = append(candidates, fmt.Sprintf("%s_%d", ts.Name, k))
+				}
+				for _, name := range candidates {
 					if rng.IntN(2) == 0 {
 						continue
 					}
 					c.Names = append(c.Names, name)
-					c.Sizes = append(c.Sizes, int32(80+rng.IntN(300)))
+					c.Sizes = append(c.Sizes, int32(80+rng.IntN(sizes)))
 					if rng.IntN(8) == 0 {
 						if c.Denied == nil {
 							c.Denied = map[string]Denial{}
@@ -152,18 +203,24 @@ func TestIndexAgreesWithDecide(t *testing.T) {
 				x.Settle()
 				x.Rebudget()
 			case op == 9:
+				if m.quiet > 0 && !hold && rng.IntN(m.quiet) != 0 {
+					x.Rebudget()
+					break
+				}
 				hold = !hold
 				x.Settle()
 				x.Rebudget()
 			default:
 				// A table that did not fit its ConfigMaps, or one that did.
 				ceiling = 0
-				if rng.IntN(2) == 0 {
+				if rng.IntN(2) == 0 && (m.quiet == 0 || rng.IntN(m.quiet) == 0) {
 					ceiling = int64(200 + rng.IntN(1500))
 				}
 				x.Rebudget()
 			}
 			x.Drain(func(types.NamespacedName) {})
+			incremental += x.incDecisions - before
+			decisions += x.incDecisions - before + x.fullDecisions - full
 
 			d := Decide(ledger, input())
 			ledger = d.Ledger
@@ -199,6 +256,7 @@ func TestIndexAgreesWithDecide(t *testing.T) {
 			}
 		}
 	}
+	return incremental, decisions
 }
 
 // TestIndexTells checks what Drain reports: a name that changes hands
@@ -257,4 +315,53 @@ func compareNN(a, b types.NamespacedName) int {
 		return 1
 	}
 	return 0
+}
+
+// TestIndexBudgetChanges is TestIndexAgreesWithDecide where the budget
+// binds most: more ToolSets, mostly of names of their own, entries that
+// fit in the room left, tight budgets the admin changes, offers that
+// resize one entry, and fewer holds and compressed ceilings. Each decision
+// must be Decide's from scratch; where no name is contested, most are made
+// incrementally (see incBudget), and where names are, the index falls back
+// to Decide whenever a denied name would pass on.
+func TestIndexBudgetChanges(t *testing.T) {
+	budgets := []Budget{
+		{MaxTableBytes: 1500},
+		{MaxTableBytes: 900},
+		{MaxToolsPerNamespace: 4, MaxTableBytes: 2500},
+		{MaxToolsPerNamespace: 3},
+		{MaxToolsPerNamespace: 6, MaxTableBytes: 1200},
+		{},
+	}
+	// Namespace caps that bind beside a bytes cap, and sizes far apart, so
+	// that a namespace at its cap loses tools to the bytes cap and takes
+	// others past its cap back.
+	caps := []Budget{
+		{MaxToolsPerNamespace: 3, MaxTableBytes: 1500},
+		{MaxToolsPerNamespace: 5, MaxTableBytes: 1200},
+		{MaxToolsPerNamespace: 2, MaxTableBytes: 1000},
+	}
+	for _, tc := range []struct {
+		name    string
+		shared  []string
+		sizes   int
+		budgets []Budget
+		// share is the least part of the decisions made incrementally.
+		share float64
+	}{
+		{"own names", nil, 60, budgets, 0.6},
+		{"contested names", []string{"a", "b", "pay_x"}, 60, budgets, 0.1},
+		{"namespace caps", nil, 500, caps, 0.6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			incremental, decisions := indexAgreesWithDecide(t, indexModel{
+				seeds: 60, steps: 150, ops: 18, toolSets: 12, namespaces: 4, own: 8, sizes: tc.sizes, quiet: 4,
+				names: tc.shared, budgets: tc.budgets,
+			})
+			t.Logf("%d of %d decisions made incrementally", incremental, decisions)
+			if float64(incremental) < tc.share*float64(decisions) {
+				t.Errorf("%d of %d decisions made incrementally, want %.0f%% at least", incremental, decisions, 100*tc.share)
+			}
+		})
+	}
 }

@@ -67,3 +67,84 @@ func BenchmarkDecide(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkRebudget measures the index's decision after one ToolSet's
+// changed offer (one entry resized, and back) in make bench-scale's largest
+// table, 5,000 ToolSets of 10 names in 100 namespaces, while the table's
+// bytes cap binds (nine tenths of what the names weigh). "past-cap" adds a
+// namespace of 20,000 small names, 19,500 of them past a
+// MaxToolsPerNamespace of 500 (what every other namespace holds): a
+// tenant that publishes past its cap, whose denied names fit any room
+// left. Run with
+// go test ./controllers/ownership -run '^$' -bench Rebudget -benchmem -benchtime 100x -count 6
+func BenchmarkRebudget(b *testing.B) {
+	const toolSets, names, entryBytes = 5000, 10, 709
+	for _, bc := range []struct {
+		name    string
+		pastCap int
+	}{
+		{"bytes", 0},
+		{"past-cap", 20000},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			now := time.Now()
+			x := NewIndex()
+			var budget Budget
+			x.Budget = func() Budget { return budget }
+			x.Now = func() time.Time { return now }
+			claims := make([]*Indexed, toolSets)
+			keys := make([]types.NamespacedName, toolSets)
+			for i := range claims {
+				keys[i] = types.NamespacedName{Namespace: fmt.Sprintf("bench-%02d", i%100), Name: fmt.Sprintf("set-%04d", i)}
+				c := &Indexed{Created: now.Add(time.Duration(i) * time.Millisecond), UID: types.UID(fmt.Sprintf("uid-%04d", i))}
+				for j := range names {
+					c.Names = append(c.Names, fmt.Sprintf("set%04d_tool%02d", i, j))
+					c.Sizes = append(c.Sizes, entryBytes)
+				}
+				claims[i] = c
+				x.Offer(keys[i], c, nil)
+			}
+			if bc.pastCap > 0 {
+				budget.MaxToolsPerNamespace = toolSets * names / 100
+				c := &Indexed{Created: now.Add(-time.Hour), UID: "uid-past-cap"}
+				for j := range bc.pastCap {
+					c.Names = append(c.Names, fmt.Sprintf("past%05d", j))
+					c.Sizes = append(c.Sizes, 50)
+				}
+				x.Offer(types.NamespacedName{Namespace: "past-cap", Name: "set"}, c, nil)
+			}
+			budget.MaxTableBytes = toolSets * names * entryBytes * 9 / 10
+			x.Rebudget()
+			// Two versions of each claim, alternated: every offer changes.
+			alt := make([]*Indexed, toolSets)
+			for i, c := range claims {
+				a := &Indexed{Created: c.Created, UID: c.UID, Names: c.Names, Sizes: append([]int32(nil), c.Sizes...)}
+				a.Sizes[0] += 24
+				alt[i] = a
+			}
+			offer := func(i int) {
+				k := (i * 7919) % toolSets
+				c := claims[k]
+				if (i/toolSets)%2 == 0 {
+					c = alt[k]
+				}
+				x.Offer(keys[k], c, nil)
+				x.Rebudget()
+				x.Drain(func(types.NamespacedName) {})
+			}
+			// Untimed: the first decisions under the cap weigh every name.
+			offer(0)
+			offer(toolSets)
+			b.ReportAllocs()
+			defer cpuPerOp(b)()
+			i := 1
+			for b.Loop() {
+				offer(i)
+				i++
+			}
+			if owned, _ := x.OwnedBytes(); owned > budget.MaxTableBytes {
+				b.Fatalf("owned %d bytes, over the cap %d", owned, budget.MaxTableBytes)
+			}
+		})
+	}
+}
