@@ -89,6 +89,8 @@ type encodeRun struct {
 	cache, used map[[sha256.Size]byte][]byte
 	maxChunks   int
 	chunks      [][]byte
+	// broken is set when a held segment does not read back.
+	broken bool
 	// segs are the segments of this encoding; seg is the one being packed.
 	segs []heldSegment
 	seg  *heldSegment
@@ -155,7 +157,7 @@ func jsonLen(b []byte) int32 {
 	return int32(min(len(b), MaxTableBytes+1))
 }
 
-// encodeRun encodes the table of entries, sorted by name, whose new JSON is
+// encode encodes the table of entries, sorted by name, whose new JSON is
 // in fresh. With keep, what it holds replaces e.held once it succeeds.
 func (e *TableEncoder) encode(entries []heldEntry, fresh [][]byte, baseName string, stored TableStored, keep bool) ([]TablePart, error) {
 	if baseName == "" {
@@ -199,6 +201,9 @@ func (e *TableEncoder) encode(entries []heldEntry, fresh [][]byte, baseName stri
 		r.chunks = make([][]byte, 1, len(ends)+1)
 	}
 	revision, err := r.segments(ends, plain)
+	if r.broken {
+		e.held = heldTable{}
+	}
 	if err != nil {
 		if !plain {
 			// A table too large keeps what it compressed, next to the last
@@ -419,7 +424,9 @@ func (r *encodeRun) raw(k int32) ([]byte, error) {
 		}
 	}
 	if err != nil {
-		r.e.zr = nil
+		// What is held does not read back: the next encoding starts
+		// afresh, marshalling every tool.
+		r.e.zr, r.broken = nil, true
 		return nil, fmt.Errorf("encoding tool table: reading back a segment of the last encoding: %w", err)
 	}
 	r.raws[k] = buf
