@@ -201,6 +201,7 @@ func (p *TablePublisher) SetPolicies(ctx context.Context, policies []ownership.P
 // name. Right after start they are the entries read back from the table,
 // which lets the ToolSet reconciler hold a ToolSet's last published tools
 // through a scrape outage that spans a restart. It blocks like Offer.
+// The slice may be the claim's own, shared: never modify it.
 func (p *TablePublisher) Published(ctx context.Context, toolSet types.NamespacedName) ([]spec.TableTool, error) {
 	if err := p.waitLoaded(ctx); err != nil {
 		return nil, err
@@ -211,7 +212,22 @@ func (p *TablePublisher) Published(ctx context.Context, toolSet types.Namespaced
 	if c == nil {
 		return nil, nil
 	}
-	var out []spec.TableTool
+	owned := 0
+	for _, t := range c.tools {
+		if p.ledger.Owner(t.Name) == toolSet {
+			owned++
+		}
+	}
+	switch owned {
+	case 0:
+		return nil, nil
+	case len(c.tools):
+		// The claim's own tools, which nothing modifies (see claim.tools),
+		// clipped so that an append copies: the reconciler keeps them as
+		// its baseline, and a copy per ToolSet held the table twice over.
+		return slices.Clip(c.tools), nil
+	}
+	out := make([]spec.TableTool, 0, owned)
 	for _, t := range c.tools {
 		if p.ledger.Owner(t.Name) == toolSet {
 			out = append(out, t)

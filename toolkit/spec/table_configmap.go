@@ -10,9 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
-	"maps"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -303,45 +302,30 @@ func (s TableStored) maxParts() int {
 	return MaxTableParts
 }
 
-// TableEncoder encodes successive revisions of a table. It remembers the
-// compressed segments of its last encoding, so that the next one gzips only
-// the segments that changed. The zero value is ready to use, and it is safe
-// for concurrent use.
+// TableEncoder encodes successive revisions of a table. It remembers of its
+// last encoding the gzip members of its segments and, for every tool, a
+// fingerprint and where its JSON lies in them, so that the next encoding
+// marshals only the tools that changed and gzips only the segments that
+// changed. The zero value is ready to use, and it is safe for concurrent
+// use.
 type TableEncoder struct {
 	mu sync.Mutex
 	// lim is the zero value for the production limits; tests set smaller
 	// ones.
 	lim tableLimits
-	// members maps the SHA-256 of a segment's JSON to its gzip member, for
-	// the segments of the last encoding.
+	// members maps the SHA-256 of a segment's JSON, or of a piece of one
+	// cut to fit a chunk, to its gzip member, for the last encoding.
 	members map[[sha256.Size]byte][]byte
-	// zw compresses segments; Reset between them, so that its buffers are
-	// allocated once, not per segment.
+	// zw compresses segments and zr reads them back; Reset between them,
+	// so that their buffers are allocated once, not per segment.
 	zw *gzip.Writer
-	// entries holds the JSON of every tool of the last Encode, so that the
-	// next marshals only the tools that changed.
-	entries entryCache
-	// sums are the SHA-256 digests of the segments of the last encoding of
-	// entries the encoder marshalled itself, by the JSON buffers they
-	// hold: a segment of the same buffers, which are never modified, needs
-	// no hashing. prev are those entries, by name.
-	sums map[segmentID]segmentSum
-	prev []TableEntryJSON
-}
-
-// segmentID identifies a segment by the buffer of its first entry's JSON
-// and its length in entries.
-type segmentID struct {
-	first *byte
-	n     int
-}
-
-// segmentSum is a segment of the last encoding: where its entries were,
-// whether it ended the table, and its digest.
-type segmentSum struct {
-	from int
-	last bool
-	sum  [sha256.Size]byte
+	zr *gzip.Reader
+	// seed is that of the tools' fingerprints.
+	seed   maphash.Seed
+	seeded bool
+	// held is what the last Encode or EncodeTools that succeeded keeps of
+	// its table (see heldTable).
+	held heldTable
 }
 
 // Encode returns the ConfigMap payloads of t, published under baseName.
@@ -385,11 +369,16 @@ type segmentSum struct {
 // ErrTableTooLarge, if the chunks of the stored index and of t together
 // overflow the part ConfigMaps although t's alone would fit.
 //
-// The encoder keeps the JSON of every tool it encoded last, with a
-// fingerprint of the tool (every field, hashed): the next Encode marshals
-// only the tools whose fingerprint changed, so that a write after one change
-// marshals one tool, not the table. It holds that JSON, about the size of
-// the table's, until the next Encode.
+// The encoder keeps, of the table it encoded last, the gzip members of its
+// segments and for every tool a fingerprint (every field, hashed) and where
+// its JSON lies in its segment, not the JSON itself: about the table's
+// gzipped size and 48 bytes a tool. The next Encode marshals only the tools
+// whose fingerprint changed, takes every other tool's JSON from its
+// segment, and gzips only the segments that changed, so that a write after
+// one change marshals one tool, not the table. What it reads back costs a
+// gunzip of the segments from the first that changed to the last, which
+// the revision hashes: segments before the first change are neither read
+// nor hashed again.
 func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]TablePart, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -397,12 +386,11 @@ func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]
 	if t != nil {
 		tools = t.Tools
 	}
-	entries, err := e.entries.marshal(len(tools), func(i int) *TableTool { return &tools[i] })
+	entries, fresh, err := e.marshalTools(len(tools), func(i int) *TableTool { return &tools[i] })
 	if err != nil {
-		e.sums, e.prev = nil, nil
 		return nil, err
 	}
-	return e.encodeOwned(entries, baseName, stored)
+	return e.encode(entries, fresh, baseName, stored, true)
 }
 
 // EncodeTools is [TableEncoder.Encode] of the table of tools, given by
@@ -411,30 +399,11 @@ func (e *TableEncoder) Encode(t *Table, baseName string, stored TableStored) ([]
 func (e *TableEncoder) EncodeTools(tools []*TableTool, baseName string, stored TableStored) ([]TablePart, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	entries, err := e.entries.marshal(len(tools), func(i int) *TableTool { return tools[i] })
+	entries, fresh, err := e.marshalTools(len(tools), func(i int) *TableTool { return tools[i] })
 	if err != nil {
-		e.sums, e.prev = nil, nil
 		return nil, err
 	}
-	return e.encodeOwned(entries, baseName, stored)
-}
-
-// encodeOwned is encodeEntries of entries whose JSON the encoder's cache
-// marshalled: buffers that are never modified, and that stay referenced
-// until the encoding after next (see entryCache), so that a segment of the
-// same buffers as one of the last encoding holds the same bytes, and its
-// digest is not computed again.
-func (e *TableEncoder) encodeOwned(entries []TableEntryJSON, baseName string, stored TableStored) ([]TablePart, error) {
-	next := map[segmentID]segmentSum{}
-	parts, j, err := e.encodeEntries(entries, baseName, stored, next)
-	if err != nil || j == nil {
-		// The entries' buffer is reused by the call after next: only
-		// those of a completed encoding are kept to compare with.
-		e.sums, e.prev = nil, nil
-		return parts, err
-	}
-	e.sums, e.prev = next, j.entries
-	return parts, nil
+	return e.encode(entries, fresh, baseName, stored, true)
 }
 
 // TableEntryJSON is one tool of a table, already encoded: its name and
@@ -477,74 +446,35 @@ func MarshalTableEntries(t *Table) ([]TableEntryJSON, error) {
 
 // EncodeEntries is [TableEncoder.Encode] of the table of entries: the
 // parts are byte-identical to those of Encode of the tools they encode.
-// Entries not sorted by name are sorted on a copy. It allocates in
-// proportion to the segments that changed since the last encoding, besides
-// the parts: the entries' JSON is hashed where it is, not copied, and a
-// segment is only assembled when its gzip member is not cached.
+// Entries not sorted by name are sorted on a copy. Their JSON is not
+// modified, nor kept: segments are assembled and hashed to find their gzip
+// member from the last encoding, and only those not found are compressed.
+// It leaves what Encode keeps of its tools as it is.
 func (e *TableEncoder) EncodeEntries(entries []TableEntryJSON, baseName string, stored TableStored) ([]TablePart, error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	// The caller's buffers may change after the call: their segments are
-	// hashed, and the digests of the encoder's own are dropped.
-	e.sums, e.prev = nil, nil
-	parts, _, err := e.encodeEntries(entries, baseName, stored, nil)
-	return parts, err
+	byName := func(a, b TableEntryJSON) int { return strings.Compare(a.Name, b.Name) }
+	if !slices.IsSortedFunc(entries, byName) {
+		entries = slices.Clone(entries)
+		slices.SortFunc(entries, byName)
+	}
+	held := make([]heldEntry, len(entries))
+	fresh := make([][]byte, len(entries))
+	for i, en := range entries {
+		held[i] = heldEntry{name: en.Name, hash: nameHash(en.Name), seg: -1, off: int32(i), n: jsonLen(en.JSON)}
+		fresh[i] = en.JSON
+	}
+	return e.encode(held, fresh, baseName, stored, false)
 }
 
-// encodeEntries is EncodeEntries with e.mu held. With next not nil, the
-// digests of segments found in e.sums are reused, and those of every
-// segment are recorded in next. It returns the table's JSON too, nil for
-// the plain form.
-func (e *TableEncoder) encodeEntries(entries []TableEntryJSON, baseName string, stored TableStored, next map[segmentID]segmentSum) ([]TablePart, *tableJSON, error) {
-	if baseName == "" {
-		return nil, nil, fmt.Errorf("%w: empty ConfigMap name", ErrTableMalformed)
-	}
-	lim := e.lim
-	if lim == (tableLimits{}) {
-		lim = defaultTableLimits
-	}
-	j, err := newTableJSON(entries)
-	if err != nil {
-		return nil, nil, err
-	}
-	if len(TableKey)+j.size <= lim.plain {
-		return []TablePart{{Name: baseName, Data: map[string]string{TableKey: string(j.bytes())}}}, nil, nil
-	}
-
-	ends := j.segments(lim)
+// layoutChunks returns the parts of an indexed table whose gzip members
+// are chunks, the head's first, and whose JSON of size bytes has revision:
+// the members in one chunk if they fit next to the index, and the chunks
+// placed as [TableEncoder.Encode] says.
+func layoutChunks(chunks [][]byte, revision string, size int, baseName string, stored TableStored, lim tableLimits) ([]TablePart, error) {
 	maxParts := stored.maxParts()
-	if len(ends) >= maxParts {
-		return nil, nil, j.layoutError(ends, maxParts-1)
-	}
-	if e.zw == nil {
-		e.zw, _ = gzip.NewWriterLevel(io.Discard, gzip.DefaultCompression)
-	}
-	seg := segmenter{j: j, lim: lim, cache: e.members, used: map[[sha256.Size]byte][]byte{}, zw: e.zw, maxChunks: maxParts}
-	if next != nil {
-		seg.sums, seg.prev, seg.next = e.sums, e.prev, next
-	}
-	head, err := seg.member(j.head)
-	if err != nil {
-		return nil, nil, err
-	}
-	chunks := [][]byte{head}
-	total := len(head)
-	from := 0
-	for _, to := range ends {
-		if err := seg.pack(from, to, &chunks); err != nil {
-			// A table too large keeps what it compressed, next to the last
-			// encoding's: a publisher that denies some of its tools next
-			// compresses only the segments they leave.
-			if e.members == nil {
-				e.members = map[[sha256.Size]byte][]byte{}
-			}
-			maps.Copy(e.members, seg.used)
-			return nil, nil, err
-		}
-		from = to
-	}
-	e.members = seg.used
-	for _, c := range chunks[1:] {
+	total := 0
+	for _, c := range chunks {
 		total += len(c)
 	}
 	if total <= lim.first {
@@ -553,7 +483,7 @@ func (e *TableEncoder) encodeEntries(entries []TableEntryJSON, baseName string, 
 		chunks = [][]byte{bytes.Join(chunks, nil)}
 	}
 
-	idx := TableIndex{SchemaVersion: SchemaVersion, Revision: j.revision, Encoding: TableEncodingGzip, Size: int64(j.size)}
+	idx := TableIndex{SchemaVersion: SchemaVersion, Revision: revision, Encoding: TableEncodingGzip, Size: int64(size)}
 	digests := make([]string, len(chunks))
 	for i, c := range chunks {
 		sum := sha256.Sum256(c)
@@ -561,7 +491,7 @@ func (e *TableEncoder) encodeEntries(entries []TableEntryJSON, baseName string, 
 	}
 	names, err := placeChunks(baseName, chunks, digests, stored, lim.fill, maxParts)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	parts := []TablePart{{Name: baseName}}
 	at := map[string]int{baseName: 0} // ConfigMap name → index in parts
@@ -581,15 +511,15 @@ func (e *TableEncoder) encodeEntries(entries []TableEntryJSON, baseName string, 
 	}
 	ib, err := json.Marshal(idx)
 	if err != nil {
-		return nil, nil, fmt.Errorf("encoding tool table index: %w", err)
+		return nil, fmt.Errorf("encoding tool table index: %w", err)
 	}
 	parts[0].Data = map[string]string{TableIndexKey: string(ib)}
 	if s := parts[0].StoredSize(); s > MaxTablePartBytes {
 		// The size of chunk 0 leaves room for the index of MaxTableParts
 		// chunks with long names, so this is a bug, not an input error.
-		return nil, nil, fmt.Errorf("%w: part %s is %d bytes, at most %d", ErrTableTooLarge, baseName, s, MaxTablePartBytes)
+		return nil, fmt.Errorf("%w: part %s is %d bytes, at most %d", ErrTableTooLarge, baseName, s, MaxTablePartBytes)
 	}
-	return parts, j, nil
+	return parts, nil
 }
 
 // placeChunks returns the ConfigMap of each chunk: see
@@ -762,348 +692,13 @@ const (
 	tableSegmentMax    = 1 << 20
 )
 
-// tableJSON is the canonical JSON of a table, in pieces: head, then the
-// entries' JSON separated by commas, then tableTail.
-type tableJSON struct {
-	// head is `{"schemaVersion":…,"revision":…,"tools":[`.
-	head     []byte
-	entries  []TableEntryJSON
-	revision string
-	// size is the length of the whole JSON.
-	size int
-}
-
+// tableTail ends the table's JSON, after its tools.
 const tableTail = "]}"
-
-// newTableJSON returns the canonical JSON of the table of entries: the
-// bytes json.Marshal gives for the Table with its tools sorted and its
-// revision set. The entries' JSON is not copied.
-func newTableJSON(entries []TableEntryJSON) (*tableJSON, error) {
-	byName := func(a, b TableEntryJSON) int { return strings.Compare(a.Name, b.Name) }
-	if !slices.IsSortedFunc(entries, byName) {
-		entries = slices.Clone(entries)
-		slices.SortFunc(entries, byName)
-	}
-	j := &tableJSON{entries: entries}
-	// The revision hashes the JSON of the tools array, "[" + tools joined
-	// by "," + "]": the bytes json.Marshal gives for the slice.
-	h := sha256.New()
-	h.Write([]byte{'['})
-	n := 0
-	for i, e := range entries {
-		if i > 0 && e.Name == entries[i-1].Name {
-			return nil, fmt.Errorf("%w: %q", ErrDuplicateTool, e.Name)
-		}
-		if i > 0 {
-			h.Write([]byte{','})
-			n++
-		}
-		h.Write(e.JSON)
-		n += len(e.JSON)
-		if n > MaxTableBytes {
-			return nil, fmt.Errorf("%w: more than %d bytes of JSON", ErrTableTooLarge, MaxTableBytes)
-		}
-	}
-	h.Write([]byte{']'})
-	j.revision = "sha256:" + hex.EncodeToString(h.Sum(nil))
-	head, _ := json.Marshal(struct {
-		SchemaVersion string `json:"schemaVersion"`
-		Revision      string `json:"revision"`
-	}{SchemaVersion, j.revision})
-	j.head = append(head[:len(head)-1], `,"tools":[`...)
-	j.size = len(j.head) + n + len(tableTail)
-	if j.size > MaxTableBytes {
-		return nil, fmt.Errorf("%w: %d bytes of JSON, at most %d", ErrTableTooLarge, j.size, MaxTableBytes)
-	}
-	return j, nil
-}
-
-// bytes returns the whole JSON.
-func (j *tableJSON) bytes() []byte {
-	raw := make([]byte, 0, j.size)
-	raw = append(raw, j.head...)
-	return j.appendSegment(raw, 0, len(j.entries))
-}
-
-// segment returns the JSON of entries [from, to): with the comma before it
-// unless it is the first, and with tableTail if it is the last.
-func (j *tableJSON) segment(from, to int) []byte {
-	return j.appendSegment(make([]byte, 0, j.segmentSize(from, to)), from, to)
-}
-
-func (j *tableJSON) segmentSize(from, to int) int {
-	n := 0
-	for _, e := range j.entries[from:to] {
-		n += len(e.JSON) + 1
-	}
-	return n + len(tableTail)
-}
-
-func (j *tableJSON) appendSegment(out []byte, from, to int) []byte {
-	for i := from; i < to; i++ {
-		if i > 0 {
-			out = append(out, ',')
-		}
-		out = append(out, j.entries[i].JSON...)
-	}
-	if to == len(j.entries) {
-		out = append(out, tableTail...)
-	}
-	return out
-}
-
-// segmentSum returns the SHA-256 of segment(from, to), hashed where the
-// entries are.
-func (j *tableJSON) segmentSum(from, to int) [sha256.Size]byte {
-	h := sha256.New()
-	for i := from; i < to; i++ {
-		if i > 0 {
-			h.Write([]byte{','})
-		}
-		h.Write(j.entries[i].JSON)
-	}
-	if to == len(j.entries) {
-		h.Write([]byte(tableTail))
-	}
-	var sum [sha256.Size]byte
-	h.Sum(sum[:0])
-	return sum
-}
-
-// segments cuts the tools into segments by their names, so that a change to
-// one tool changes its segment alone, and returns the end (exclusive) of
-// each. A segment ends after the first tool, once it holds lim.segMin bytes,
-// whose name hashes below a threshold in proportion to its size (so
-// lim.segSpread bytes pass on average before one does), or before the tool
-// that would take it past lim.segMax. A cut depends on the tools since the
-// last cut alone, so segments after a changed one come out as they were
-// once a cut falls on a tool where it fell before: almost always the next.
-func (j *tableJSON) segments(lim tableLimits) []int {
-	var ends []int
-	acc := 0
-	per := math.MaxUint64 / uint64(max(lim.segSpread, 1))
-	for i, e := range j.entries {
-		s := len(e.JSON) + 1
-		if acc > 0 && acc+s > lim.segMax {
-			ends = append(ends, i)
-			acc = 0
-		}
-		acc += s
-		if acc >= lim.segMin && (s >= lim.segSpread || nameHash(e.Name) < uint64(s)*per) {
-			ends = append(ends, i+1)
-			acc = 0
-		}
-	}
-	if len(ends) == 0 || ends[len(ends)-1] != len(j.entries) {
-		ends = append(ends, len(j.entries))
-	}
-	return ends
-}
-
-// TableLayoutError is the [ErrTableTooLarge] of a table whose tools'
-// JSON does not lay out in the segments an index names. Its sizes count
-// each tool's JSON with one byte for its separator, as a publisher's
-// budget weighs the tools.
-type TableLayoutError struct {
-	// Segments is how many segments the table's JSON takes, MaxSegments
-	// how many an index names at most.
-	Segments, MaxSegments int
-	// Bytes is the tools' JSON of the table.
-	Bytes int64
-	// Capacity is the tools' JSON of the first MaxSegments segments: what
-	// a table laid out as this one holds, a little less than Bytes.
-	Capacity int64
-}
-
-func (e *TableLayoutError) Error() string {
-	return fmt.Sprintf("%v: %d segments of JSON, at most %d", ErrTableTooLarge, e.Segments, e.MaxSegments)
-}
-
-// Unwrap makes errors.Is(err, ErrTableTooLarge) hold.
-func (e *TableLayoutError) Unwrap() error { return ErrTableTooLarge }
-
-// layoutError is the TableLayoutError of segments ends, more than
-// maxSegments of them.
-func (j *tableJSON) layoutError(ends []int, maxSegments int) *TableLayoutError {
-	e := &TableLayoutError{Segments: len(ends), MaxSegments: maxSegments}
-	for i, t := range j.entries {
-		if i == ends[maxSegments-1] {
-			e.Capacity = e.Bytes
-		}
-		e.Bytes += int64(len(t.JSON) + 1)
-	}
-	return e
-}
 
 // nameHash is the first 8 bytes of a tool name's SHA-256.
 func nameHash(name string) uint64 {
 	sum := sha256.Sum256([]byte(name))
 	return binary.BigEndian.Uint64(sum[:8])
-}
-
-// segmenter compresses segments into chunks of at most lim.chunk bytes.
-type segmenter struct {
-	j     *tableJSON
-	lim   tableLimits
-	cache map[[sha256.Size]byte][]byte
-	used  map[[sha256.Size]byte][]byte
-	zw    *gzip.Writer
-	// maxChunks bounds the chunks, the first included.
-	maxChunks int
-	// sums and prev, if not nil, are the digests of the segments of the
-	// last encoding and its entries (see TableEncoder.sums); next records
-	// this encoding's.
-	sums map[segmentID]segmentSum
-	prev []TableEntryJSON
-	next map[segmentID]segmentSum
-}
-
-// sum returns the SHA-256 of segment(from, to): that of the last
-// encoding's segment of the same JSON buffers, in the same place (first or
-// not, last or not), if there was one.
-func (s *segmenter) sum(from, to int) [sha256.Size]byte {
-	if s.next == nil || len(s.j.entries[from].JSON) == 0 {
-		return s.j.segmentSum(from, to)
-	}
-	id := segmentID{first: &s.j.entries[from].JSON[0], n: to - from}
-	last := to == len(s.j.entries)
-	if p, ok := s.sums[id]; ok && (p.from == 0) == (from == 0) && p.last == last && p.from+id.n <= len(s.prev) &&
-		sameBuffers(s.j.entries[from:to], s.prev[p.from:p.from+id.n]) {
-		s.next[id] = segmentSum{from: from, last: last, sum: p.sum}
-		return p.sum
-	}
-	sum := s.j.segmentSum(from, to)
-	s.next[id] = segmentSum{from: from, last: last, sum: sum}
-	return sum
-}
-
-// sameBuffers reports whether a and b hold the very same JSON buffers, in
-// order.
-func sameBuffers(a, b []TableEntryJSON) bool {
-	for i := range a {
-		x, y := a[i].JSON, b[i].JSON
-		if len(x) != len(y) || len(x) == 0 || &x[0] != &y[0] {
-			return false
-		}
-	}
-	return true
-}
-
-// pack appends the chunks of tools [from, to) to chunks: one gzip member of
-// their segment, or, if it passes lim.chunk, the chunks of two halves cut at
-// the tool of lowest name hash in its middle half, so that the cut, too,
-// stays where it is when another tool changes. A single tool too large for a
-// chunk is cut in bytes.
-func (s *segmenter) pack(from, to int, chunks *[][]byte) error {
-	// A segment compressed before is found by its digest, without being
-	// assembled.
-	z, ok := s.cached(s.sum(from, to))
-	if !ok {
-		var err error
-		if z, err = s.member(s.j.segment(from, to)); err != nil {
-			return err
-		}
-	}
-	if len(z) <= s.lim.chunk {
-		return s.add(chunks, z)
-	}
-	if to-from == 1 {
-		return s.packBytes(s.j.segment(from, to), chunks)
-	}
-	cut := s.cut(from, to)
-	if err := s.pack(from, cut, chunks); err != nil {
-		return err
-	}
-	return s.pack(cut, to, chunks)
-}
-
-// cut returns where to split tools [from, to), to-from ≥ 2: after the tool of
-// lowest name hash among those that end within the middle half of the
-// segment's bytes, or in the middle if none does.
-func (s *segmenter) cut(from, to int) int {
-	total := 0
-	for _, e := range s.j.entries[from:to] {
-		total += len(e.JSON) + 1
-	}
-	best, bestHash := -1, uint64(math.MaxUint64)
-	acc := 0
-	for i := from; i < to-1; i++ {
-		acc += len(s.j.entries[i].JSON) + 1
-		if acc < total/4 || acc > total-total/4 {
-			continue
-		}
-		if h := nameHash(s.j.entries[i].Name); best < 0 || h < bestHash {
-			best, bestHash = i+1, h
-		}
-	}
-	if best < 0 {
-		return from + (to-from)/2
-	}
-	return best
-}
-
-// packBytes appends the chunks of raw, one tool's JSON too large for one
-// chunk: halves, recursively. The members' contents still concatenate to
-// the table's JSON.
-func (s *segmenter) packBytes(raw []byte, chunks *[][]byte) error {
-	z, err := s.member(raw)
-	if err != nil {
-		return err
-	}
-	if len(z) <= s.lim.chunk || len(raw) <= 1 {
-		return s.add(chunks, z)
-	}
-	if err := s.packBytes(raw[:len(raw)/2], chunks); err != nil {
-		return err
-	}
-	return s.packBytes(raw[len(raw)/2:], chunks)
-}
-
-func (s *segmenter) add(chunks *[][]byte, z []byte) error {
-	if len(z) > s.lim.chunk {
-		return fmt.Errorf("%w: a chunk of %d bytes, at most %d", ErrTableTooLarge, len(z), s.lim.chunk)
-	}
-	if len(*chunks) >= s.maxChunks {
-		return fmt.Errorf("%w: more than %d parts of gzipped JSON", ErrTableTooLarge, s.maxChunks)
-	}
-	*chunks = append(*chunks, z)
-	return nil
-}
-
-// member returns raw as one gzip member, from the cache if an earlier
-// encoding compressed the same bytes.
-func (s *segmenter) member(raw []byte) ([]byte, error) {
-	key := sha256.Sum256(raw)
-	if z, ok := s.cached(key); ok {
-		return z, nil
-	}
-	var zbuf bytes.Buffer
-	// gzip's header is fixed (no name, no time), so equal input gives equal
-	// bytes within one Go release; readers rely on digests, not on this.
-	zw := s.zw
-	zw.Reset(&zbuf)
-	if _, err := zw.Write(raw); err != nil {
-		return nil, fmt.Errorf("compressing tool table: %w", err)
-	}
-	if err := zw.Close(); err != nil {
-		return nil, fmt.Errorf("compressing tool table: %w", err)
-	}
-	z := zbuf.Bytes()
-	s.used[key] = z
-	return z, nil
-}
-
-// cached returns the gzip member of the segment whose digest is key, if
-// this or the last encoding compressed it.
-func (s *segmenter) cached(key [sha256.Size]byte) ([]byte, bool) {
-	if z, ok := s.used[key]; ok {
-		return z, true
-	}
-	if z, ok := s.cache[key]; ok {
-		s.used[key] = z
-		return z, true
-	}
-	return nil, false
 }
 
 // DecodeTable reads a table from the files of its ConfigMaps, keyed by
@@ -1264,4 +859,39 @@ func unmarshalTable(raw []byte, revision string) (*Table, error) {
 		return nil, fmt.Errorf("%w: table has revision %s, index has %s", ErrTableTorn, t.Revision, revision)
 	}
 	return &t, nil
+}
+
+// TableLayoutError is the [ErrTableTooLarge] of a table whose tools'
+// JSON does not lay out in the segments an index names. Its sizes count
+// each tool's JSON with one byte for its separator, as a publisher's
+// budget weighs the tools.
+type TableLayoutError struct {
+	// Segments is how many segments the table's JSON takes, MaxSegments
+	// how many an index names at most.
+	Segments, MaxSegments int
+	// Bytes is the tools' JSON of the table.
+	Bytes int64
+	// Capacity is the tools' JSON of the first MaxSegments segments: what
+	// a table laid out as this one holds, a little less than Bytes.
+	Capacity int64
+}
+
+func (e *TableLayoutError) Error() string {
+	return fmt.Sprintf("%v: %d segments of JSON, at most %d", ErrTableTooLarge, e.Segments, e.MaxSegments)
+}
+
+// Unwrap makes errors.Is(err, ErrTableTooLarge) hold.
+func (e *TableLayoutError) Unwrap() error { return ErrTableTooLarge }
+
+// layoutError is the TableLayoutError of entries cut at segments ends,
+// more than maxSegments of them.
+func layoutError(entries []heldEntry, ends []int, maxSegments int) *TableLayoutError {
+	e := &TableLayoutError{Segments: len(ends), MaxSegments: maxSegments}
+	for i, t := range entries {
+		if i == ends[maxSegments-1] {
+			e.Capacity = e.Bytes
+		}
+		e.Bytes += int64(t.n) + 1
+	}
+	return e
 }
