@@ -166,6 +166,10 @@ type TablePublisher struct {
 	// writeFailing is set while writes of the table fail; only the flush
 	// loop uses it.
 	writeFailing bool
+	// writeDue is set from a change that asks for a write until a flush
+	// with none asked after it ends; writeFailed while the last write
+	// failed. WriteUnderway reads them.
+	writeDue, writeFailed atomic.Bool
 
 	mu sync.Mutex
 	// now stamps the ledger's records; time.Now if nil.
@@ -306,6 +310,14 @@ func (p *TablePublisher) Changed() <-chan event.TypedGenericEvent[*v1alpha1.Tool
 	return p.changed
 }
 
+// WriteUnderway reports whether a write of the table is due or in flight,
+// the last one having not failed: a status that awaits the write of a new
+// name may wait for it (see holdForWrite) rather than say AwaitingWrite
+// first. A write held by the restore window, or failing, is not under way.
+func (p *TablePublisher) WriteUnderway() bool {
+	return p.writeDue.Load() && !p.writeFailed.Load()
+}
+
 // ReadyzCheck is the manager's readiness check. A replica that leads (once
 // elected is closed; at once without leader election) is ready when the
 // publisher has read the table back and the caches have synced, so that a
@@ -418,6 +430,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 		case <-restoreC:
 			p.endRestore(ctx)
 		case <-p.kick:
+			p.writeDue.Store(true)
 			now := time.Now()
 			if burstStart.IsZero() {
 				burstStart = now
@@ -430,6 +443,9 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 				return nil
 			}
 			p.wroteTable(err)
+			p.writeFailed.Store(err != nil)
+			// A change during the flush kicked again: its write is due.
+			p.writeDue.Store(err == nil && len(p.kick) > 0)
 			if err != nil {
 				log.Error(err, "Writing the tool table failed; retrying")
 				flushTimer.Reset(backoff.When("flush"))

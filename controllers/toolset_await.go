@@ -24,8 +24,21 @@ import (
 // DefaultAwaitWrite is how long a status that only a table write would
 // make Published is held back: twice the publisher's longest delay of a
 // write (DefaultTableMaxDelay), so that a write that starts as another
-// ends still lands within it.
+// ends still lands within it. While a write of the table is under way when
+// it ends (see writeAwaiter), the hold goes on, a bound at a time, up to
+// maxAwaitBounds of them: a table slow to write (the API server busy, the
+// table large) still costs each new ToolSet one status write.
 const DefaultAwaitWrite = 2 * DefaultTableMaxDelay
+
+// maxAwaitBounds bounds how many AwaitWrite bounds a hold lasts while the
+// table's write is under way.
+const maxAwaitBounds = 8
+
+// writeAwaiter is a Publisher that can tell whether a write of the table
+// is due or in flight, and has not failed, as TablePublisher can.
+type writeAwaiter interface {
+	WriteUnderway() bool
+}
 
 // writeHolds are the ToolSets whose status is held back until the table's
 // write, each with when its hold began.
@@ -35,19 +48,21 @@ type writeHolds struct {
 }
 
 type writeHold struct {
-	since time.Time
-	timer *time.Timer
+	// since is when the hold began, until when it ends.
+	since, until time.Time
+	timer        *time.Timer
 }
 
-// hold reports whether key's status may be held back at now, within bound
-// of when its hold began; a new hold calls expire once bound has passed,
-// unless it was released by then. A hold past its bound is released: the
-// status is written.
-func (h *writeHolds) hold(key types.NamespacedName, now time.Time, bound time.Duration, expire func()) bool {
+// hold reports whether key's status may be held back at now, before its
+// hold ends; a new hold ends bound after now, or, while extend says so
+// when it is due to end, a bound later, up to maxAwaitBounds bounds from
+// its start. A hold that ends calls expire, unless it was released by
+// then. A hold past its end is released: the status is written.
+func (h *writeHolds) hold(key types.NamespacedName, now time.Time, bound time.Duration, extend func() bool, expire func()) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if w := h.holds[key]; w != nil {
-		if now.Before(w.since.Add(bound)) {
+		if now.Before(w.until) {
 			return true
 		}
 		w.timer.Stop()
@@ -57,15 +72,24 @@ func (h *writeHolds) hold(key types.NamespacedName, now time.Time, bound time.Du
 	if h.holds == nil {
 		h.holds = map[types.NamespacedName]*writeHold{}
 	}
-	w := &writeHold{since: now}
-	w.timer = time.AfterFunc(bound, func() {
+	w := &writeHold{since: now, until: now.Add(bound)}
+	var end func()
+	end = func() {
 		h.mu.Lock()
-		current := h.holds[key] == w
-		h.mu.Unlock()
-		if current {
-			expire()
+		if h.holds[key] != w {
+			h.mu.Unlock()
+			return
 		}
-	})
+		if next := w.until.Add(bound); extend != nil && !next.After(w.since.Add(maxAwaitBounds*bound)) && extend() {
+			w.until = next
+			w.timer = time.AfterFunc(bound, end)
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		expire()
+	}
+	w.timer = time.AfterFunc(bound, end)
 	h.holds[key] = w
 	return true
 }
@@ -84,9 +108,10 @@ func (h *writeHolds) release(key types.NamespacedName) {
 // write instead of being written: it shows some name the ToolSet owns as
 // awaiting the write, which before did not, and the status kept (before)
 // claims Published of nothing that the new one does not. The hold lasts
-// AwaitWrite at most from the first reconcile that held; then the ToolSet
-// is re-statused (as by an ownership change, without a scrape) and its
-// status says AwaitingWrite.
+// AwaitWrite from the first reconcile that held, longer while the table's
+// write is under way (see DefaultAwaitWrite); then the ToolSet is
+// re-statused (as by an ownership change, without a scrape) and its status
+// says AwaitingWrite.
 func (r *ToolSetReconciler) holdForWrite(key types.NamespacedName, before, ts *v1alpha1.ToolSet, now time.Time) bool {
 	bound := r.AwaitWrite
 	if bound == 0 {
@@ -96,7 +121,11 @@ func (r *ToolSetReconciler) holdForWrite(key types.NamespacedName, before, ts *v
 		r.holds.release(key)
 		return false
 	}
-	return r.holds.hold(key, now, bound, func() { r.restatusNow(key) })
+	var extend func() bool
+	if wa, ok := r.Publisher.(writeAwaiter); ok {
+		extend = wa.WriteUnderway
+	}
+	return r.holds.hold(key, now, bound, extend, func() { r.restatusNow(key) })
 }
 
 // restatusNow enqueues key as the publisher's Changed does: its status is
