@@ -27,6 +27,24 @@
 //     less the direct path's;
 //   - rss_mib: the larger of the two replicas' peak RSS (VmHWM).
 //
+// What the ratio measures depends on where the processes run:
+//
+//   - by default every process (the generator, the workload, both
+//     replicas, the control plane) shares every core of the machine, so
+//     the gateway path pays its hop (one more HTTP server and one more
+//     client per call, in the replicas) out of the same cores that the
+//     generator and the workload need: the ratio is what one machine's
+//     CPU buys on each path. On two cores, where the generator and the
+//     workload alone spend some 85 µs of CPU a call, even a proxy that
+//     cost no more than a bare Go reverse hop could not reach 0.7;
+//   - with --pin the generator (this process) and the workload run on one
+//     CPU and the two replicas on another, on both paths (the direct path
+//     gets the same one CPU for its generator and workload, the replicas'
+//     stays idle): as in a cluster where the gateway is a Deployment on
+//     nodes of its own, the ratio is then what the hop costs in throughput
+//     and latency when it does not take its CPU from the callers. The
+//     control plane is not pinned. The figure line ends in pinned=1.
+//
 // Any failed call (a transport error, a status other than 200, a
 // JSON-RPC error or an isError result) fails the run: a figure over errors
 // would flatter the gateway. The last line it prints, on stdout, is the
