@@ -121,10 +121,7 @@ func (g *Gateway) serveBounded(w http.ResponseWriter, r *http.Request, next http
 	if method == "tools/list" {
 		// A page is up to PageSize tools, encoded twice by the SDK, and
 		// held until a client that may not read has been written to.
-		c, cancel := context.WithTimeout(r.Context(), budgetWait)
-		err := g.lists.Acquire(c, 1)
-		cancel()
-		if err != nil {
+		if err := acquireWithin(r.Context(), g.lists, 1); err != nil {
 			g.metrics.refused.WithLabelValues(refusedLists).Inc()
 			w.Header().Set("Retry-After", "1")
 			rpcError(w, http.StatusServiceUnavailable, codeServerBusy, "the gateway is answering too many tools/list requests at once; retry")
@@ -375,6 +372,20 @@ type budget struct {
 // budgetWait bounds how long a read waits for its first chunk.
 const budgetWait = 5 * time.Second
 
+// acquireWithin takes n of sem, waiting within budgetWait (and ctx) for
+// them. What is free without waiting is taken without the wait's timer
+// and context, which every call would otherwise pay for twice (its
+// request body and its result) on the hot path; a context already done
+// takes nothing, as Acquire would not.
+func acquireWithin(ctx context.Context, sem *semaphore.Weighted, n int64) error {
+	if ctx.Err() == nil && sem.TryAcquire(n) {
+		return nil
+	}
+	c, cancel := context.WithTimeout(ctx, budgetWait)
+	defer cancel()
+	return sem.Acquire(c, n)
+}
+
 // The first chunk of a request body, and of a workload's reply: a
 // request body's is small, since every connection may hold one while its
 // client sends slowly (--max-conns of them are 4 MiB).
@@ -398,10 +409,7 @@ func (b *budget) read(ctx context.Context, r io.Reader, hint, limit int64) (data
 		want = min(want, hint+1) // the +1 sees the end without another reservation
 	}
 	want = min(want, limit+1, b.size)
-	c, cancel := context.WithTimeout(ctx, budgetWait)
-	err = b.sem.Acquire(c, want)
-	cancel()
-	if err != nil {
+	if err := acquireWithin(ctx, b.sem, want); err != nil {
 		if ctx.Err() != nil {
 			return nil, 0, ctx.Err()
 		}
@@ -608,9 +616,7 @@ func (t *meteredTransport) reserve(ctx context.Context, n int64) error {
 	t.mu.Unlock()
 	var err error
 	if first {
-		c, cancel := context.WithTimeout(ctx, budgetWait)
-		err = t.b.sem.Acquire(c, n)
-		cancel()
+		err = acquireWithin(ctx, t.b.sem, n)
 	} else if !t.b.sem.TryAcquire(n) {
 		err = errBudget
 	}

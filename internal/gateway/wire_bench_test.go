@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -15,7 +18,8 @@ import (
 // the bytes the Go SDK client posts, replayed by a plain HTTP client (so
 // the client's own decoding is not counted), at each era, through a
 // gateway without auth (holding the one tool, or 10,000 more too); and, as the baseline, the same arguments posted to
-// the workload's invoke endpoint directly:
+// the workload's invoke endpoint directly, and through a bare
+// httputil.ReverseProxy (reverse-proxy: the floor of any Go proxy's hop):
 //
 //	go test -run '^$' -bench BenchmarkCallOnTheWire -benchtime 2s ./internal/gateway/
 //
@@ -24,7 +28,7 @@ import (
 // a shared machine distorts less than wall time. allocs/op likewise.
 func BenchmarkCallOnTheWire(b *testing.B) {
 	wl := newWorkload(b, "crm", "crm-tools", "crm_", echoTool("crm"))
-	g, url := newGateway(b, new(routes).add(wl), gateway.Options{})
+	g, gwURL := newGateway(b, new(routes).add(wl), gateway.Options{})
 	if err := g.SetTable(table(wl.tableTools())); err != nil {
 		b.Fatal(err)
 	}
@@ -34,6 +38,17 @@ func BenchmarkCallOnTheWire(b *testing.B) {
 	if err := big.SetTable(table(bigTable(10_000).Tools, wl.tableTools())); err != nil {
 		b.Fatal(err)
 	}
+	// And the floor of any Go proxy: a bare httputil.ReverseProxy in front
+	// of the workload's invoke endpoint, one more server and one more
+	// client per call and nothing else.
+	wlURL, err := url.Parse(wl.srv.URL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rp := httputil.NewSingleHostReverseProxy(wlURL)
+	rp.Transport = &http.Transport{MaxIdleConnsPerHost: 4}
+	proxy := httptest.NewServer(rp)
+	b.Cleanup(proxy.Close)
 	args := `{"text":"ab","count":3}`
 	call2026 := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crm_echo","arguments":` + args + `,` + meta2026 + `}}`
 	call2025 := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"crm_echo","arguments":` + args + `}}`
@@ -43,11 +58,12 @@ func BenchmarkCallOnTheWire(b *testing.B) {
 		want            string
 	}{
 		{"direct", wl.srv.URL + spec.InvokePrefix + "echo", args, http.Header{"Content-Type": {"application/json"}}, `"echo":"ababab"`},
-		{"gateway-2026", url + "/mcp", call2026, http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		{"reverse-proxy", proxy.URL + spec.InvokePrefix + "echo", args, http.Header{"Content-Type": {"application/json"}}, `"echo":"ababab"`},
+		{"gateway-2026", gwURL + "/mcp", call2026, http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 			"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"crm_echo"}}, `"echo":"ababab"`},
 		{"gateway-2026-10k", bigURL + "/mcp", call2026, http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 			"Mcp-Protocol-Version": {"2026-07-28"}, "Mcp-Method": {"tools/call"}, "Mcp-Name": {"crm_echo"}}, `"echo":"ababab"`},
-		{"gateway-2025", url + "/mcp", call2025, http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
+		{"gateway-2025", gwURL + "/mcp", call2025, http.Header{"Content-Type": {"application/json"}, "Accept": {"application/json, text/event-stream"},
 			"Mcp-Protocol-Version": {"2025-11-25"}}, `"echo":"ababab"`},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

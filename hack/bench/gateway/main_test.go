@@ -1,10 +1,16 @@
 package main
 
 import (
+	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestCallTemplateReplacesTheToolNameOnly(t *testing.T) {
@@ -54,4 +60,53 @@ func TestFigureLine(t *testing.T) {
 	if got := r.figureLine(); got != want {
 		t.Errorf("got  %s\nwant %s", got, want)
 	}
+	r.pinned = true
+	if got := r.figureLine(); got != want+" pinned=1" {
+		t.Errorf("pinned: got  %s\nwant %s pinned=1", got, want)
+	}
+}
+
+func TestPinBindsEveryThreadOfAProcess(t *testing.T) {
+	plan, err := planCPUs()
+	if err != nil {
+		t.Skip(err)
+	}
+	// A Go process has several threads by the time it is up: the test
+	// binary itself, run again as a child that waits.
+	cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperWaits$")
+	cmd.Env = append(os.Environ(), "BENCH_GATEWAY_HELPER=1")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
+	time.Sleep(200 * time.Millisecond)
+	if err := pin(cmd.Process.Pid, plan.gateway); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := os.ReadDir("/proc/" + strconv.Itoa(cmd.Process.Pid) + "/task")
+	if err != nil || len(tasks) < 2 {
+		t.Fatalf("%d threads, %v", len(tasks), err)
+	}
+	for _, task := range tasks {
+		tid, _ := strconv.Atoi(task.Name())
+		var set unix.CPUSet
+		if err := unix.SchedGetaffinity(tid, &set); err != nil {
+			t.Fatal(err)
+		}
+		if set.Count() != 1 || !set.IsSet(plan.gateway) {
+			t.Errorf("thread %d may run on %d CPUs (CPU %d: %v)", tid, set.Count(), plan.gateway, set.IsSet(plan.gateway))
+		}
+	}
+}
+
+// TestHelperWaits is the child of TestPinBindsEveryThreadOfAProcess.
+func TestHelperWaits(t *testing.T) {
+	if os.Getenv("BENCH_GATEWAY_HELPER") != "1" {
+		t.Skip("a helper process")
+	}
+	_, _ = io.Copy(io.Discard, os.Stdin)
 }

@@ -32,7 +32,7 @@ const (
 var addSchema = json.RawMessage(`{"type":"object","properties":{"a":{"type":"integer","description":"The first addend"},"b":{"type":"integer","description":"The second addend"}},"required":["a","b"]}`)
 
 func run(ctx context.Context, c config) (res result, err error) {
-	res.tools, res.clients = c.tools, c.clients
+	res.tools, res.clients, res.pinned = c.tools, c.clients, c.pin
 	keep := c.workDir != ""
 	if keep {
 		if c.workDir, err = filepath.Abs(c.workDir); err == nil {
@@ -74,6 +74,20 @@ func run(ctx context.Context, c config) (res result, err error) {
 	defer func() { err = errors.Join(err, cp.Stop()) }()
 	if err := cp.CreateNamespace(ctx, tableNamespace); err != nil {
 		return res, err
+	}
+
+	var plan cpuPlan
+	if c.pin {
+		if plan, err = planCPUs(); err != nil {
+			return res, err
+		}
+		// This process (the generator) and, as its child, the workload on
+		// one CPU; the replicas are moved to the other as they start. The
+		// control plane, started above, is left where it was.
+		step("pinning the generator and the workload to CPU %d, the replicas to CPU %d", plan.client, plan.gateway)
+		if err := pin(0, plan.client); err != nil {
+			return res, err
+		}
 	}
 
 	step("starting the workload (example-tools)")
@@ -120,6 +134,11 @@ func run(ctx context.Context, c config) (res result, err error) {
 			return res, err
 		}
 		defer func() { err = errors.Join(err, gws[i].Stop(30*time.Second)) }()
+		if c.pin {
+			if err := pin(gws[i].Pid(), plan.gateway); err != nil {
+				return res, err
+			}
+		}
 	}
 
 	names := make([]string, len(tools))
