@@ -191,7 +191,8 @@ func (e *TableEncoder) encode(entries []heldEntry, fresh [][]byte, baseName stri
 	if plain {
 		ends = []int{len(entries)}
 	} else {
-		ends = segmentEnds(entries, lim)
+		lim, ends = layoutSegments(entries, size, lim, r.maxChunks, stored.Index)
+		r.lim = lim
 		if len(ends) >= r.maxChunks {
 			return nil, layoutError(entries, ends, r.maxChunks-1)
 		}
@@ -641,6 +642,100 @@ func (r *encodeRun) member(key [sha256.Size]byte, raw []byte) ([]byte, error) {
 	z := zbuf.Bytes()
 	r.used[key] = z
 	return z, nil
+}
+
+// layoutSegments returns the limits a table of entries, size bytes of
+// JSON in at most maxChunks chunks, is laid out with, and the ends of its
+// segments under them. A table that fits in about lim.spreadTarget
+// segments of one of lim.small, the smallest that does, is cut into those
+// (segments of that size to twice it, never past what gzips within a
+// chunk whatever the JSON), so that a change rewrites a small chunk,
+// provided its chunks, even if it compressed not at all, take at most
+// seven eighths of maxChunks; any other table is cut as lim says, as
+// every table was before, so that a table lim lays out is laid out.
+//
+// A table near the size where one segment size gives way to the next
+// keeps the size prev, the stored index, was cut at, as its segments'
+// average size says, while it is within a quarter of that boundary: a
+// tool added and removed again at the boundary does not cut the table
+// afresh, writing every chunk, each time. The choice depends on the tools
+// and prev alone, so identical inputs lay out alike.
+func layoutSegments(entries []heldEntry, size int, lim tableLimits, maxChunks int, prev *TableIndex) (tableLimits, []int) {
+	most := (maxChunks - 1) * 7 / 8
+	var tiers []tableLimits
+	for _, m := range lim.small {
+		if m > 0 {
+			small := lim
+			small.segMin, small.segSpread, small.segMax = m, m/2, min(2*m, lim.chunk*15/16)
+			tiers = append(tiers, small)
+		}
+	}
+	// fits reports whether tier i holds the table, its bound on the JSON
+	// scaled by num/4.
+	fits := func(i, num int) bool {
+		t := tiers[i]
+		return size <= lim.spreadTarget*(t.segMin+t.segMax)/2*num/4
+	}
+	chosen := len(tiers) // lim itself
+	for i := range tiers {
+		if fits(i, 4) {
+			chosen = i
+			break
+		}
+	}
+	if p := storedTier(prev, tiers, lim); p >= 0 && p != chosen {
+		switch {
+		case p == chosen+1 && !fits(chosen, 3):
+			// Shrunk past the boundary below p, by less than a quarter.
+			chosen = p
+		case p == chosen-1 && fits(p, 5):
+			// Grown past p's bound, by less than a quarter.
+			chosen = p
+		}
+	}
+	for i := chosen; i < len(tiers); i++ {
+		if ends := segmentEnds(entries, tiers[i]); worstChunks(entries, ends, tiers[i]) <= most {
+			return tiers[i], ends
+		}
+	}
+	return lim, segmentEnds(entries, lim)
+}
+
+// storedTier returns the tier that the table of index idx was cut at, as
+// the average JSON of its segments says (tiers[i] its i-th, len(tiers)
+// for lim), or -1 if none or if it cannot say.
+func storedTier(idx *TableIndex, tiers []tableLimits, lim tableLimits) int {
+	if idx == nil || len(idx.Parts) < 2 || len(tiers) == 0 {
+		return -1
+	}
+	avg := int(idx.Size) / (len(idx.Parts) - 1)
+	for i, t := range append(tiers, lim) {
+		if avg >= t.segMin && avg < t.segMax {
+			return i
+		}
+	}
+	return -1
+}
+
+// worstChunks returns the chunks of the segments that end at ends if
+// their JSON did not compress: one per segment within lim.segMax, which
+// gzips within a chunk; a larger one, a tool alone, is halved until its
+// pieces do (see [encodeRun.packBytes]).
+func worstChunks(entries []heldEntry, ends []int, lim tableLimits) int {
+	n, from := 0, 0
+	for _, to := range ends {
+		raw := 0
+		for i := from; i < to; i++ {
+			raw += int(entries[i].n) + 1
+		}
+		k := 1
+		for piece := raw; piece > lim.segMax; piece = (piece + 1) / 2 {
+			k *= 2
+		}
+		n += k
+		from = to
+	}
+	return n
 }
 
 // segmentEnds cuts the tools into segments by their names, so that a change
