@@ -84,7 +84,7 @@ type Index struct {
 	dirty      map[string]struct{}
 	incBackoff int
 	// incDecisions and fullDecisions count the decisions made
-	// incrementally and with Decide, for tests.
+	// incrementally and with Decide (see Decisions).
 	incDecisions, fullDecisions int
 }
 
@@ -135,6 +135,10 @@ func (x *Index) OwnedBytes() (int64, map[string]int) { return x.ownedBytes, x.ns
 // Encoded reports whether the last decision under Budget.MaxEncodedBytes
 // denied a claim for it, and the encoded weight it kept.
 func (x *Index) Encoded() (bound bool, kept int64) { return x.encodedBound, x.encodedKept }
+
+// Decisions returns how many decisions the index made incrementally and
+// how many with Decide over every claim (see Rebudget), since it was made.
+func (x *Index) Decisions() (incremental, full int) { return x.incDecisions, x.fullDecisions }
 
 // Rule returns the rule in force (nil for no policy).
 func (x *Index) Rule() *Rule { return x.rule }
