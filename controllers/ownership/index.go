@@ -459,7 +459,11 @@ func (x *Index) mayBind(b Budget) bool {
 // decides every claim again with Decide under a compressed ceiling, while
 // hand-overs are held, and for a while after a denied name had another
 // claimant to pass to: that costs some 100 ms at 50,000 names, in slices
-// the index keeps between decisions.
+// the index keeps between decisions. A tenant can keep a denied name
+// contested (two ToolSets of its namespace claiming the same names past
+// its cap), so the caller must bound how often it asks for those: the
+// table publisher decides the changes that come within nine times such a
+// decision's duration together (see Decisions).
 func (x *Index) Rebudget() {
 	defer clear(x.before)
 	b := x.budget()
