@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolplane/toolplane/controllers/ownership"
+	"github.com/toolplane/toolplane/test/harness"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -141,7 +142,7 @@ func BenchmarkOfferContested(b *testing.B) {
 			b.SetParallelism(workers / runtime.GOMAXPROCS(0))
 			b.ReportAllocs()
 			b.ResetTimer()
-			defer cpuPerOp(b)()
+			defer harness.CPUPerOp(b)()
 			b.RunParallel(func(pb *testing.PB) {
 				// Each worker offers its own ToolSets, as the reconciler
 				// never reconciles one ToolSet in two workers at once.
