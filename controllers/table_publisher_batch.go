@@ -120,7 +120,7 @@ func (p *TablePublisher) decideBatch() {
 			p.release(ts, ts)
 			continue
 		}
-		p.applyOfferLocked(d, true)
+		p.applyOfferLocked(d)
 	}
 	clear(p.deferred)
 	p.rebudgetLocked()

@@ -107,7 +107,7 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 		return p.awaitBatch(ctx, o.ToolSet, d)
 	}
 	defer p.mu.Unlock()
-	p.applyOfferLocked(d, false)
+	p.applyOfferLocked(d)
 	// The budget is decided now, not when the table is written: the
 	// verdicts returned are those the table will show.
 	p.rebudgetLocked()
@@ -118,19 +118,15 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 // applyOfferLocked makes d's offer the ToolSet's claim, the rule settling
 // the names it changed; the budget is the caller's to decide. The old
 // object of a ToolSet created again lets go of its names first, in a
-// decision of its own unless batched: in a batch, the one decision weighs
-// the new UID as Decide weighs every UID change, the old object letting go
-// first. p.mu is held.
-func (p *TablePublisher) applyOfferLocked(d *deferredOffer, batched bool) {
+// decision of its own, batched or not. p.mu is held.
+func (p *TablePublisher) applyOfferLocked(d *deferredOffer) {
 	o, tools, sizes, same, prev := d.offer, d.tools, d.sizes, d.same, d.prev
 	if c := p.claims[o.ToolSet]; c != nil && c.uid != "" && o.UID != "" && c.uid != o.UID {
 		// Deleted and created again under the name: the old object lets go
 		// of every name first, a withdraw decided on its own, and the new
 		// one claims as any newcomer.
 		p.release(o.ToolSet, o.ToolSet)
-		if !batched {
-			p.rebudgetLocked()
-		}
+		p.rebudgetLocked()
 	}
 	old := p.claims[o.ToolSet]
 	if old != prev {
