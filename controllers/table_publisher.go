@@ -201,6 +201,14 @@ type TablePublisher struct {
 	// and nothing is written until then.
 	window  ownership.Window
 	pending map[types.NamespacedName]struct{}
+	// decidedFully: the last decision was made with Decide over every
+	// claim, and changed offers wait until decideAfter; deferred are those
+	// waiting, by ToolSet, and batched is closed once they are decided
+	// (see table_publisher_batch.go).
+	decidedFully bool
+	decideAfter  time.Time
+	deferred     map[types.NamespacedName]*deferredOffer
+	batched      chan struct{}
 	// inTable is the table readers see: for every name of the table last
 	// stored (or read back at start), the ToolSet its entry names, with
 	// that ToolSet's UID. A verdict Owned is Published in status only once

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/toolplane/toolplane/controllers/ownership"
+	"github.com/toolplane/toolplane/test/harness"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -59,7 +60,7 @@ func BenchmarkOffer(b *testing.B) {
 			p, offers := benchPublisher(b, bc.toolSets, 20, bc.shared)
 			ctx := context.Background()
 			b.ReportAllocs()
-			defer cpuPerOp(b)()
+			defer harness.CPUPerOp(b)()
 			i := 0
 			for b.Loop() {
 				if _, err := p.Offer(ctx, offers[i%len(offers)]); err != nil {
@@ -153,7 +154,7 @@ func BenchmarkOfferChanged(b *testing.B) {
 				alt[i] = o
 			}
 			b.ReportAllocs()
-			defer cpuPerOp(b)()
+			defer harness.CPUPerOp(b)()
 			i := 0
 			for b.Loop() {
 				o := offers[i%len(offers)]
@@ -179,7 +180,7 @@ func BenchmarkPublisherTable(b *testing.B) {
 	p.Budget = ownership.Budget{MaxToolsPerNamespace: DefaultMaxToolsPerNamespace, MaxTableBytes: DefaultMaxTableBytes}
 	b.Run("copy", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuPerOp(b)()
+		defer harness.CPUPerOp(b)()
 		for b.Loop() {
 			if t, ok := p.table(); !ok || len(t.Tools) != 20000 {
 				b.Fatalf("%d tools", len(t.Tools))
@@ -188,7 +189,7 @@ func BenchmarkPublisherTable(b *testing.B) {
 	})
 	b.Run("refs", func(b *testing.B) {
 		b.ReportAllocs()
-		defer cpuPerOp(b)()
+		defer harness.CPUPerOp(b)()
 		for b.Loop() {
 			if tools, _, ok := p.tableTools(); !ok || len(tools) != 20000 {
 				b.Fatalf("%d tools", len(tools))
@@ -241,7 +242,7 @@ func BenchmarkOfferBinding(b *testing.B) {
 				alt[i] = o
 			}
 			b.ReportAllocs()
-			defer cpuPerOp(b)()
+			defer harness.CPUPerOp(b)()
 			i := 0
 			for b.Loop() {
 				// Offers spread over the cluster, not only the first ToolSets.

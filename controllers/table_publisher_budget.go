@@ -43,13 +43,6 @@ func (p *TablePublisher) budget() ownership.Budget {
 	return b
 }
 
-// rebudgetLocked has the index decide the budget again if it may bind
-// (see ownership.Index.Rebudget), and writes what changed. p.mu is held.
-func (p *TablePublisher) rebudgetLocked() {
-	p.index.Rebudget()
-	p.drainLocked()
-}
-
 // overCapacity reports whether err says the table cannot be written
 // whatever is stored: more segments or chunks than its ConfigMaps hold.
 // ErrTablePartsFull (room taken by chunks in their grace) passes with time.

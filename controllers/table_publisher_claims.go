@@ -101,7 +101,26 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 	// without p.mu: an entry it has as it was keeps its size.
 	sizes, same := entrySizesSince(prev, tools)
 	p.mu.Lock()
+	d := &deferredOffer{offer: o, tools: tools, sizes: sizes, same: same, prev: prev}
+	if p.deferLocked() {
+		// Decided with the others that come within the gap.
+		return p.awaitBatch(ctx, o.ToolSet, d)
+	}
 	defer p.mu.Unlock()
+	p.applyOfferLocked(d)
+	// The budget is decided now, not when the table is written: the
+	// verdicts returned are those the table will show.
+	p.rebudgetLocked()
+	setConflictsMetric(p.index.Conflicts())
+	return p.verdicts(o.ToolSet), nil
+}
+
+// applyOfferLocked makes d's offer the ToolSet's claim, the rule settling
+// the names it changed; the budget is the caller's to decide. The old
+// object of a ToolSet created again lets go of its names first, in a
+// decision of its own, batched or not. p.mu is held.
+func (p *TablePublisher) applyOfferLocked(d *deferredOffer) {
+	o, tools, sizes, same, prev := d.offer, d.tools, d.sizes, d.same, d.prev
 	if c := p.claims[o.ToolSet]; c != nil && c.uid != "" && o.UID != "" && c.uid != o.UID {
 		// Deleted and created again under the name: the old object lets go
 		// of every name first, a withdraw decided on its own, and the new
@@ -135,11 +154,6 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 	if dirty {
 		p.kickLocked()
 	}
-	// The budget is decided now, not when the table is written: the
-	// verdicts returned are those the table will show.
-	p.rebudgetLocked()
-	setConflictsMetric(p.index.Conflicts())
-	return p.verdicts(o.ToolSet), nil
 }
 
 // Retain implements [Publisher]. It blocks like Offer.
@@ -165,6 +179,10 @@ func (p *TablePublisher) Withdraw(ctx context.Context, toolSet types.NamespacedN
 		return err
 	}
 	p.mu.Lock()
+	if p.deferLocked() {
+		_, err := p.awaitBatch(ctx, toolSet, &deferredOffer{withdraw: true})
+		return err
+	}
 	defer p.mu.Unlock()
 	p.offered(toolSet)
 	p.release(toolSet, toolSet)

@@ -131,7 +131,7 @@ func benchSteadyRound(b *testing.B, withService bool) {
 
 	scrapes, patches := wl.Scrapes(), c.patches
 	b.ReportAllocs()
-	done := cpuPerOp(b)
+	done := harness.CPUPerOp(b)
 	for b.Loop() {
 		reconcileOnce()
 	}

@@ -84,7 +84,7 @@ type Index struct {
 	dirty      map[string]struct{}
 	incBackoff int
 	// incDecisions and fullDecisions count the decisions made
-	// incrementally and with Decide, for tests.
+	// incrementally and with Decide (see Decisions).
 	incDecisions, fullDecisions int
 }
 
@@ -135,6 +135,10 @@ func (x *Index) OwnedBytes() (int64, map[string]int) { return x.ownedBytes, x.ns
 // Encoded reports whether the last decision under Budget.MaxEncodedBytes
 // denied a claim for it, and the encoded weight it kept.
 func (x *Index) Encoded() (bound bool, kept int64) { return x.encodedBound, x.encodedKept }
+
+// Decisions returns how many decisions the index made incrementally and
+// how many with Decide over every claim (see Rebudget), since it was made.
+func (x *Index) Decisions() (incremental, full int) { return x.incDecisions, x.fullDecisions }
 
 // Rule returns the rule in force (nil for no policy).
 func (x *Index) Rule() *Rule { return x.rule }
@@ -455,7 +459,11 @@ func (x *Index) mayBind(b Budget) bool {
 // decides every claim again with Decide under a compressed ceiling, while
 // hand-overs are held, and for a while after a denied name had another
 // claimant to pass to: that costs some 100 ms at 50,000 names, in slices
-// the index keeps between decisions.
+// the index keeps between decisions. A tenant can keep a denied name
+// contested (two ToolSets of its namespace claiming the same names past
+// its cap), so the caller must bound how often it asks for those: the
+// table publisher decides the changes that come within nine times such a
+// decision's duration together (see Decisions).
 func (x *Index) Rebudget() {
 	defer clear(x.before)
 	b := x.budget()

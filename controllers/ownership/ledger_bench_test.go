@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolplane/toolplane/test/harness"
 	"k8s.io/apimachinery/pkg/types"
 )
 
@@ -136,7 +137,7 @@ func BenchmarkRebudget(b *testing.B) {
 			offer(0)
 			offer(toolSets)
 			b.ReportAllocs()
-			defer cpuPerOp(b)()
+			defer harness.CPUPerOp(b)()
 			i := 1
 			for b.Loop() {
 				offer(i)

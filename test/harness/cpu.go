@@ -1,4 +1,4 @@
-package controllers
+package harness
 
 import (
 	"syscall"
@@ -6,22 +6,23 @@ import (
 	"time"
 )
 
-// cpuPerOp reports, when the returned func is called after the benchmark's
+// CPUPerOp reports, when the returned func is called after the benchmark's
 // loop, the process's CPU time per op as cpu-ns/op: on a shared machine the
 // wall time an op takes follows the other loads, the CPU time it costs
 // much less. The process's, so that the garbage collection an op causes
 // counts too.
-func cpuPerOp(b *testing.B) func() {
+func CPUPerOp(b *testing.B) func() {
 	b.Helper()
-	start := cpuTime()
+	start := CPUTime()
 	return func() {
 		if b.N > 0 {
-			b.ReportMetric(float64((cpuTime()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64((CPUTime()-start).Nanoseconds())/float64(b.N), "cpu-ns/op")
 		}
 	}
 }
 
-func cpuTime() time.Duration {
+// CPUTime returns the CPU time the process has used, user and system.
+func CPUTime() time.Duration {
 	var ru syscall.Rusage
 	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
 		return 0
