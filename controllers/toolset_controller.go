@@ -565,7 +565,33 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		// Nothing watches Secrets: look again soon (toolset_references.go).
 		requeue = min(requeue, referenceRetry(r.Ceilings))
 	}
-	return ctrl.Result{RequeueAfter: jitter(requeue)}, nil
+	return ctrl.Result{RequeueAfter: requeueAfter(time.Now(), requeue)}, nil
+}
+
+// requeueGrid is how many steps of a requeue's grid fit in the requeue:
+// a requeue of 30s ends on a whole second.
+const requeueGrid = 30
+
+// requeueAfter is when to look at a ToolSet again, d from now: brought
+// forward at random by up to a tenth of d less a step, then to the last
+// step before it of a grid of d/30 (a second for 30s) that every ToolSet
+// of that interval shares. So the rounds of a steady fleet come due in
+// batches, one every step, rather than one by one: the work queue wakes
+// once a step and the workers take the batch on warm processors, where a
+// round due on its own paid for waking an idle one, and its scrape's and
+// the transport's goroutines with it (BenchmarkSteadyFleet). The random
+// share spreads the ToolSets over the steps; a round comes at most a tenth
+// of d early, as the API says of spec.interval, and never late.
+func requeueAfter(now time.Time, d time.Duration) time.Duration {
+	grid := d / requeueGrid
+	if grid < time.Millisecond {
+		return jitter(d)
+	}
+	early := time.Duration(rand.Float64() * float64(time.Duration(intervalJitter*float64(d))-grid))
+	if at := now.Add(d - early).Truncate(grid); at.After(now) {
+		return at.Sub(now)
+	}
+	return jitter(d)
 }
 
 // intervalJitter is the largest share of an interval by which a requeue

@@ -106,9 +106,17 @@ func benchSteadyRound(b *testing.B, withService bool) {
 		}
 	}
 
-	// Converge: the first round offers the tools; once the table has them
-	// (as its write would tell the publisher), a round makes them
-	// Published.
+	// Converge: the first round scrapes in the background and enqueues the
+	// ToolSet when it ends (its reconcile holds no worker), and the
+	// reconcile that follows offers the tools; once the table has them (as
+	// its write would tell the publisher), a round makes them Published.
+	reconcileOnce()
+	r.init()
+	select {
+	case <-r.runs.wake:
+	case <-time.After(10 * time.Second):
+		b.Fatal("the first round never ended")
+	}
 	reconcileOnce()
 	pub.mu.Lock()
 	claim := pub.claims[req.NamespacedName]
