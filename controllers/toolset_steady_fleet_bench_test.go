@@ -192,7 +192,7 @@ func BenchmarkSteadyFleet(b *testing.B) {
 	}
 	b.ReportAllocs()
 	b.ResetTimer()
-	done := cpuPerOp(b)
+	done := harness.CPUPerOp(b)
 	for scraped()-start < b.N {
 		time.Sleep(5 * time.Millisecond)
 	}
