@@ -1,8 +1,10 @@
 package controllers
 
 import (
+	"encoding/json"
 	"reflect"
 	"testing"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,5 +60,42 @@ func TestTrimToolSetForCache(t *testing.T) {
 	}
 	if other, _ := TrimToolSetForCache(&corev1.Pod{}); other == nil {
 		t.Error("another kind was not passed through")
+	}
+}
+
+// TestTrimToolSetForCacheSharesWords: the words of a decoded status point
+// at one copy for every ToolSet, and keep their values; others are left.
+func TestTrimToolSetForCacheSharesWords(t *testing.T) {
+	body := []byte(`{"status":{"tools":[{"name":"find","state":"Published"},{"name":"lookup","state":"Conflicted","reason":"NameConflict","owner":"ns/other"}],` +
+		`"conditions":[{"type":"Ready","status":"True","reason":"Published","message":"2 tools","lastTransitionTime":"2026-01-01T00:00:00Z"}]}}`)
+	var decoded [2]*v1alpha1.ToolSet
+	for i := range decoded {
+		ts := &v1alpha1.ToolSet{}
+		if err := json.Unmarshal(body, ts); err != nil {
+			t.Fatal(err)
+		}
+		want := ts.DeepCopy()
+		out, _ := TrimToolSetForCache(ts)
+		decoded[i] = out.(*v1alpha1.ToolSet)
+		if !reflect.DeepEqual(decoded[i].Status, want.Status) {
+			t.Fatalf("status changed:\n%+v\nwant\n%+v", decoded[i].Status, want.Status)
+		}
+	}
+	same := func(what, a, b string) {
+		t.Helper()
+		if unsafe.StringData(a) != unsafe.StringData(b) {
+			t.Errorf("%s %q: two copies", what, a)
+		}
+	}
+	a, b := decoded[0].Status, decoded[1].Status
+	for i := range a.Tools {
+		same("state", string(a.Tools[i].State), string(b.Tools[i].State))
+	}
+	same("reason", a.Tools[1].Reason, b.Tools[1].Reason)
+	same("condition type", a.Conditions[0].Type, b.Conditions[0].Type)
+	same("condition status", string(a.Conditions[0].Status), string(b.Conditions[0].Status))
+	same("condition reason", a.Conditions[0].Reason, b.Conditions[0].Reason)
+	if unsafe.StringData(a.Tools[1].Owner) == unsafe.StringData(b.Tools[1].Owner) {
+		t.Error("an owner, not one of the words, was shared")
 	}
 }

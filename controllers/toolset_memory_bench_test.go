@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"strconv"
 	"testing"
 	"time"
 
@@ -69,44 +70,7 @@ func BenchmarkReconcilerMemory(b *testing.B) {
 		r := &ToolSetReconciler{Publisher: p}
 		r.init()
 		for i := range toolSets {
-			ts := &v1alpha1.ToolSet{
-				ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%04d", i/100), Name: fmt.Sprintf("ts-%04d", i), Generation: 1,
-					CreationTimestamp: metav1.NewTime(now)},
-				Spec: v1alpha1.ToolSetSpec{
-					Port:    intstr.FromString("http"),
-					Service: &v1alpha1.ServiceReference{Name: fmt.Sprintf("svc-%04d", i), Port: 8080},
-				},
-			}
-			key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
-			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ts.Namespace, Name: ts.Name + "-pod", UID: types.UID(fmt.Sprintf("uid-%d", i))}}
-			mem := r.memoryOf(key, ts.UID)
-			var doc *spec.Document
-			for round := range 2 {
-				if round == 0 {
-					var err error
-					if doc, err = ParseDocument(bodies[i]); err != nil {
-						b.Fatal(err)
-					}
-				}
-				// A 304 answers with the last document.
-				results := []podResult{{pod: pod, url: "http://127.0.0.1:8080/.well-known/toolplane/spec.json", doc: doc}}
-				rd := newRound([]*corev1.Pod{pod}, results, nil, mem.pods)
-				mem.remember(results)
-				a := mem.assemble(ts, rd.docs, rd.blind, defaultToolBounds, "")
-				mem.held, mem.heldRevision = a.tools, a.revision
-				verdicts, err := p.Offer(ctx, Offer{ToolSet: key, Created: ts.CreationTimestamp, Tools: a.tools})
-				if err != nil {
-					b.Fatal(err)
-				}
-				prev := ts.Status.Tools
-				r.setStatus(ts, rd, a, a.tools, verdicts, false, mem)
-				cr, err := r.checkContracts(ctx, ts, prev, a.tools, true, mem, now)
-				if err != nil {
-					b.Fatal(err)
-				}
-				r.commitContracts(ts, mem, cr)
-				recordTools(key, ts.Status.Tools)
-			}
+			memoryRounds(ctx, b, r, p, i, bodies[i], now)
 		}
 
 		runtime.GC()
@@ -122,6 +86,111 @@ func BenchmarkReconcilerMemory(b *testing.B) {
 		for key := range r.memory {
 			forgetTools(key)
 		}
+	}
+}
+
+// memoryRounds runs ToolSet i of BenchmarkReconcilerMemory through the
+// steps of Reconcile after the scrapes, twice (a first round that parses
+// body, then a round of 304s), and returns it with the status they set.
+func memoryRounds(ctx context.Context, b *testing.B, r *ToolSetReconciler, p *TablePublisher, i int, body []byte, now time.Time) *v1alpha1.ToolSet {
+	b.Helper()
+	ts := &v1alpha1.ToolSet{
+		ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%04d", i/100), Name: fmt.Sprintf("ts-%04d", i), Generation: 1,
+			CreationTimestamp: metav1.NewTime(now)},
+		Spec: v1alpha1.ToolSetSpec{
+			Port:    intstr.FromString("http"),
+			Service: &v1alpha1.ServiceReference{Name: fmt.Sprintf("svc-%04d", i), Port: 8080},
+		},
+	}
+	key := types.NamespacedName{Namespace: ts.Namespace, Name: ts.Name}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ts.Namespace, Name: ts.Name + "-pod", UID: types.UID(fmt.Sprintf("uid-%d", i))}}
+	mem := r.memoryOf(key, ts.UID)
+	var doc *spec.Document
+	for round := range 2 {
+		if round == 0 {
+			var err error
+			if doc, err = ParseDocument(body); err != nil {
+				b.Fatal(err)
+			}
+		}
+		// A 304 answers with the last document.
+		results := []podResult{{pod: pod, url: "http://127.0.0.1:8080/.well-known/toolplane/spec.json", doc: doc}}
+		rd := newRound([]*corev1.Pod{pod}, results, nil, mem.pods)
+		mem.remember(results)
+		a := mem.assemble(ts, rd.docs, rd.blind, defaultToolBounds, "")
+		mem.held, mem.heldRevision = a.tools, a.revision
+		verdicts, err := p.Offer(ctx, Offer{ToolSet: key, Created: ts.CreationTimestamp, Tools: a.tools})
+		if err != nil {
+			b.Fatal(err)
+		}
+		prev := ts.Status.Tools
+		r.setStatus(ts, rd, a, a.tools, verdicts, false, mem)
+		cr, err := r.checkContracts(ctx, ts, prev, a.tools, true, mem, now)
+		if err != nil {
+			b.Fatal(err)
+		}
+		r.commitContracts(ts, mem, cr)
+		recordTools(key, ts.Status.Tools)
+	}
+	return ts
+}
+
+// BenchmarkToolSetCacheMemory measures what the informer's cache keeps of
+// each ToolSet of BenchmarkReconcilerMemory once the reconciler has
+// written its status (10 tools Published and the conditions): its JSON, as
+// the API server sends it, decoded and put through the cache's transform,
+// for 5,000 ToolSets. "trimmed" drops what TrimToolSetForCache dropped
+// before its words were shared (the baseline, in the same run), "shared"
+// is TrimToolSetForCache.
+//
+//	go test ./controllers -run '^$' -bench ToolSetCacheMemory -benchtime 1x -count 6
+func BenchmarkToolSetCacheMemory(b *testing.B) {
+	const toolSets, tools = 5000, 10
+	ctx := context.Background()
+	now := time.Now()
+	p := &TablePublisher{}
+	p.init()
+	close(p.loaded)
+	r := &ToolSetReconciler{Publisher: p}
+	r.init()
+	bodies := make([][]byte, toolSets)
+	for i := range bodies {
+		ts := memoryRounds(ctx, b, r, p, i, benchDocument(b, fmt.Sprintf("ts%04d_", i), tools), now)
+		ts.UID = types.UID(fmt.Sprintf("8c5d2a4e-0000-4000-8000-%012d", i))
+		ts.ResourceVersion = strconv.Itoa(100000 + i)
+		var err error
+		if bodies[i], err = json.Marshal(ts); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for key := range r.memory {
+		forgetTools(key)
+	}
+	r, p = nil, nil
+	for _, mode := range []string{"trimmed", "shared"} {
+		b.Run(mode, func(b *testing.B) {
+			for b.Loop() {
+				cached := make([]any, toolSets)
+				runtime.GC()
+				var before, after runtime.MemStats
+				runtime.ReadMemStats(&before)
+				for i, body := range bodies {
+					ts := &v1alpha1.ToolSet{}
+					if err := json.Unmarshal(body, ts); err != nil {
+						b.Fatal(err)
+					}
+					if mode == "trimmed" {
+						cached[i] = trimToolSet(ts)
+					} else {
+						cached[i], _ = TrimToolSetForCache(ts)
+					}
+				}
+				runtime.GC()
+				runtime.ReadMemStats(&after)
+				b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/toolSets, "B/toolset")
+				runtime.KeepAlive(cached)
+			}
+		})
 	}
 }
 

@@ -78,7 +78,7 @@ func main() {
 	flag.IntVar(&c.concurrency, "concurrency", 0, "The baseline loop's concurrency; 0 reads the manager's ToolSet reconcile workers, which make its status writes, from its metrics.")
 	flag.DurationVar(&c.timeout, "timeout", 15*time.Minute, "How long convergence may take before the run fails.")
 	flag.StringVar(&c.workDir, "work-dir", "", "Where the kubeconfig, the manager's log and profiles go (default: a temporary directory).")
-	flag.BoolVar(&c.pprof, "pprof", false, "Run the manager with --pprof-bind-address and save CPU (steady state) and heap profiles into the work directory.")
+	flag.BoolVar(&c.pprof, "pprof", false, "Run the manager with --pprof-bind-address and save CPU (convergence, steady state) and heap profiles (after convergence, heap-converged.pprof, and after churn, heap.pprof) into the work directory.")
 	flag.BoolVar(&c.convergenceOnly, "convergence-only", false, "Stop after convergence (and the baseline): the figure line has the size and the convergence figures only. For comparing convergence run after run.")
 	flag.IntVar(&c.churnIntervals, "churn-intervals", 3, "How many intervals the churn phase lasts; in each, one in ten workloads changes a tool. 0 skips the phase.")
 	flag.DurationVar(&c.churnTimeout, "churn-timeout", 2*time.Minute, "How long after the last change of the churn phase the table may take to show every change.")

@@ -209,6 +209,13 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		step("Saved %d CPU profiles of a second each, from the first create until convergence: go tool pprof %s %s",
 			n, c.manager, filepath.Join(c.workDir, "cpu-convergence-*.pprof"))
 	}
+	if pprofAddr != "" {
+		// What convergence left live, to set against heap.pprof, taken
+		// after churn.
+		if err := saveProfile(ctx, "http://"+pprofAddr+"/debug/pprof/heap", filepath.Join(c.workDir, "heap-converged.pprof")); err != nil {
+			return res, err
+		}
+	}
 	wAfter, err := cp.Writes(ctx)
 	if err != nil {
 		return res, err
