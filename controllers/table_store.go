@@ -63,12 +63,12 @@ type tableStore interface {
 // what is stored, so that one deleted or edited from outside is written
 // again (the publisher's watch kicks a write for it).
 //
-// A part ConfigMap holds at most spec.MaxTablePartBytes. The encoder gives
-// every new chunk an empty part while there is one, so that a change
-// writes that chunk alone and the old chunk's part is deleted after its
-// grace, and else the part that holds the fewest bytes with room for it,
-// counting the chunks in their grace (see spec.TableEncoder.Encode); only
-// when no part has room does the write wait for a grace to pass. Part ConfigMaps left empty are deleted, so the numbering
+// A part ConfigMap holds at most spec.MaxTablePartBytes. The encoder packs
+// chunks into parts up to half of it, puts a replacement next to the
+// chunks that stay with it, and in a burst of changes spreads new chunks
+// over the spec.MaxTableParts-1 parts, counting the chunks in their grace
+// (see spec.TableEncoder.Encode); only when no part has room does the
+// write wait for a grace to pass. Part ConfigMaps left empty are deleted, so the numbering
 // may have holes. Only the leader writes,
 // and every update carries the resourceVersion it was computed from.
 type configMapTable struct {

@@ -398,11 +398,7 @@ var _ = Describe("The tool table store's grace period", func() {
 		Expect(revision()).To(Equal(rev2), "the index did not move")
 
 		now = now.Add(30 * time.Second)
-		// The index moves; what waits is the clean-up: of the second
-		// index's chunks (a minute), or sooner of the copies of the third's
-		// staged during the last wait in parts that it, spread over the
-		// parts that have room now, does not name.
-		Expect(write(t3)).To(And(BeNumerically(">", 0), BeNumerically("<=", time.Minute)))
+		Expect(write(t3)).To(Equal(time.Minute))
 		Expect(revision()).NotTo(Equal(rev2))
 		_, err = readOld()
 		Expect(err).To(MatchError(spec.ErrTablePartMissing), "past their grace the first index's chunks are gone")
