@@ -191,7 +191,7 @@ func (e *TableEncoder) encode(entries []heldEntry, fresh [][]byte, baseName stri
 	if plain {
 		ends = []int{len(entries)}
 	} else {
-		lim, ends = layoutSegments(entries, size, lim, r.maxChunks, stored.Index)
+		lim, ends = layoutSegments(entries, size, lim, r.maxChunks)
 		r.lim = lim
 		if len(ends) >= r.maxChunks {
 			return nil, layoutError(entries, ends, r.maxChunks-1)
@@ -652,69 +652,22 @@ func (r *encodeRun) member(key [sha256.Size]byte, raw []byte) ([]byte, error) {
 // chunk whatever the JSON), so that a change rewrites a small chunk,
 // provided its chunks, even if it compressed not at all, take at most
 // seven eighths of maxChunks; any other table is cut as lim says, as
-// every table was before, so that a table lim lays out is laid out.
-//
-// A table near the size where one segment size gives way to the next
-// keeps the size prev, the stored index, was cut at, as its segments'
-// average size says, while it is within a quarter of that boundary: a
-// tool added and removed again at the boundary does not cut the table
-// afresh, writing every chunk, each time. The choice depends on the tools
-// and prev alone, so identical inputs lay out alike.
-func layoutSegments(entries []heldEntry, size int, lim tableLimits, maxChunks int, prev *TableIndex) (tableLimits, []int) {
+// every table was before. The choice depends on the tools alone, so
+// identical tools lay out alike, and a table lim lays out is laid out.
+func layoutSegments(entries []heldEntry, size int, lim tableLimits, maxChunks int) (tableLimits, []int) {
 	most := (maxChunks - 1) * 7 / 8
-	var tiers []tableLimits
 	for _, m := range lim.small {
-		if m > 0 {
-			small := lim
-			small.segMin, small.segSpread, small.segMax = m, m/2, min(2*m, lim.chunk*15/16)
-			tiers = append(tiers, small)
+		small := lim
+		small.segMin, small.segSpread, small.segMax = m, m/2, min(2*m, lim.chunk*15/16)
+		if m == 0 || size > lim.spreadTarget*(small.segMin+small.segMax)/2 {
+			continue
 		}
-	}
-	// fits reports whether tier i holds the table, its bound on the JSON
-	// scaled by num/4.
-	fits := func(i, num int) bool {
-		t := tiers[i]
-		return size <= lim.spreadTarget*(t.segMin+t.segMax)/2*num/4
-	}
-	chosen := len(tiers) // lim itself
-	for i := range tiers {
-		if fits(i, 4) {
-			chosen = i
-			break
-		}
-	}
-	if p := storedTier(prev, tiers, lim); p >= 0 && p != chosen {
-		switch {
-		case p == chosen+1 && !fits(chosen, 3):
-			// Shrunk past the boundary below p, by less than a quarter.
-			chosen = p
-		case p == chosen-1 && fits(p, 5):
-			// Grown past p's bound, by less than a quarter.
-			chosen = p
-		}
-	}
-	for i := chosen; i < len(tiers); i++ {
-		if ends := segmentEnds(entries, tiers[i]); worstChunks(entries, ends, tiers[i]) <= most {
-			return tiers[i], ends
+		ends := segmentEnds(entries, small)
+		if worstChunks(entries, ends, small) <= most {
+			return small, ends
 		}
 	}
 	return lim, segmentEnds(entries, lim)
-}
-
-// storedTier returns the tier that the table of index idx was cut at, as
-// the average JSON of its segments says (tiers[i] its i-th, len(tiers)
-// for lim), or -1 if none or if it cannot say.
-func storedTier(idx *TableIndex, tiers []tableLimits, lim tableLimits) int {
-	if idx == nil || len(idx.Parts) < 2 || len(tiers) == 0 {
-		return -1
-	}
-	avg := int(idx.Size) / (len(idx.Parts) - 1)
-	for i, t := range append(tiers, lim) {
-		if avg >= t.segMin && avg < t.segMax {
-			return i
-		}
-	}
-	return -1
 }
 
 // worstChunks returns the chunks of the segments that end at ends if

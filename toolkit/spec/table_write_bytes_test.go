@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"reflect"
 	"slices"
-	"strings"
 	"testing"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -214,70 +213,6 @@ func TestSpreadTableOneChange(t *testing.T) {
 			if sz := p.StoredSize(); sz > 16<<10 {
 				t.Errorf("change %d: %s stores %d bytes, want at most %d", i, p.Name, sz, 16<<10)
 			}
-		}
-	}
-}
-
-// TestSpreadTableBoundaryFlap adds a tool that takes a table past the size
-// where its segments of 64 KiB give way to segments of 128 KiB, then
-// removes it, five times: the table keeps the segments it was cut at, so
-// that each flip writes the base and a part or two, not every chunk, which
-// a fresh encoding of the larger table would.
-func TestSpreadTableBoundaryFlap(t *testing.T) {
-	if testing.Short() {
-		t.Skip("encodes 5 MB of JSON")
-	}
-	const bound = 48 * (64<<10 + 128<<10) / 2 // spreadTarget segments of 64 to 128 KiB
-	all := benchScaleTools(8000)
-	var tools []spec.TableTool
-	size := 200 // the head and tail
-	for _, tool := range all {
-		b, err := spec.MarshalTableEntry(&tool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if size+len(b)+1 > bound-1000 {
-			break
-		}
-		size += len(b) + 1
-		tools = append(tools, tool)
-	}
-	big := all[len(tools)+1]
-	big.Name = "zz_big"
-	big.Description = strings.Repeat("Looks up every record of every kind. ", 100)
-	grown := append(slices.Clone(tools), big)
-	fresh := func(tools []spec.TableTool) int {
-		parts, err := spec.EncodeTable(&spec.Table{Tools: tools}, "toolplane-tools")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(index(t, parts).Parts)
-	}
-	small, large := fresh(tools), fresh(grown)
-	if small <= large {
-		t.Fatalf("fresh encodings take %d chunks and, grown, %d: the tool does not cross the boundary", small, large)
-	}
-	enc := new(spec.TableEncoder)
-	s := &partStore{}
-	parts, err := enc.Encode(&spec.Table{Tools: tools}, "toolplane-tools", spec.TableStored{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s.write(parts)
-	for i := range 10 {
-		table := tools
-		if i%2 == 0 {
-			table = grown
-		}
-		before := *s
-		parts, err := enc.Encode(&spec.Table{Tools: table}, "toolplane-tools", spec.TableStored{Index: s.index(t, "toolplane-tools")})
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkParts(t, parts, table)
-		s.write(parts)
-		if w := s.writes - before.writes; w > 4 {
-			t.Errorf("flip %d: %d ConfigMaps written (%d bytes), want at most 4; chunks %d, fresh %d and %d", i, w, s.bytes-before.bytes, len(index(t, parts).Parts), small, large)
 		}
 	}
 }
