@@ -20,14 +20,3 @@ func NewTableEncoderChunked(plain, chunk int) *TableEncoder {
 
 // NameHash exposes the hash that cuts segments.
 var NameHash = nameHash
-
-// NewTableEncoderPacked returns a TableEncoder with the production limits
-// but the layout of before tables were spread: segments of 512 KiB to
-// 1 MiB whatever the table's size, every member in the base ConfigMap
-// when they fit next to the index, and parts filled to half. Benchmarks
-// compare against it in the same run.
-func NewTableEncoderPacked() *TableEncoder {
-	lim := defaultTableLimits
-	lim.spread, lim.small = false, [4]int{}
-	return &TableEncoder{lim: lim}
-}

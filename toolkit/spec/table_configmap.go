@@ -31,38 +31,27 @@ import (
 //
 // The chunks of the indexed form concatenate to one gzip stream of the
 // table's JSON, which is all a reader relies on. The writer lays it out so
-// that a change to one tool rewrites one small chunk: the JSON is cut into
+// that a change to one tool rewrites one chunk: the JSON is cut into
 // segments at tool boundaries, chosen by the tools' names (a cut follows a
-// tool whose name hashes low, once a segment holds its minimum; half the
-// minimum more on average, at most twice it), and each chunk is one gzip
-// member of one segment (RFC 1952: members concatenate to one stream).
-// The minimum follows the table's size: 16, 32, 64 or 128 KiB, the
-// smallest that cuts the table into about 48 segments or fewer (a table of
-// up to about 7 MiB of JSON; their gzip never passes a chunk however the
-// JSON compresses), else 512 KiB, as the largest tables need to fit the
-// index. Chunk 0 holds the head, with the revision, alone. A segment whose
+// tool whose name hashes low, once a segment holds 512 KiB; about 730 KiB
+// on average, at most 1 MiB), and each chunk is one gzip member of one
+// segment (RFC 1952: members concatenate to one stream). Chunk 0 holds the
+// head, with the revision, alone, unless the whole table fits next to the
+// index: then chunk 0 is every member, in one ConfigMap. A segment whose
 // member passes a chunk's 188 KiB is cut again at a tool, or within a tool
 // that alone passes it. A chunk stays in its ConfigMap while the index
-// names it. Every new chunk goes to an empty part ConfigMap while there
-// is one, so that a part holds one chunk, and else to the part that holds
-// the fewest bytes with room for it, counting chunks in their grace period
-// (see [TableEncoder.Encode]). So a change to one tool writes the index
-// with the head and one part ConfigMap of one chunk (two, rarely, when the
-// cut after it moves), the old chunk's part is deleted after the grace, a
-// burst of changes waits for a grace period only when no part has room,
-// and parts may be numbered with holes. At 10,000 tools of make
-// bench-scale (7 MB of JSON, 240 KB of gzip) that is about 18 KB stored
-// for a change, against the whole table when every member sat in the base
-// ConfigMap. The layout is the writer's choice: identical tools and an
-// identical stored index always give identical parts, and a reader needs
-// the index and the chunks it names, whatever their sizes. A table whose
-// size crosses from one segment size to another is cut afresh, once: it
-// writes every chunk.
+// names it. New chunks fill part ConfigMaps to half their size, leaving
+// room for replacements, so that parts follow the compressed size; a
+// replacement goes next to the chunks of the one it replaces, or to an
+// empty part, and in a burst of changes to the emptiest part with room,
+// counting chunks in their grace period (see [TableEncoder.Encode]). So a
+// change to one tool writes the index and one part ConfigMap (two, rarely,
+// when the cut after it moves), a burst of changes waits for a grace period
+// only when no part has room, and parts may be numbered with holes.
 //
 // Every key is distinct across all the ConfigMaps of a table, so an agent can
-// mount them all into one directory with a projected volume; the parts, which
-// a table takes as it needs them, are marked optional (list all 63: a table of
-// a few MiB of JSON takes dozens):
+// mount them all into one directory with a projected volume; the parts that a
+// small table does not need are marked optional:
 //
 //	volumes:
 //	- name: tools
@@ -72,15 +61,15 @@ import (
 //	    - configMap: {name: toolplane-tools-1, optional: true}
 //	    - configMap: {name: toolplane-tools-2, optional: true}
 //	    - configMap: {name: toolplane-tools-3, optional: true}
-//	    # … through toolplane-tools-63
 //
-// The first ConfigMap alone holds the table up to 512 KiB of JSON, in the
-// plain form; a larger table takes a part per chunk while the parts last
-// (10,000 tools of make bench-scale take 44 ConfigMaps, 50,000 take 48),
-// and shares them past that. A segment takes a chunk of the 64 an index
-// may name: 32 MiB of realistic tools take 46, and a table of more than
-// about 45 MiB of JSON may not fit however well it compresses. A chunk
-// stays in its ConfigMap while the table shrinks, and new
+// The first ConfigMap alone holds up to 360 KiB of gzipped JSON, about
+// 2.3 MiB of table; a larger table takes a further part per 256 KiB of
+// chunks as stored, at least, or per chunk where chunks are larger
+// (10,000 tools with realistic schemas, 24 MB of JSON, take 25 ConfigMaps;
+// 50,000 small tools of 5,000 ToolSets, 31 MB that compress 30:1, take 5).
+// A segment takes a chunk of the 64 an index may name: 32 MiB of realistic
+// tools take 46, and a table of more than about 45 MiB of JSON may not fit
+// however well it compresses. A chunk stays in its ConfigMap while the table shrinks, and new
 // ones go to free parts, but no part is numbered past <name>-63
 // (MaxTableParts-1): list more parts than the table needs today, or all 63.
 // A part the index names but the volume lacks is reported as
@@ -349,26 +338,30 @@ type TableEncoder struct {
 // are set from them, so identical tools and an identical stored table always
 // give byte-identical parts. A table whose JSON fits in [MaxTablePartBytes]
 // is published plain, under [TableKey]; a larger one is gzipped in segments
-// sized to the table (see [TableKey]), one chunk per segment, chunk 0 the
-// head's.
+// (see [TableKey]), in one chunk if they fit next to the index, else in one
+// chunk per segment.
 //
 // Chunk 0 goes into baseName, every other chunk into a part ConfigMap
-// baseName-i, 1 ≤ i < [MaxTableParts] (or stored.MaxParts), which may hold
-// several:
+// baseName-i, 1 ≤ i < [MaxTableParts], which may hold several:
 //
 //  1. a chunk that stored.Index names stays in its ConfigMap, and is not
 //     written again;
-//  2. a new chunk goes into the lowest-numbered part that is empty, counting
-//     the chunks the stored index names (they stay until the new index is
-//     written), those in their grace period (stored.Grace) and the new
-//     chunks placed before it;
+//  2. a new chunk goes, if the chunks of the new index there stay within
+//     half of [MaxTablePartBytes] (so that any chunk's replacement fits
+//     next to them) and it has room now, counting the chunks the stored
+//     index names (they stay until the new index is written), those in
+//     their grace period (stored.Grace) and the new chunks placed before
+//     it: into a part that loses a chunk and keeps others, in the stored
+//     index's order; else into the fullest such part, ties to the lowest
+//     number; else into the lowest-numbered empty part;
 //  3. else, as in a burst of changes, into the part that holds the fewest
 //     bytes and has room for it now; and if none has, into the part that
 //     holds the fewest bytes the indexes name, where a publisher waits for
 //     the grace of what it holds.
 //
-// So a part holds one chunk while the parts last, and a change writes the
-// new chunk alone; the old chunk's part is deleted after the grace.
+// So a replacement goes next to the chunks that stay with it, or to an
+// empty part if it was alone (one write of the chunk alone, and the old
+// part is deleted after the grace).
 //
 // It fails with [ErrDuplicateTool] if two tools share a name and with
 // [ErrTableTooLarge] past [MaxTableBytes] or [MaxTableParts] (or
@@ -484,7 +477,7 @@ func layoutChunks(chunks [][]byte, revision string, size int, baseName string, s
 	for _, c := range chunks {
 		total += len(c)
 	}
-	if total <= lim.first && !lim.spread {
+	if total <= lim.first {
 		// The members concatenate to one gzip stream: one chunk, next to
 		// the index.
 		chunks = [][]byte{bytes.Join(chunks, nil)}
@@ -496,7 +489,7 @@ func layoutChunks(chunks [][]byte, revision string, size int, baseName string, s
 		sum := sha256.Sum256(c)
 		digests[i] = hex.EncodeToString(sum[:])
 	}
-	names, err := placeChunks(baseName, chunks, digests, stored, lim.fill, maxParts, lim.spread)
+	names, err := placeChunks(baseName, chunks, digests, stored, lim.fill, maxParts)
 	if err != nil {
 		return nil, err
 	}
@@ -529,13 +522,9 @@ func layoutChunks(chunks [][]byte, revision string, size int, baseName string, s
 	return parts, nil
 }
 
-// placeChunks returns the ConfigMap of each chunk: with spread, as
-// [TableEncoder.Encode] says. Without (the small limits of tests, and the
-// layout before spread), a new chunk goes first into a part that loses a
-// chunk and keeps others, or the fullest part the new index fills to at
-// most fill, then into the lowest empty part, so that parts follow the
-// compressed size; then as in a burst.
-func placeChunks(baseName string, chunks [][]byte, digests []string, stored TableStored, fill, maxParts int, spread bool) ([]string, error) {
+// placeChunks returns the ConfigMap of each chunk: see
+// [TableEncoder.Encode].
+func placeChunks(baseName string, chunks [][]byte, digests []string, stored TableStored, fill, maxParts int) ([]string, error) {
 	names := make([]string, len(digests))
 	names[0] = baseName
 	if len(digests) == 1 {
@@ -610,23 +599,16 @@ func placeChunks(baseName string, chunks [][]byte, digests []string, stored Tabl
 		fits := func(cm string) bool { return now[cm]+size <= MaxTablePartBytes }
 		packs := func(cm string) bool { return next[cm] > 0 && next[cm]+size <= fill && fits(cm) }
 		best := ""
-		// 0. Spread: the lowest-numbered empty part, so that a part holds
-		// one chunk and a change writes it alone.
-		for n := 1; spread && best == "" && n < maxParts; n++ {
-			if cm := TablePartName(baseName, n); next[cm] == 0 && now[cm] == 0 {
-				best = cm
-			}
-		}
 		// 1. A part that loses a chunk and has room to fill.
 		for _, cm := range freed {
-			if !spread && packs(cm) {
+			if packs(cm) {
 				best = cm
 				break
 			}
 		}
 		// 2. The fullest part that the new index fills to at most fill,
 		// then the lowest empty one, so parts follow the compressed size.
-		for n := 1; best == "" && !spread && n < maxParts; n++ {
+		for n := 1; best == "" && n < maxParts; n++ {
 			if cm := TablePartName(baseName, n); packs(cm) && (best == "" || next[cm] > next[best]) {
 				best = cm
 			}
@@ -692,32 +674,13 @@ type tableLimits struct {
 	// fill is how full the chunks of one index may make a part ConfigMap:
 	// half of it, so that any chunk's replacement fits next to them.
 	fill int
-	// spread places every chunk in a part of its own while one is empty
-	// (see placeChunks), and small are the segment sizes (segMin) a table
-	// of at most spreadTarget of them is cut at instead, smallest first
-	// (see layoutSegments). Tests with small limits leave them unset.
-	spread       bool
-	small        [4]int
-	spreadTarget int
 }
 
 var defaultTableLimits = tableLimits{
 	plain: MaxTablePartBytes, first: tableFirstChunkBytes, chunk: tableChunkBytes,
 	segMin: tableSegmentMin, segSpread: tableSegmentSpread, segMax: tableSegmentMax,
-	fill:   MaxTablePartBytes / 2,
-	spread: true, small: [4]int{tableSpreadSegmentMin, 2 * tableSpreadSegmentMin, 4 * tableSpreadSegmentMin, 8 * tableSpreadSegmentMin},
-	spreadTarget: tableSpreadSegments,
+	fill: MaxTablePartBytes / 2,
 }
-
-// Segments of a small or medium table: about tableSpreadSegments of 16,
-// 32, 64 or 128 KiB to twice that (at most 176 KiB), the smallest size
-// that holds it, so that a change rewrites a chunk of a few KiB, and the
-// index, rather than a part of hundreds. A table of more than about
-// 6 MiB of JSON is cut into the segments of tableSegmentMin.
-const (
-	tableSpreadSegmentMin = 16 << 10
-	tableSpreadSegments   = 48
-)
 
 // Segments of the indexed form: raw JSON sizes. A realistic table gzips
 // about 6.5:1, so a segment of tableSegmentMax gzips to about 160 KiB,

@@ -191,8 +191,7 @@ func (e *TableEncoder) encode(entries []heldEntry, fresh [][]byte, baseName stri
 	if plain {
 		ends = []int{len(entries)}
 	} else {
-		lim, ends = layoutSegments(entries, size, lim, r.maxChunks)
-		r.lim = lim
+		ends = segmentEnds(entries, lim)
 		if len(ends) >= r.maxChunks {
 			return nil, layoutError(entries, ends, r.maxChunks-1)
 		}
@@ -642,53 +641,6 @@ func (r *encodeRun) member(key [sha256.Size]byte, raw []byte) ([]byte, error) {
 	z := zbuf.Bytes()
 	r.used[key] = z
 	return z, nil
-}
-
-// layoutSegments returns the limits a table of entries, size bytes of
-// JSON in at most maxChunks chunks, is laid out with, and the ends of its
-// segments under them. A table that fits in about lim.spreadTarget
-// segments of one of lim.small, the smallest that does, is cut into those
-// (segments of that size to twice it, never past what gzips within a
-// chunk whatever the JSON), so that a change rewrites a small chunk,
-// provided its chunks, even if it compressed not at all, take at most
-// seven eighths of maxChunks; any other table is cut as lim says, as
-// every table was before. The choice depends on the tools alone, so
-// identical tools lay out alike, and a table lim lays out is laid out.
-func layoutSegments(entries []heldEntry, size int, lim tableLimits, maxChunks int) (tableLimits, []int) {
-	most := (maxChunks - 1) * 7 / 8
-	for _, m := range lim.small {
-		small := lim
-		small.segMin, small.segSpread, small.segMax = m, m/2, min(2*m, lim.chunk*15/16)
-		if m == 0 || size > lim.spreadTarget*(small.segMin+small.segMax)/2 {
-			continue
-		}
-		ends := segmentEnds(entries, small)
-		if worstChunks(entries, ends, small) <= most {
-			return small, ends
-		}
-	}
-	return lim, segmentEnds(entries, lim)
-}
-
-// worstChunks returns the chunks of the segments that end at ends if
-// their JSON did not compress: one per segment within lim.segMax, which
-// gzips within a chunk; a larger one, a tool alone, is halved until its
-// pieces do (see [encodeRun.packBytes]).
-func worstChunks(entries []heldEntry, ends []int, lim tableLimits) int {
-	n, from := 0, 0
-	for _, to := range ends {
-		raw := 0
-		for i := from; i < to; i++ {
-			raw += int(entries[i].n) + 1
-		}
-		k := 1
-		for piece := raw; piece > lim.segMax; piece = (piece + 1) / 2 {
-			k *= 2
-		}
-		n += k
-		from = to
-	}
-	return n
 }
 
 // segmentEnds cuts the tools into segments by their names, so that a change

@@ -525,8 +525,8 @@ func TestEncodeTableCapacity(t *testing.T) {
 
 // TestEncodeTableCompressible encodes 50,000 small tools that compress
 // about 20:1, as 5,000 ToolSets of ten give: their chunks are small, and
-// each is in a part of its own, so that a change to one tool writes that
-// chunk alone, not the others a shared part would hold.
+// parts hold several, so that the part ConfigMaps follow the compressed
+// size, not the number of segments.
 func TestEncodeTableCompressible(t *testing.T) {
 	if testing.Short() {
 		t.Skip("encodes 20 MB of JSON")
@@ -558,8 +558,10 @@ func TestEncodeTableCompressible(t *testing.T) {
 	for _, p := range parts[1:] {
 		stored += p.StoredSize()
 	}
-	if len(parts) != len(idx.Parts) {
-		t.Errorf("%d chunks, %d bytes stored, in %d part ConfigMaps; want one chunk in each", len(idx.Parts)-1, stored, len(parts)-1)
+	// Half of each part is left for replacements; packing loses at most
+	// a chunk per part.
+	if most := 2*(2*stored/spec.MaxTablePartBytes+1) + 1; len(parts)-1 > most {
+		t.Errorf("%d chunks, %d bytes stored, in %d part ConfigMaps; want at most %d", len(idx.Parts)-1, stored, len(parts)-1, most)
 	}
 	t.Logf("%d tools, %d bytes of JSON: %d chunks, %d bytes stored, in %d ConfigMaps", len(tools), idx.Size, len(idx.Parts), stored, len(parts))
 }
