@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
@@ -197,12 +198,52 @@ func ReadProcStats(pid int) (ProcStats, error) {
 }
 
 // FreeAddr returns a loopback address with a port that was free a moment
-// ago.
+// ago, for a process the caller starts next to listen on.
+//
+// The port is chosen below the kernel's ephemeral range
+// (net.ipv4.ip_local_port_range), where the kernel never hands out a port
+// of its own: a port from 127.0.0.1:0 is free only until the next client
+// connection or listener anywhere on the machine takes it, and under a
+// parallel `go test ./...` one sometimes did, between FreeAddr and the
+// process's listen, so the process exited early with "address already in
+// use". Below the range, only another FreeAddr (or a fixed port) can take
+// it, and a random pick among thousands makes that rare. Where the range
+// cannot be read or leaves no room below it, the kernel picks.
 func FreeAddr() (string, error) {
+	if lo, ok := ephemeralLow(); ok && lo-freeAddrFloor >= 1024 {
+		for range 32 {
+			port := freeAddrFloor + rand.IntN(lo-freeAddrFloor)
+			l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+			if err != nil {
+				continue // taken: try another
+			}
+			addr := l.Addr().String()
+			return addr, l.Close()
+		}
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return "", err
 	}
 	defer l.Close()
 	return l.Addr().String(), nil
+}
+
+// freeAddrFloor is the lowest port FreeAddr picks: above the registered
+// ports that services on a developer's machine commonly hold.
+const freeAddrFloor = 20000
+
+// ephemeralLow is the first port of the kernel's ephemeral range, where
+// the kernel says.
+func ephemeralLow() (int, bool) {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 0, false
+	}
+	f := strings.Fields(string(b))
+	if len(f) != 2 {
+		return 0, false
+	}
+	lo, err := strconv.Atoi(f[0])
+	return lo, err == nil && lo > 0 && lo <= 65535
 }

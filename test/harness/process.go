@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -59,6 +60,7 @@ func (p *Process) Start(ctx context.Context, readyURL string) error {
 	}
 	p.starts++
 	fmt.Fprintf(logFile, "==> start %d: %s\n", p.starts, strings.Join(append(append(slices.Clone(p.Env), p.Bin), p.Args...), " "))
+	startedAt, _ := logFile.Seek(0, io.SeekCurrent)
 	cmd.Stdout, cmd.Stderr = logFile, logFile
 	if err := cmd.Start(); err != nil {
 		logFile.Close()
@@ -80,7 +82,10 @@ func (p *Process) Start(ctx context.Context, readyURL string) error {
 		return nil
 	}
 	if err := waitReady(ctx, readyURL, exited); err != nil {
-		return errors.Join(fmt.Errorf("waiting for %s to be ready (log: %s): %w", p.Name, p.LogPath, err), p.Stop(10*time.Second))
+		err = errors.Join(fmt.Errorf("waiting for %s to be ready (log: %s): %w", p.Name, p.LogPath, err), p.Stop(10*time.Second))
+		// CI keeps no files: the reason a process would not start goes
+		// into the error.
+		return fmt.Errorf("%w\nthe end of its log:\n%s", err, logTail(p.LogPath, startedAt, logTailBytes))
 	}
 	return nil
 }
@@ -188,4 +193,29 @@ func waitReady(ctx context.Context, url string, exited <-chan struct{}) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// logTailBytes is how much of a process's log a failed start quotes.
+const logTailBytes = 4 << 10
+
+// logTail is the last max bytes that the log at path holds from offset
+// from on: what one start of a process wrote.
+func logTail(path string, from int64, max int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	if fi.Size()-from > max {
+		from = fi.Size() - max
+	}
+	b, err := io.ReadAll(io.NewSectionReader(f, from, fi.Size()-from))
+	if err != nil {
+		return "(unreadable: " + err.Error() + ")"
+	}
+	return string(b)
 }
