@@ -101,13 +101,17 @@ func (p *TablePublisher) Offer(ctx context.Context, o Offer) (map[string]ownersh
 	// without p.mu: an entry it has as it was keeps its size.
 	sizes, same := entrySizesSince(prev, tools)
 	p.mu.Lock()
-	d := &deferredOffer{offer: o, tools: tools, sizes: sizes, same: same, prev: prev}
+	// d stays on the stack unless the offer waits: a copy of it goes to
+	// the batch, so an offer decided at once allocates no more than before
+	// offers could wait.
+	d := deferredOffer{offer: o, tools: tools, sizes: sizes, same: same, prev: prev}
 	if p.deferLocked() {
 		// Decided with the others that come within the gap.
-		return p.awaitBatch(ctx, o.ToolSet, d)
+		waiting := d
+		return p.awaitBatch(ctx, o.ToolSet, &waiting)
 	}
 	defer p.mu.Unlock()
-	p.applyOfferLocked(d)
+	p.applyOfferLocked(&d)
 	// The budget is decided now, not when the table is written: the
 	// verdicts returned are those the table will show.
 	p.rebudgetLocked()
