@@ -15,6 +15,10 @@ var (
 		Name: "toolplane_table_bytes",
 		Help: "Bytes of the published tool table, summed over its ConfigMaps as stored.",
 	})
+	tableJSONBytes = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "toolplane_table_json_bytes",
+		Help: "Bytes of the published tool table's JSON once decoded: what --max-table-bytes bounds.",
+	})
 	tableParts = prometheus.NewGauge(prometheus.GaugeOpts{
 		Name: "toolplane_table_parts",
 		Help: "ConfigMaps that hold the published tool table.",
@@ -33,12 +37,16 @@ var (
 // registered ones, which the one publisher of a manager sets. A spec's
 // publisher sets gauges of its own, since every publisher of the test
 // process (the suite's manager's among them) would set the registered ones.
-type tableGauges struct{ tools, bytes, parts prometheus.Gauge }
+//
+// bytes is the table as stored (gzip, past the plain form), jsonBytes its
+// JSON, which the budget (--max-table-bytes) counts: a ceiling alert
+// compares jsonBytes with it.
+type tableGauges struct{ tools, bytes, jsonBytes, parts prometheus.Gauge }
 
-var registeredTableGauges = &tableGauges{tools: tableTools, bytes: tableBytes, parts: tableParts}
+var registeredTableGauges = &tableGauges{tools: tableTools, bytes: tableBytes, jsonBytes: tableJSONBytes, parts: tableParts}
 
 func init() {
-	metrics.Registry.MustRegister(tableTools, tableBytes, tableParts, conflictsGauge, tableWriteFailures)
+	metrics.Registry.MustRegister(tableTools, tableBytes, tableJSONBytes, tableParts, conflictsGauge, tableWriteFailures)
 }
 
 func setConflictsMetric(n int) { conflictsGauge.Set(float64(n)) }

@@ -212,9 +212,10 @@ func startPublisherWith(ns, toolSets string, restoreTimeout time.Duration, write
 // newTableGauges returns table gauges of a spec's own, registered nowhere.
 func newTableGauges() *tableGauges {
 	return &tableGauges{
-		tools: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spec_table_tools"}),
-		bytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spec_table_bytes"}),
-		parts: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spec_table_parts"}),
+		tools:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "spec_table_tools"}),
+		bytes:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "spec_table_bytes"}),
+		jsonBytes: prometheus.NewGauge(prometheus.GaugeOpts{Name: "spec_table_json_bytes"}),
+		parts:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "spec_table_parts"}),
 	}
 }
 
@@ -483,6 +484,12 @@ var _ = Describe("The table publisher", func() {
 		Eventually(func() []float64 {
 			return []float64{testutil.ToFloat64(gauges.tools), testutil.ToFloat64(gauges.parts)}
 		}).Should(Equal([]float64{2, 1}))
+		// A plain table is its JSON, stored as it is.
+		_, cms, err := storedTable(ctx, ns)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(cms).To(HaveLen(1))
+		Expect(testutil.ToFloat64(gauges.jsonBytes)).To(BeEquivalentTo(len(cms[0].Data[spec.TableKey])))
+		Expect(testutil.ToFloat64(gauges.bytes)).To(BeNumerically(">=", testutil.ToFloat64(gauges.jsonBytes)))
 	})
 
 	It("writes byte-identical tables for identical offers, whatever their order", func(ctx context.Context) {
@@ -622,6 +629,12 @@ var _ = Describe("The table publisher", func() {
 		Eventually(func() []float64 {
 			return []float64{testutil.ToFloat64(gauges.tools), testutil.ToFloat64(gauges.parts)}
 		}).Should(Equal([]float64{toolSets * perToolSet, float64(parts)}))
+		// The JSON the budget counts, as the index says it, not the gzip
+		// stored: a ceiling alert on the stored bytes would never fire.
+		idx, err := spec.ParseTableIndex([]byte(base.Data[spec.TableIndexKey]))
+		Expect(err).NotTo(HaveOccurred())
+		Expect(testutil.ToFloat64(gauges.jsonBytes)).To(BeEquivalentTo(idx.Size))
+		Expect(testutil.ToFloat64(gauges.jsonBytes)).To(BeNumerically(">", 2*testutil.ToFloat64(gauges.bytes)))
 
 		// Shrinking: the plain table replaces the index, and only then are
 		// the parts it no longer names deleted.

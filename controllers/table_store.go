@@ -357,12 +357,25 @@ func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool
 	}
 	g.tools.Set(float64(len(tools)))
 	g.bytes.Set(float64(size))
+	g.jsonBytes.Set(float64(tableJSONSize(parts[0])))
 	g.parts.Set(float64(len(parts)))
 	if wrote > 0 {
 		ctrl.LoggerFrom(ctx).Info("Published the tool table", "revision", writtenRevision(tools, parts[0]),
 			"tools", len(tools), "parts", len(parts), "bytes", size, "ledgerChunks", len(keepLedger), "ledgerBytes", ledgerSize, "writes", wrote)
 	}
 	return wait, err
+}
+
+// tableJSONSize is the length of the table's JSON: the index says it, and
+// a table without one is its plain JSON.
+func tableJSONSize(index spec.TablePart) int64 {
+	if raw, ok := index.Data[spec.TableIndexKey]; ok {
+		if idx, err := spec.ParseTableIndex([]byte(raw)); err == nil {
+			return idx.Size
+		}
+		return 0
+	}
+	return int64(len(index.Data[spec.TableKey]))
 }
 
 // writtenRevision is the revision of the table written, for the log: the
