@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,6 +35,31 @@ func dropReservedMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
 		res.Meta = nil
 	}
 	return res
+}
+
+// relayMeta is dropReservedMeta for an answer the gateway relays as its
+// backend's JSON (a task, a task's result), whose members m are changed in
+// place: its _meta loses the keys that are not the workload's to set, and
+// gains own, the gateway's word under such keys. A _meta that is not an
+// object is none, and one left empty goes.
+func relayMeta(m map[string]json.RawMessage, own map[string]any) {
+	var meta map[string]json.RawMessage
+	if json.Unmarshal(m["_meta"], &meta) != nil || meta == nil {
+		meta = map[string]json.RawMessage{}
+	}
+	for k := range meta {
+		if reservedMetaKey(k) {
+			delete(meta, k)
+		}
+	}
+	for k, v := range own {
+		meta[k], _ = json.Marshal(v)
+	}
+	if len(meta) == 0 {
+		delete(m, "_meta")
+		return
+	}
+	m["_meta"], _ = json.Marshal(meta)
 }
 
 // reservedMetaKey reports whether a _meta key's prefix is MCP's or the

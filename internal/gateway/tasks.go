@@ -373,7 +373,7 @@ func (g *Gateway) createTask(ctx context.Context, tc *taskCreate, s *snapshot, i
 	if len(id) > maxTaskIDLen {
 		return nil, outcomeBadReply, fmt.Sprintf("the task's id would be over %d bytes (the tool's name, its ToolSet's, or the server's task or session id is too long)", maxTaskIDLen)
 	}
-	task, err := g.rewriteTask(ctx, reply.Task, id, st)
+	task, err := g.rewriteTask(ctx, reply.Task, id, st, nil)
 	if err != nil {
 		return nil, outcomeBadReply, err.Error()
 	}
@@ -386,8 +386,10 @@ func (g *Gateway) createTask(ctx context.Context, tc *taskCreate, s *snapshot, i
 }
 
 // rewriteTask is the backend's task as the client sees it: the sealed id,
-// the ttl the gateway keeps it for, the ToolSet's token redacted.
-func (g *Gateway) rewriteTask(ctx context.Context, task map[string]json.RawMessage, id string, st *sealedTask) (json.RawMessage, error) {
+// the ttl the gateway keeps it for, the _meta that is the workload's to set
+// with own, the gateway's (relayMeta), the ToolSet's token redacted.
+func (g *Gateway) rewriteTask(ctx context.Context, task map[string]json.RawMessage, id string, st *sealedTask, own map[string]any) (json.RawMessage, error) {
+	relayMeta(task, own)
 	idJSON, _ := json.Marshal(id)
 	task["taskId"] = idJSON
 	task["ttl"] = json.RawMessage(strconv.FormatInt(st.ttlMs, 10))
@@ -622,16 +624,17 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, outcomeBadReply, taskError(jsonrpc.CodeInternalError, "the task's backend answered %s with something that is not a result", method)
 	}
+	// The client's server is the gateway: in the 2026-07-28 era it names
+	// itself in each answer, as the SDK does in those it writes.
+	own := map[string]any{}
+	if header.Get("Mcp-Protocol-Version") >= modernProtocol {
+		own[mcp.MetaKeyServerInfo] = g.impl
+	}
 	if method == methodTasksResult {
 		// The payload: the tool's result, whose related-task _meta names
-		// the client's id.
-		if len(m["_meta"]) > 0 {
-			var meta map[string]json.RawMessage
-			if json.Unmarshal(m["_meta"], &meta) == nil && meta[relatedTaskMeta] != nil {
-				meta[relatedTaskMeta], _ = json.Marshal(map[string]string{"taskId": id})
-				m["_meta"], _ = json.Marshal(meta)
-			}
-		}
+		// the client's id, as MCP has a task's result name its task.
+		own[relatedTaskMeta] = map[string]string{"taskId": id}
+		relayMeta(m, own)
 		b, err := json.Marshal(m)
 		if err != nil {
 			return nil, outcomeBadReply, taskError(jsonrpc.CodeInternalError, "%s", err)
@@ -641,7 +644,7 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 	}
 	var status string
 	_ = json.Unmarshal(m["status"], &status)
-	b, err := g.rewriteTask(ctx, m, id, st)
+	b, err := g.rewriteTask(ctx, m, id, st, own)
 	if err != nil {
 		return nil, outcomeBadReply, taskError(jsonrpc.CodeInternalError, "%s", err)
 	}
