@@ -294,6 +294,11 @@ func (r *relay) refuse(why string) error {
 }
 
 func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
+	// The question reaches the client, asked now or parked, without the
+	// _meta keys that are not the workload's to set (askMeta).
+	q := *p
+	q.Meta = askMeta(p.Meta)
+	p = &q
 	if r.modern {
 		// Only a 2025 backend asks during the call (a 2026-07-28 one's
 		// input_required passes to the client as it is); a 2026-07-28
@@ -317,7 +322,6 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 	ctx, stop := joined(rctx, ctx)
 	defer stop()
 	// The ToolSet's token reaches no caller (backend.redactResult).
-	q := *p
 	q.Message = backendFrom(rctx).redact(p.Message)
 	res, err := req.Session.Elicit(ctx, &q)
 	if err != nil {
@@ -327,6 +331,10 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 }
 
 func (r *relay) sampleFromBackend(ctx context.Context, p *mcp.CreateMessageParams) (*mcp.CreateMessageResult, error) {
+	// As elicitFromBackend's question.
+	q := *p
+	q.Meta = askMeta(p.Meta)
+	p = &q
 	if r.modern {
 		if pc := r.parkOf(); pc != nil && r.take("sampling", askSize(p)) {
 			a, err := pc.ask(ctx, p)

@@ -21,20 +21,47 @@ const gatewayMetaPrefix = "toolplane.io/"
 // is the gateway's word, which the gateway then sets (annotateServerInfo,
 // the SDK), never a tenant's. Other keys (a vendor's) pass unchanged. The
 // result is the call's own, decoded from the workload's answer, and is
-// changed in place.
+// changed in place; so are the questions of an input_required result
+// (askMeta), which the client reads as the gateway's too.
 func dropReservedMeta(res *mcp.CallToolResult) *mcp.CallToolResult {
-	if res == nil || len(res.Meta) == 0 {
+	if res == nil {
 		return res
 	}
-	for k := range res.Meta {
-		if reservedMetaKey(k) {
-			delete(res.Meta, k)
+	res.Meta = askMeta(res.Meta)
+	for _, ir := range res.InputRequests {
+		if p, ok := ir.(metaParams); ok {
+			p.SetMeta(askMeta(p.GetMeta()))
 		}
 	}
-	if len(res.Meta) == 0 {
-		res.Meta = nil
-	}
 	return res
+}
+
+// metaParams are the params of a request, whose _meta can be read and set.
+type metaParams interface {
+	GetMeta() map[string]any
+	SetMeta(map[string]any)
+}
+
+// askMeta is m, the _meta of what a workload sends its client in the
+// gateway's name (a result, or a question it asks during a call: an
+// elicitation, a sampling request, relay.go), without the keys that are
+// not the workload's to set, as dropReservedMeta has it; nil when none is
+// left. A related task there is forged: the gateway relays no task's
+// requests, and a client would file the question, or its answer, under a
+// task it holds. m is not changed: a relayed request's params may be
+// shared with the SDK.
+func askMeta(m map[string]any) map[string]any {
+	var out map[string]any
+	for k, v := range m {
+		if reservedMetaKey(k) {
+			continue
+		}
+		if out == nil {
+			out = make(map[string]any, len(m))
+		}
+		out[k] = v
+	}
+	return out
 }
 
 // relayMeta is dropReservedMeta for an answer the gateway relays as its
