@@ -186,7 +186,7 @@ var _ = Describe("The tool table store's ledger", func() {
 		giverChunk := spec.TableLedgerChunkOf(tools[7].ToolSet, n)
 		takerChunk := spec.TableLedgerChunkOf(taker, n)
 		ledgerWrites := len(slices.Compact([]int{min(giverChunk, takerChunk), max(giverChunk, takerChunk)}))
-		stopping, _ := stoppingClient(&writeLog{}, ledgerWrites, func() {})
+		stopping, _ := stoppingClient(&writeLog{}, ledgerWrites, func(client.Object) {})
 		store.client = stopping
 		_, err := store.write(ctx, &spec.Table{Tools: moved, Records: movedRecords})
 		Expect(err).To(MatchError(errWriterStopped))

@@ -299,7 +299,7 @@ var _ = Describe("The tool table store, writing a large table", func() {
 			copyConfigMaps(ctx, ns, oldCMs)
 			reads := &agentReads{revisions: map[string]int{}}
 			writes := &writeLog{}
-			cl, stopped := stoppingClient(writes, k, func() { reads.add(readAsAgent(ctx, ns, dir)) })
+			cl, stopped := stoppingClient(writes, k, reads.after(ctx, ns, dir))
 			now := now
 			s1 := &configMapTable{client: cl, reader: k8sClient, namespace: ns, name: "tools", grace: time.Minute, now: func() time.Time { return now }}
 			done := false
