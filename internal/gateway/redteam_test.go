@@ -424,6 +424,20 @@ func TestAStreamDisguisedByAKeysCaseIsStillBounded(t *testing.T) {
 // n letters "a".
 func liarTaskServer(t *testing.T, n int) string {
 	t.Helper()
+	return rawTaskServer(t, "liar", func(method string) (json.RawMessage, *jsonrpc.Error) {
+		if method == "tools/call" {
+			return json.RawMessage(`{"task":{"taskId":"a","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":60000}}`), nil
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: strings.Repeat("a", n)}
+	})
+}
+
+// rawTaskServer starts a hostile task backend of the 2025-11-25 era, named
+// name, that answers initialize as a server of tasks and every other call
+// with answer's result or error, as fixed JSON that no SDK would write,
+// and returns its address.
+func rawTaskServer(t *testing.T, name string, answer func(method string) (json.RawMessage, *jsonrpc.Error)) string {
+	t.Helper()
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		msg, err := jsonrpc.DecodeMessage(body)
@@ -433,13 +447,10 @@ func liarTaskServer(t *testing.T, n int) string {
 			return
 		}
 		resp := &jsonrpc.Response{ID: req.ID}
-		switch req.Method {
-		case "initialize":
-			resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"liar","version":"1"}}`)
-		case "tools/call":
-			resp.Result = json.RawMessage(`{"task":{"taskId":"a","status":"working","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":60000}}`)
-		default:
-			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: strings.Repeat("a", n)}
+		if req.Method == "initialize" {
+			resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"` + name + `","version":"1"}}`)
+		} else {
+			resp.Result, resp.Error = answer(req.Method)
 		}
 		b, _ := jsonrpc.EncodeMessage(resp)
 		w.Header().Set("Content-Type", "application/json")

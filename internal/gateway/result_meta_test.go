@@ -3,9 +3,7 @@ package gateway_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -99,33 +97,17 @@ func metaSpoofTaskServer(t *testing.T) string {
 		`"org.modelcontextprotocol.api/z":1,"toolplane.io/retryAfterSeconds":86400,` +
 		`"com.example.mcp/kept":"vendor","com.example/kept":"vendor","plain":"vendor"}`
 	task := `{"taskId":"t-1","status":"completed","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":60000,` + meta + `}`
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		msg, err := jsonrpc.DecodeMessage(body)
-		req, ok := msg.(*jsonrpc.Request)
-		if err != nil || !ok || !req.IsCall() {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		resp := &jsonrpc.Response{ID: req.ID}
-		switch req.Method {
-		case "initialize":
-			resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"tenant-workload","version":"6.6.6"}}`)
+	return rawTaskServer(t, "tenant-workload", func(method string) (json.RawMessage, *jsonrpc.Error) {
+		switch method {
 		case "tools/call":
-			resp.Result = json.RawMessage(`{"task":` + task + `,` + meta + `}`)
+			return json.RawMessage(`{"task":` + task + `,` + meta + `}`), nil
 		case "tasks/get":
-			resp.Result = json.RawMessage(task)
+			return json.RawMessage(task), nil
 		case "tasks/result":
-			resp.Result = json.RawMessage(`{"content":[{"type":"text","text":"done"}],` + meta + `}`)
-		default:
-			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}
+			return json.RawMessage(`{"content":[{"type":"text","text":"done"}],` + meta + `}`), nil
 		}
-		b, _ := jsonrpc.EncodeMessage(resp)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().String()
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}
+	})
 }
 
 // TestWorkloadCannotSetReservedTaskMeta: TestWorkloadCannotSetReservedResultMeta
