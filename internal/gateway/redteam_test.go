@@ -438,7 +438,14 @@ func liarTaskServer(t *testing.T, n int) string {
 // and returns its address.
 func rawTaskServer(t *testing.T, name string, answer func(method string) (json.RawMessage, *jsonrpc.Error)) string {
 	t.Helper()
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+	srv := httptest.NewServer(rawTaskHandler(name, answer))
+	t.Cleanup(srv.Close)
+	return srv.Listener.Addr().String()
+}
+
+// rawTaskHandler is rawTaskServer's handler.
+func rawTaskHandler(name string, answer func(method string) (json.RawMessage, *jsonrpc.Error)) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 		msg, err := jsonrpc.DecodeMessage(body)
 		req, ok := msg.(*jsonrpc.Request)
@@ -455,9 +462,7 @@ func rawTaskServer(t *testing.T, name string, answer func(method string) (json.R
 		b, _ := jsonrpc.EncodeMessage(resp)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = w.Write(b)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().String()
+	})
 }
 
 // A backend's error for a task names its own task id, which the gateway
@@ -682,6 +687,93 @@ func TestRedactionDoesNotGrowAResultPastTheBound(t *testing.T) {
 	if !res.IsError {
 		t.Errorf("the result is not withheld: %.200s", shown)
 	}
+}
+
+// A ToolSet's token was redacted from a task's answers after the gateway
+// had written its own words into them. A workload whose token is in the
+// sealed task id (here "tpt1", the prefix of every one) had the client's
+// id come out as "[redacted].…", so the client could never ask for its
+// task again; one that repeated its token until the answer was withheld
+// took the gateway's related-task and serverInfo with it. Redaction now
+// runs on the backend's reply as it was sent.
+func TestTaskAnswersAreRedactedBeforeTheGatewaysOwnWords(t *testing.T) {
+	const (
+		host  = "tasker.tenant.svc.cluster.local"
+		token = "tpt1"
+	)
+	ca := newPrivateCA(t)
+	cert := ca.serving(t, host)
+	task := `{"taskId":"b-1","status":"working","statusMessage":"key tpt1","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":60000,"pollInterval":1000}`
+	srv := httptest.NewUnstartedServer(rawTaskHandler("tasker", func(method string) (json.RawMessage, *jsonrpc.Error) {
+		switch method {
+		case "tools/call":
+			return json.RawMessage(`{"task":` + task + `}`), nil
+		case "tasks/get":
+			return json.RawMessage(task), nil
+		case "tasks/result":
+			return json.RawMessage(`{"content":[{"type":"text","text":"the key is tpt1"}]}`), nil
+		}
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}
+	}))
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	r := new(routes)
+	r.set(host+":8443", srv.Listener.Addr().String())
+	creds := kubernetesCredentials(t, credentialObjects("tenant", "tasker", "https", token, ca.pem)...)
+	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second})
+	tool := secureTableTool("tenant", "tasker", "slow", "https://"+host+":8443/mcp")
+	tool.Execution = &spec.Execution{TaskSupport: spec.TaskSupportOptional}
+	if err := g.SetTable(table([]spec.TableTool{tool})); err != nil {
+		t.Fatal(err)
+	}
+	// leaks reports the token anywhere in an answer but in the sealed id.
+	leaks := func(what string, answer map[string]any, id string) {
+		t.Helper()
+		b, _ := json.Marshal(answer)
+		if strings.Contains(strings.ReplaceAll(string(b), id, ""), token) {
+			t.Errorf("%s: the token reached the client: %s", what, b)
+		}
+	}
+
+	created := postRPC(t, url+"/mcp", "2025-11-25", "tools/call", `{"name":"slow","arguments":{},"task":{"ttl":60000}}`)
+	res, _ := created["result"].(map[string]any)
+	view, _ := res["task"].(map[string]any)
+	id, _ := view["taskId"].(string)
+	if !strings.HasPrefix(id, "tpt1.") {
+		t.Fatalf("the client's task id is %q, not the sealed one: %v", id, created)
+	}
+	if view["statusMessage"] != "key [redacted]" {
+		t.Errorf("the created task's status message is %v", view["statusMessage"])
+	}
+	leaks("tools/call", created, id)
+
+	get := postRPC(t, url+"/mcp", "2025-11-25", "tasks/get", `{"taskId":"`+id+`"}`)
+	status, _ := get["result"].(map[string]any)
+	if status["taskId"] != id || status["statusMessage"] != "key [redacted]" {
+		t.Errorf("tasks/get with the sealed id: %v", get)
+	}
+	leaks("tasks/get", get, id)
+
+	reply := postRPC(t, url+"/mcp", "2025-11-25", "tasks/result", `{"taskId":"`+id+`"}`)
+	result, _ := reply["result"].(map[string]any)
+	content, _ := result["content"].([]any)
+	if first, _ := firstOf(content).(map[string]any); first["text"] != "the key is [redacted]" {
+		t.Errorf("tasks/result: %v", reply)
+	}
+	meta, _ := result["_meta"].(map[string]any)
+	if related, _ := meta["io.modelcontextprotocol/related-task"].(map[string]any); related["taskId"] != id {
+		t.Errorf("the result's related task is %v, want the client's %s", meta, id)
+	}
+	leaks("tasks/result", reply, id)
+}
+
+// firstOf is s[0], or nil.
+func firstOf(s []any) any {
+	if len(s) == 0 {
+		return nil
+	}
+	return s[0]
 }
 
 // The same short token in a relayed notification: a progress message or

@@ -373,7 +373,23 @@ func (g *Gateway) createTask(ctx context.Context, tc *taskCreate, s *snapshot, i
 	if len(id) > maxTaskIDLen {
 		return nil, outcomeBadReply, fmt.Sprintf("the task's id would be over %d bytes (the tool's name, its ToolSet's, or the server's task or session id is too long)", maxTaskIDLen)
 	}
-	task, err := g.rewriteTask(ctx, reply.Task, id, st, nil)
+	// What the client sees of the task is redacted as the backend sent
+	// it, before the gateway adds its own words (the sealed id, _meta):
+	// a token that is also in them must not corrupt or withhold those.
+	// The backend's own id and session, sealed above, are never shown.
+	view := reply.Task
+	if red, ok := g.redactReply(ctx, raw); !ok {
+		return errorResult(withheldResult), outcomeToolError, ""
+	} else if !bytes.Equal(red, raw) {
+		var shown struct {
+			Task map[string]json.RawMessage `json:"task"`
+		}
+		if json.Unmarshal(red, &shown) != nil || shown.Task == nil {
+			return errorResult(withheldResult), outcomeToolError, ""
+		}
+		view = shown.Task
+	}
+	task, err := g.rewriteTask(view, id, st, nil)
 	if err != nil {
 		return nil, outcomeBadReply, err.Error()
 	}
@@ -385,10 +401,11 @@ func (g *Gateway) createTask(ctx context.Context, tc *taskCreate, s *snapshot, i
 	return &mcp.CallToolResult{Content: []mcp.Content{}}, outcomeOK, ""
 }
 
-// rewriteTask is the backend's task as the client sees it: the sealed id,
-// the ttl the gateway keeps it for, the _meta that is the workload's to set
-// with own, the gateway's (relayMeta), the ToolSet's token redacted.
-func (g *Gateway) rewriteTask(ctx context.Context, task map[string]json.RawMessage, id string, st *sealedTask, own map[string]any) (json.RawMessage, error) {
+// rewriteTask is the backend's task, its token already redacted
+// (redactReply), as the client sees it: the sealed id, the ttl the gateway
+// keeps it for, the _meta that is the workload's to set with own, the
+// gateway's (relayMeta).
+func (g *Gateway) rewriteTask(task map[string]json.RawMessage, id string, st *sealedTask, own map[string]any) (json.RawMessage, error) {
 	relayMeta(task, own)
 	idJSON, _ := json.Marshal(id)
 	task["taskId"] = idJSON
@@ -397,26 +414,30 @@ func (g *Gateway) rewriteTask(ctx context.Context, task map[string]json.RawMessa
 	if err := json.Unmarshal(task["pollInterval"], &poll); err != nil || poll < minPollInterval {
 		task["pollInterval"] = json.RawMessage(strconv.Itoa(minPollInterval))
 	}
-	b, err := json.Marshal(task)
-	if err != nil {
-		return nil, err
-	}
-	return g.redactJSON(ctx, b), nil
+	return json.Marshal(task)
 }
 
-// redactJSON removes the call's ToolSet token from b, where it stays JSON.
-func (g *Gateway) redactJSON(ctx context.Context, b []byte) []byte {
+// redactReply removes the call's ToolSet token from b, a backend's JSON
+// reply, where it stays JSON; ok is false if the reply is withheld instead
+// (redaction would grow it past the bound, or break it). It runs on the
+// reply as the backend sent it, before the gateway sets its own members.
+func (g *Gateway) redactReply(ctx context.Context, b []byte) (red []byte, ok bool) {
 	be := backendFrom(ctx)
 	if be == nil || be.token == "" || !bytes.Contains(b, []byte(be.token)) {
-		return b
+		return b, true
 	}
-	red, ok := be.redactBytes(b, g.opts.MaxResultBytes)
+	red, ok = be.redactBytes(b, g.opts.MaxResultBytes)
 	if !ok || !json.Valid(red) {
-		// Withheld: what is left is a result of the token's, no more.
-		w, _ := json.Marshal(errorResult(withheldResult))
-		return w
+		return nil, false
 	}
-	return red
+	return red, true
+}
+
+// withheldJSON is the answer in place of a task's reply that is withheld:
+// a result of the token's, no more.
+func withheldJSON() json.RawMessage {
+	w, _ := json.Marshal(errorResult(withheldResult))
+	return w
 }
 
 // meter returns the client of the call in ctx, whose replies are charged
@@ -620,6 +641,13 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 	if err != nil {
 		return outcomeUnreachableOrBad(g.taskFailure(ctx, err))
 	}
+	raw, ok := g.redactReply(ctx, raw)
+	if !ok {
+		if method == methodTasksResult {
+			g.tasks.done(id)
+		}
+		return withheldJSON(), outcomeOK, nil
+	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, outcomeBadReply, taskError(jsonrpc.CodeInternalError, "the task's backend answered %s with something that is not a result", method)
@@ -640,11 +668,11 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 			return nil, outcomeBadReply, taskError(jsonrpc.CodeInternalError, "%s", err)
 		}
 		g.tasks.done(id)
-		return g.redactJSON(ctx, b), outcomeOK, nil
+		return b, outcomeOK, nil
 	}
 	var status string
 	_ = json.Unmarshal(m["status"], &status)
-	b, err := g.rewriteTask(ctx, m, id, st, own)
+	b, err := g.rewriteTask(m, id, st, own)
 	if err != nil {
 		return nil, outcomeBadReply, taskError(jsonrpc.CodeInternalError, "%s", err)
 	}
