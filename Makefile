@@ -56,7 +56,18 @@ demo: build envtest ## Run the whole loop on an embedded control plane: operator
 
 .PHONY: test
 test: manifests generate envtest helm interop-deps conformance-deps browser-deps ## Run every test: unit, envtest (real kube-apiserver and etcd), the install manifests and chart, and brief fuzzing.
+	$(MAKE) --no-print-directory -j2 --output-sync=target test-lane-envtest test-lane-toolkit
+
+# `make test` runs in two lanes side by side. The root module's tests end
+# with the envtest specs of ./controllers, one process on about one core
+# for most of the lane; the other lane, the toolkit module's tests (./spec
+# under the race detector above all) and then every module's fuzz targets,
+# takes the other core. Each lane's output is printed whole when it ends.
+.PHONY: test-lane-envtest test-lane-toolkit
+test-lane-envtest:
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) HELM=$(HELM) go test $(GO_TEST_FLAGS) ./...
+
+test-lane-toolkit:
 	cd toolkit && go test $(GO_TEST_FLAGS) ./...
 	hack/fuzz.sh $(FUZZ_TIME_SHORT) $(MODULES)
 
