@@ -694,8 +694,10 @@ func TestRedactionDoesNotGrowAResultPastTheBound(t *testing.T) {
 // sealed task id (here "tpt1", the prefix of every one) had the client's
 // id come out as "[redacted].…", so the client could never ask for its
 // task again; one that repeated its token until the answer was withheld
-// took the gateway's related-task and serverInfo with it. Redaction now
-// runs on the backend's reply as it was sent.
+// took the gateway's related-task and serverInfo with it; a backend's
+// error that named its task came out with the client's id redacted too.
+// Redaction now runs on the backend's reply as it was sent, and on an
+// error's words around the id.
 func TestTaskAnswersAreRedactedBeforeTheGatewaysOwnWords(t *testing.T) {
 	const (
 		host  = "tasker.tenant.svc.cluster.local"
@@ -712,6 +714,8 @@ func TestTaskAnswersAreRedactedBeforeTheGatewaysOwnWords(t *testing.T) {
 			return json.RawMessage(task), nil
 		case "tasks/result":
 			return json.RawMessage(`{"content":[{"type":"text","text":"the key is tpt1"}]}`), nil
+		case "tasks/cancel":
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "task b-1 has ended (key tpt1)"}
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}
 	}))
@@ -766,6 +770,14 @@ func TestTaskAnswersAreRedactedBeforeTheGatewaysOwnWords(t *testing.T) {
 		t.Errorf("the result's related task is %v, want the client's %s", meta, id)
 	}
 	leaks("tasks/result", reply, id)
+
+	// The backend's error names its task, which the client knows by the
+	// sealed id: the token is redacted around the id, not in it.
+	canceled := postRPC(t, url+"/mcp", "2025-11-25", "tasks/cancel", `{"taskId":"`+id+`"}`)
+	if e, _ := canceled["error"].(map[string]any); e["message"] != "task "+id+" has ended (key [redacted])" {
+		t.Errorf("tasks/cancel: %v", canceled)
+	}
+	leaks("tasks/cancel", canceled, id)
 }
 
 // firstOf is s[0], or nil.

@@ -599,12 +599,10 @@ func (g *Gateway) forwardTask(ctx context.Context, c *Caller, s *snapshot, i int
 	g.circuits.record(tool.ToolSet, be.probe, callResult(parent, outcome))
 	msg := ""
 	if rerr != nil {
+		// Redacted by taskRoundTrip, around the client's id.
 		msg = rerr.Message
 	}
 	endSpan(span, outcome, msg)
-	if rerr != nil {
-		rerr.Message = be.redact(rerr.Message)
-	}
 	return res, outcome, rerr
 }
 
@@ -619,7 +617,7 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 	defer done()
 	conn, err := g.dialTask(ctx, client, url, out, st.session, false)
 	if err != nil {
-		return outcomeUnreachableOrBad(g.taskFailure(ctx, err))
+		return g.taskBackendError(ctx, err)
 	}
 	defer conn.close()
 	raw, err := conn.call(ctx, method, map[string]string{"taskId": st.backendID})
@@ -629,8 +627,14 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 		// that has ended): the client's, under the client's id.
 		// Clipped before the backend's id is replaced, a few times at
 		// most: a one-letter id in a long message would otherwise make a
-		// hundredfold of it.
-		msg := strings.Replace(clip(rpcErr.Message, 1024), st.backendID, id, 4)
+		// hundredfold of it. The ToolSet's token is redacted from the
+		// backend's words around the id, not from the client's id, which
+		// may hold it.
+		pieces := strings.SplitN(clip(rpcErr.Message, 1024), st.backendID, 5)
+		for i := range pieces {
+			pieces[i] = backendFrom(ctx).redact(pieces[i])
+		}
+		msg := strings.Join(pieces, id)
 		if method == methodTasksGet {
 			// The backend cannot say where the task is: it no longer
 			// counts.
@@ -639,7 +643,7 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 		return nil, outcomeToolError, &jsonrpc.Error{Code: rpcErr.Code, Message: msg}
 	}
 	if err != nil {
-		return outcomeUnreachableOrBad(g.taskFailure(ctx, err))
+		return g.taskBackendError(ctx, err)
 	}
 	raw, ok := g.redactReply(ctx, raw)
 	if !ok {
@@ -683,9 +687,11 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 	return b, outcomeOK, nil
 }
 
-// outcomeUnreachableOrBad turns a round trip's failure into forwardTask's.
-func outcomeUnreachableOrBad(_ *mcp.CallToolResult, outcome, detail string) (json.RawMessage, string, *jsonrpc.Error) {
-	return nil, outcome, taskError(jsonrpc.CodeInternalError, "the task's backend could not be asked: %s", detail)
+// taskBackendError is taskRoundTrip's answer when the backend could not
+// be asked (taskFailure), the ToolSet's token redacted from its detail.
+func (g *Gateway) taskBackendError(ctx context.Context, err error) (json.RawMessage, string, *jsonrpc.Error) {
+	_, outcome, detail := g.taskFailure(ctx, err)
+	return nil, outcome, taskError(jsonrpc.CodeInternalError, "the task's backend could not be asked: %s", backendFrom(ctx).redact(detail))
 }
 
 // resultText is the text of res's text blocks.
