@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -150,11 +151,39 @@ func clientFor(ctx context.Context, def *http.Client) *http.Client {
 
 // redact removes the call's token from s, which a workload's error reply
 // could have echoed into a detail that is logged and shown to the caller.
+// It may run twice on one text: the marks it wrote are left as they are,
+// though the token be part of one.
 func (b *backend) redact(s string) string {
-	if b == nil || b.token == "" {
+	if b == nil || b.token == "" || !strings.Contains(s, b.token) {
 		return s
 	}
-	return strings.ReplaceAll(s, b.token, redactedMark)
+	pieces := strings.Split(s, redactedMark)
+	for i := range pieces {
+		pieces[i] = strings.ReplaceAll(pieces[i], b.token, redactedMark)
+	}
+	return strings.Join(pieces, redactedMark)
+}
+
+// clipRedacted is clip(b.redact(s), n) without redacting more of s than
+// the n bytes kept need: the token is redacted before s is cut, so a
+// token the cut would split is never half shown.
+func (b *backend) clipRedacted(s string, n int) string {
+	if b == nil || b.token == "" {
+		return clip(s, n)
+	}
+	var out strings.Builder
+	for out.Len() <= n {
+		i := strings.Index(s, b.token)
+		if i < 0 {
+			out.WriteString(s[:min(len(s), n+1-out.Len())])
+			break
+		}
+		// What comes before the token holds none: it may be cut.
+		out.WriteString(s[:min(i, n+1-out.Len())])
+		out.WriteString(redactedMark)
+		s = s[i+len(b.token):]
+	}
+	return clip(out.String(), n)
 }
 
 // backends keeps each ToolSet's credentials and client for
@@ -436,10 +465,13 @@ func (b *backend) redactResult(res *mcp.CallToolResult, limit int64) *mcp.CallTo
 		return res
 	}
 	raw, err := json.Marshal(res)
-	if err != nil || !bytes.Contains(raw, []byte(b.token)) {
+	if err != nil {
 		return res
 	}
-	red, ok := b.redactBytes(raw, limit)
+	red, ok := b.redactJSON(raw, limit)
+	if ok && len(red) == len(raw) && bytes.Equal(red, raw) {
+		return res
+	}
 	var out mcp.CallToolResult
 	if !ok || json.Unmarshal(red, &out) != nil {
 		return errorResult(withheldResult)
@@ -447,20 +479,108 @@ func (b *backend) redactResult(res *mcp.CallToolResult, limit int64) *mcp.CallTo
 	return &out
 }
 
+// redactJSON is raw, a JSON value, with b's token replaced in every string
+// and object key as a client decodes them, and re-encoded without HTML
+// escapes; or raw itself when none holds the token. The token is looked for
+// in the decoded strings, not the bytes: JSON may write any character as an
+// escape (an encoder writes "+" as "\u002B", "/" as "\/", "&" as
+// "\u0026"), and a client decodes it back. ok is false, and the value is to
+// be withheld, when raw is not JSON or its redaction is over limit bytes.
+func (b *backend) redactJSON(raw []byte, limit int64) (red []byte, ok bool) {
+	if b == nil || b.token == "" || (!bytes.Contains(raw, []byte(b.token)) && bytes.IndexByte(raw, '\\') < 0) {
+		return raw, true
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return nil, false
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, false
+	}
+	w := redactWalk{b: b, room: limit - int64(len(raw))}
+	v, changed := w.value(v)
+	if w.room < 0 {
+		return nil, false
+	}
+	if !changed {
+		return raw, true
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if enc.Encode(v) != nil {
+		return nil, false
+	}
+	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
+	if int64(len(out)) > limit {
+		return nil, false
+	}
+	return out, true
+}
+
+// redactWalk replaces b's token in decoded JSON. room is what the value
+// may still grow by (a short token's every occurrence made ten bytes
+// long); past it, the walk stops and room is negative, before a string
+// many times the limit is built.
+type redactWalk struct {
+	b    *backend
+	room int64
+}
+
+// value is v with the token replaced in its strings and keys; changed says
+// whether any held it.
+func (w *redactWalk) value(v any) (out any, changed bool) {
+	if w.room < 0 {
+		return v, false
+	}
+	switch v := v.(type) {
+	case string:
+		return w.str(v)
+	case []any:
+		for i := range v {
+			var c bool
+			if v[i], c = w.value(v[i]); c {
+				changed = true
+			}
+		}
+	case map[string]any:
+		var renamed []string
+		for k, e := range v {
+			if e, c := w.value(e); c {
+				v[k], changed = e, true
+			}
+			if strings.Contains(k, w.b.token) {
+				renamed = append(renamed, k)
+			}
+		}
+		for _, k := range renamed {
+			e := v[k]
+			delete(v, k)
+			nk, _ := w.str(k)
+			v[nk.(string)], changed = e, true
+		}
+	}
+	return v, changed
+}
+
+// str is s redacted, counted against room.
+func (w *redactWalk) str(s string) (any, bool) {
+	n := strings.Count(s, w.b.token)
+	if n == 0 {
+		return s, false
+	}
+	if grow := int64(len(redactedMark) - len(w.b.token)); grow > 0 {
+		if w.room -= int64(n) * grow; w.room < 0 {
+			return s, false
+		}
+	}
+	return w.b.redact(s), true
+}
+
 // withheldResult is the text of a result withheld for the ToolSet's token.
 const withheldResult = "the workload's result carried its ToolSet's credentials, and the gateway withheld it"
 
 // redactedMark replaces a ToolSet's token.
 const redactedMark = "[redacted]"
-
-// redactBytes is raw with b's token replaced, or false when that would be
-// over limit bytes.
-func (b *backend) redactBytes(raw []byte, limit int64) ([]byte, bool) {
-	tok := []byte(b.token)
-	if grow := len(redactedMark) - len(tok); grow > 0 {
-		if int64(len(raw))+int64(bytes.Count(raw, tok))*int64(grow) > limit {
-			return nil, false
-		}
-	}
-	return bytes.ReplaceAll(raw, tok, []byte(redactedMark)), true
-}

@@ -178,7 +178,7 @@ func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessag
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, maxErrorBodyBytes))
-		return nil, outcomeBadReply, "the workload answered " + statusDetail(resp.StatusCode, b)
+		return nil, outcomeBadReply, "the workload answered " + statusDetail(backendFrom(ctx), resp.StatusCode, b)
 	}
 	// The reply is held within the budget of every call's replies, not
 	// only the per-call limit: 256 calls of 4 MiB each would be a gigabyte.
@@ -267,9 +267,9 @@ func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.
 		var netErr *net.OpError
 		var rpcErr *jsonrpc.Error
 		if !errors.As(err, &netErr) && errors.As(err, &rpcErr) {
-			return nil, outcomeBadReply, "the MCP server answered with an error: " + clip(err.Error(), 512)
+			return nil, outcomeBadReply, "the MCP server answered with an error: " + backendFrom(ctx).clipRedacted(err.Error(), 512)
 		}
-		return nil, outcomeUnreachable, "the MCP server is unreachable: " + clip(err.Error(), 512)
+		return nil, outcomeUnreachable, "the MCP server is unreachable: " + backendFrom(ctx).clipRedacted(err.Error(), 512)
 	case res.IsError:
 		return res, outcomeToolError, ""
 	}
@@ -368,10 +368,12 @@ func decodeTextResult(b []byte) *mcp.CallToolResult {
 	return &res
 }
 
-func statusDetail(status int, body []byte) string {
+// statusDetail says what a workload's error reply said, its message clipped
+// and be's token redacted before the cut.
+func statusDetail(be *backend, status int, body []byte) string {
 	var er spec.ErrorResponse
 	if err := json.Unmarshal(body, &er); err == nil && er.Error.Code != "" {
-		return fmt.Sprintf("%d %s: %s", status, er.Error.Code, clip(er.Error.Message, 512))
+		return fmt.Sprintf("%d %s: %s", status, be.redact(er.Error.Code), be.clipRedacted(er.Error.Message, 512))
 	}
 	return fmt.Sprintf("%d %s", status, http.StatusText(status))
 }

@@ -269,8 +269,9 @@ func (r *relay) logFromBackend(_ context.Context, p *mcp.LoggingMessageParams) {
 		r.take("log", len(data)) // refused, and counted
 		return
 	}
-	red := []byte(be.redact(string(data)))
-	if !json.Valid(red) {
+	red, ok := be.redactJSON(data, int64(r.g.opts.MaxNotificationBytes))
+	if !ok {
+		r.take("log", r.g.opts.MaxNotificationBytes+1) // refused, and counted
 		return
 	}
 	logger := be.redact(p.Logger)

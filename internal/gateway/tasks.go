@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -377,15 +378,17 @@ func (g *Gateway) createTask(ctx context.Context, tc *taskCreate, s *snapshot, i
 	// it, before the gateway adds its own words (the sealed id, _meta):
 	// a token that is also in them must not corrupt or withhold those.
 	// The backend's own id and session, sealed above, are never shown.
+	// A task whose answer is withheld is still the client's to ask for:
+	// the backend has it running.
 	view := reply.Task
 	if red, ok := g.redactReply(ctx, raw); !ok {
-		return errorResult(withheldResult), outcomeToolError, ""
+		view = withheldTask(reply.Task)
 	} else if !bytes.Equal(red, raw) {
 		var shown struct {
 			Task map[string]json.RawMessage `json:"task"`
 		}
 		if json.Unmarshal(red, &shown) != nil || shown.Task == nil {
-			return errorResult(withheldResult), outcomeToolError, ""
+			shown.Task = withheldTask(reply.Task)
 		}
 		view = shown.Task
 	}
@@ -417,27 +420,40 @@ func (g *Gateway) rewriteTask(task map[string]json.RawMessage, id string, st *se
 	return json.Marshal(task)
 }
 
-// redactReply removes the call's ToolSet token from b, a backend's JSON
-// reply, where it stays JSON; ok is false if the reply is withheld instead
-// (redaction would grow it past the bound, or break it). It runs on the
-// reply as the backend sent it, before the gateway sets its own members.
+// redactReply is b, a backend's JSON reply, with the call's ToolSet token
+// redacted (backend.redactJSON); ok is false if the reply is to be withheld
+// instead. It runs on the reply as the backend sent it, before the gateway
+// sets its own members.
 func (g *Gateway) redactReply(ctx context.Context, b []byte) (red []byte, ok bool) {
-	be := backendFrom(ctx)
-	if be == nil || be.token == "" || !bytes.Contains(b, []byte(be.token)) {
-		return b, true
-	}
-	red, ok = be.redactBytes(b, g.opts.MaxResultBytes)
-	if !ok || !json.Valid(red) {
-		return nil, false
-	}
-	return red, true
+	return backendFrom(ctx).redactJSON(b, g.opts.MaxResultBytes)
 }
 
-// withheldJSON is the answer in place of a task's reply that is withheld:
-// a result of the token's, no more.
-func withheldJSON() json.RawMessage {
-	w, _ := json.Marshal(errorResult(withheldResult))
-	return w
+// taskStatuses are the statuses MCP names for a task.
+var taskStatuses = []string{"working", "input_required", "completed", "failed", "cancelled"}
+
+// withheldTask is what the client sees of a task whose backend's answer is
+// withheld for the ToolSet's token: the status, if it is one MCP names
+// (else failed), the backend's timestamps, if they are timestamps, and a
+// status message that says why; rewriteTask adds the gateway's words (the
+// id, ttl, poll interval, _meta).
+func withheldTask(m map[string]json.RawMessage) map[string]json.RawMessage {
+	status := "failed"
+	var s string
+	if json.Unmarshal(m["status"], &s) == nil && slices.Contains(taskStatuses, s) {
+		status = s
+	}
+	out := map[string]json.RawMessage{}
+	out["status"], _ = json.Marshal(status)
+	out["statusMessage"], _ = json.Marshal(withheldResult)
+	for _, k := range []string{"createdAt", "lastUpdatedAt"} {
+		var at string
+		if json.Unmarshal(m[k], &at) == nil {
+			if _, err := time.Parse(time.RFC3339Nano, at); err == nil {
+				out[k], _ = json.Marshal(at)
+			}
+		}
+	}
+	return out
 }
 
 // meter returns the client of the call in ctx, whose replies are charged
@@ -469,9 +485,9 @@ func (g *Gateway) taskFailure(ctx context.Context, err error) (*mcp.CallToolResu
 	case ctx.Err() != nil:
 		return g.failure(ctx, err)
 	case asRPCError(err, &rpcErr):
-		return nil, outcomeBadReply, "the MCP server answered with an error: " + clip(rpcErr.Message, 512)
+		return nil, outcomeBadReply, "the MCP server answered with an error: " + backendFrom(ctx).clipRedacted(rpcErr.Message, 512)
 	}
-	return nil, outcomeUnreachable, "the MCP server is unreachable: " + clip(err.Error(), 512)
+	return nil, outcomeUnreachable, "the MCP server is unreachable: " + backendFrom(ctx).clipRedacted(err.Error(), 512)
 }
 
 func asRPCError(err error, target **jsonrpc.Error) bool { return errors.As(err, target) }
@@ -627,14 +643,10 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 		// that has ended): the client's, under the client's id.
 		// Clipped before the backend's id is replaced, a few times at
 		// most: a one-letter id in a long message would otherwise make a
-		// hundredfold of it. The ToolSet's token is redacted from the
-		// backend's words around the id, not from the client's id, which
-		// may hold it.
-		pieces := strings.SplitN(clip(rpcErr.Message, 1024), st.backendID, 5)
-		for i := range pieces {
-			pieces[i] = backendFrom(ctx).redact(pieces[i])
-		}
-		msg := strings.Join(pieces, id)
+		// hundredfold of it. The ToolSet's token is redacted before
+		// either, so that no cut splits it and the client's id, which may
+		// hold it, is left whole.
+		msg := strings.Replace(backendFrom(ctx).clipRedacted(rpcErr.Message, 1024), st.backendID, id, 4)
 		if method == methodTasksGet {
 			// The backend cannot say where the task is: it no longer
 			// counts.
@@ -645,16 +657,24 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 	if err != nil {
 		return g.taskBackendError(ctx, err)
 	}
-	raw, ok := g.redactReply(ctx, raw)
-	if !ok {
-		if method == methodTasksResult {
-			g.tasks.done(id)
-		}
-		return withheldJSON(), outcomeOK, nil
-	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
 		return nil, outcomeBadReply, taskError(jsonrpc.CodeInternalError, "the task's backend answered %s with something that is not a result", method)
+	}
+	// The answer as the client sees it: redacted, or withheld with the
+	// gateway's words kept (a task's id, a result's related task).
+	switch red, ok := g.redactReply(ctx, raw); {
+	case !ok && method == methodTasksResult:
+		m = map[string]json.RawMessage{}
+		w, _ := json.Marshal(errorResult(withheldResult))
+		_ = json.Unmarshal(w, &m)
+	case !ok:
+		m = withheldTask(m)
+	case !bytes.Equal(red, raw):
+		m = nil
+		if err := json.Unmarshal(red, &m); err != nil || m == nil {
+			return nil, outcomeBadReply, taskError(jsonrpc.CodeInternalError, "the task's backend answered %s with something that is not a result", method)
+		}
 	}
 	// The client's server is the gateway: in the 2026-07-28 era it names
 	// itself in each answer, as the SDK does in those it writes.
@@ -688,10 +708,10 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 }
 
 // taskBackendError is taskRoundTrip's answer when the backend could not
-// be asked (taskFailure), the ToolSet's token redacted from its detail.
+// be asked (taskFailure, which redacts the ToolSet's token).
 func (g *Gateway) taskBackendError(ctx context.Context, err error) (json.RawMessage, string, *jsonrpc.Error) {
 	_, outcome, detail := g.taskFailure(ctx, err)
-	return nil, outcome, taskError(jsonrpc.CodeInternalError, "the task's backend could not be asked: %s", backendFrom(ctx).redact(detail))
+	return nil, outcome, taskError(jsonrpc.CodeInternalError, "the task's backend could not be asked: %s", detail)
 }
 
 // resultText is the text of res's text blocks.
