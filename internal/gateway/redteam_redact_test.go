@@ -28,8 +28,10 @@ import (
 // redacted before it cut, and kept the gateway's own words in a withheld
 // task answer.
 
-// rawRequestHandler is rawTaskHandler, but answer sees the whole request
-// (to tell a task-augmented tools/call from an ordinary one).
+// rawRequestHandler serves name as an MCP server that answers initialize
+// as a server of tasks and every other call with answer's result or error,
+// as fixed JSON that no SDK would write; answer sees the whole request (to
+// tell a task-augmented tools/call from an ordinary one).
 func rawRequestHandler(name string, answer func(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error)) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))

@@ -445,24 +445,7 @@ func rawTaskServer(t *testing.T, name string, answer func(method string) (json.R
 
 // rawTaskHandler is rawTaskServer's handler.
 func rawTaskHandler(name string, answer func(method string) (json.RawMessage, *jsonrpc.Error)) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
-		msg, err := jsonrpc.DecodeMessage(body)
-		req, ok := msg.(*jsonrpc.Request)
-		if err != nil || !ok || !req.IsCall() {
-			w.WriteHeader(http.StatusAccepted)
-			return
-		}
-		resp := &jsonrpc.Response{ID: req.ID}
-		if req.Method == "initialize" {
-			resp.Result = json.RawMessage(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{},"tasks":{"requests":{"tools":{"call":{}}}}},"serverInfo":{"name":"` + name + `","version":"1"}}`)
-		} else {
-			resp.Result, resp.Error = answer(req.Method)
-		}
-		b, _ := jsonrpc.EncodeMessage(resp)
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(b)
-	})
+	return rawRequestHandler(name, func(req *jsonrpc.Request) (json.RawMessage, *jsonrpc.Error) { return answer(req.Method) })
 }
 
 // A backend's error for a task names its own task id, which the gateway
@@ -699,14 +682,9 @@ func TestRedactionDoesNotGrowAResultPastTheBound(t *testing.T) {
 // Redaction now runs on the backend's reply as it was sent, and on an
 // error's words around the id.
 func TestTaskAnswersAreRedactedBeforeTheGatewaysOwnWords(t *testing.T) {
-	const (
-		host  = "tasker.tenant.svc.cluster.local"
-		token = "tpt1"
-	)
-	ca := newPrivateCA(t)
-	cert := ca.serving(t, host)
+	const token = "tpt1"
 	task := `{"taskId":"b-1","status":"working","statusMessage":"key tpt1","createdAt":"2026-01-01T00:00:00Z","lastUpdatedAt":"2026-01-01T00:00:00Z","ttl":60000,"pollInterval":1000}`
-	srv := httptest.NewUnstartedServer(rawTaskHandler("tasker", func(method string) (json.RawMessage, *jsonrpc.Error) {
+	url := redactRig(t, token, rawTaskHandler("tasker", func(method string) (json.RawMessage, *jsonrpc.Error) {
 		switch method {
 		case "tools/call":
 			return json.RawMessage(`{"task":` + task + `}`), nil
@@ -718,19 +696,7 @@ func TestTaskAnswersAreRedactedBeforeTheGatewaysOwnWords(t *testing.T) {
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "task b-1 has ended (key tpt1)"}
 		}
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: "no"}
-	}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	r := new(routes)
-	r.set(host+":8443", srv.Listener.Addr().String())
-	creds := kubernetesCredentials(t, credentialObjects("tenant", "tasker", "https", token, ca.pem)...)
-	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second})
-	tool := secureTableTool("tenant", "tasker", "slow", "https://"+host+":8443/mcp")
-	tool.Execution = &spec.Execution{TaskSupport: spec.TaskSupportOptional}
-	if err := g.SetTable(table([]spec.TableTool{tool})); err != nil {
-		t.Fatal(err)
-	}
+	}), gateway.Options{})
 	// leaks reports the token anywhere in an answer but in the sealed id.
 	leaks := func(what string, answer map[string]any, id string) {
 		t.Helper()
@@ -740,7 +706,7 @@ func TestTaskAnswersAreRedactedBeforeTheGatewaysOwnWords(t *testing.T) {
 		}
 	}
 
-	created := postRPC(t, url+"/mcp", "2025-11-25", "tools/call", `{"name":"slow","arguments":{},"task":{"ttl":60000}}`)
+	created := postRPC(t, url, "2025-11-25", "tools/call", `{"name":"slow","arguments":{},"task":{"ttl":60000}}`)
 	res, _ := created["result"].(map[string]any)
 	view, _ := res["task"].(map[string]any)
 	id, _ := view["taskId"].(string)
@@ -752,14 +718,14 @@ func TestTaskAnswersAreRedactedBeforeTheGatewaysOwnWords(t *testing.T) {
 	}
 	leaks("tools/call", created, id)
 
-	get := postRPC(t, url+"/mcp", "2025-11-25", "tasks/get", `{"taskId":"`+id+`"}`)
+	get := postRPC(t, url, "2025-11-25", "tasks/get", `{"taskId":"`+id+`"}`)
 	status, _ := get["result"].(map[string]any)
 	if status["taskId"] != id || status["statusMessage"] != "key [redacted]" {
 		t.Errorf("tasks/get with the sealed id: %v", get)
 	}
 	leaks("tasks/get", get, id)
 
-	reply := postRPC(t, url+"/mcp", "2025-11-25", "tasks/result", `{"taskId":"`+id+`"}`)
+	reply := postRPC(t, url, "2025-11-25", "tasks/result", `{"taskId":"`+id+`"}`)
 	result, _ := reply["result"].(map[string]any)
 	content, _ := result["content"].([]any)
 	if first, _ := firstOf(content).(map[string]any); first["text"] != "the key is [redacted]" {
@@ -773,7 +739,7 @@ func TestTaskAnswersAreRedactedBeforeTheGatewaysOwnWords(t *testing.T) {
 
 	// The backend's error names its task, which the client knows by the
 	// sealed id: the token is redacted around the id, not in it.
-	canceled := postRPC(t, url+"/mcp", "2025-11-25", "tasks/cancel", `{"taskId":"`+id+`"}`)
+	canceled := postRPC(t, url, "2025-11-25", "tasks/cancel", `{"taskId":"`+id+`"}`)
 	if e, _ := canceled["error"].(map[string]any); e["message"] != "task "+id+" has ended (key [redacted])" {
 		t.Errorf("tasks/cancel: %v", canceled)
 	}
