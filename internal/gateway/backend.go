@@ -7,13 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/trace"
@@ -151,17 +151,23 @@ func clientFor(ctx context.Context, def *http.Client) *http.Client {
 
 // redact removes the call's token from s, which a workload's error reply
 // could have echoed into a detail that is logged and shown to the caller.
-// It may run twice on one text: the marks it wrote are left as they are,
-// though the token be part of one.
+// A text in which the token still shows once replaced (spelled against
+// the mark: "…]x" of a token "]x" next to "[redacted]") is the mark alone:
+// nothing of it is safe to show. So redact never returns the token, and
+// running it twice changes nothing.
 func (b *backend) redact(s string) string {
 	if b == nil || b.token == "" || !strings.Contains(s, b.token) {
 		return s
 	}
-	pieces := strings.Split(s, redactedMark)
-	for i := range pieces {
-		pieces[i] = strings.ReplaceAll(pieces[i], b.token, redactedMark)
+	return b.cleared(strings.ReplaceAll(s, b.token, redactedMark))
+}
+
+// cleared is s, redacted, or the mark alone if the token still shows.
+func (b *backend) cleared(s string) string {
+	if strings.Contains(s, b.token) {
+		return redactedMark
 	}
-	return strings.Join(pieces, redactedMark)
+	return s
 }
 
 // clipRedacted is clip(b.redact(s), n) without redacting more of s than
@@ -183,7 +189,7 @@ func (b *backend) clipRedacted(s string, n int) string {
 		out.WriteString(redactedMark)
 		s = s[i+len(b.token):]
 	}
-	return clip(out.String(), n)
+	return b.cleared(clip(out.String(), n))
 }
 
 // backends keeps each ToolSet's credentials and client for
@@ -480,103 +486,78 @@ func (b *backend) redactResult(res *mcp.CallToolResult, limit int64) *mcp.CallTo
 }
 
 // redactJSON is raw, a JSON value, with b's token replaced in every string
-// and object key as a client decodes them, and re-encoded without HTML
-// escapes; or raw itself when none holds the token. The token is looked for
-// in the decoded strings, not the bytes: JSON may write any character as an
-// escape (an encoder writes "+" as "\u002B", "/" as "\/", "&" as
-// "\u0026"), and a client decodes it back. ok is false, and the value is to
-// be withheld, when raw is not JSON or its redaction is over limit bytes.
+// (object keys included) as a client decodes it; or raw itself, the same
+// slice, when none holds the token. The token is looked for in the decoded
+// strings, not only the bytes: JSON may write any character as an escape
+// (an encoder writes "+" as "\u002B", "/" as "\/", "&" as "\u0026"), and a
+// client decodes it back.
+//
+// It is one pass over the bytes: structure, numbers and every string that
+// holds no escape, no invalid UTF-8 and not the token are copied as they
+// are, so each copy of a member written twice is redacted where it stands,
+// and nothing is decoded into values. ok is false, and the value is to be
+// withheld, when raw is not JSON, when its redaction would be over limit
+// bytes, or when the token's bytes are still in it (outside any string,
+// say).
 func (b *backend) redactJSON(raw []byte, limit int64) (red []byte, ok bool) {
-	if b == nil || b.token == "" || (!bytes.Contains(raw, []byte(b.token)) && bytes.IndexByte(raw, '\\') < 0) {
+	if b == nil || b.token == "" {
 		return raw, true
 	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.UseNumber()
-	var v any
-	if dec.Decode(&v) != nil {
-		return nil, false
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, false
-	}
-	w := redactWalk{b: b, room: limit - int64(len(raw))}
-	v, changed := w.value(v)
-	if w.room < 0 {
-		return nil, false
-	}
-	if !changed {
+	tok := []byte(b.token)
+	if !bytes.Contains(raw, tok) && bytes.IndexByte(raw, '\\') < 0 {
 		return raw, true
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(v) != nil {
+	if !json.Valid(raw) {
 		return nil, false
 	}
-	out := bytes.TrimSuffix(buf.Bytes(), []byte("\n"))
-	if int64(len(out)) > limit {
+	var out []byte // nil until a string changes
+	last := 0
+	for i := 0; i < len(raw); i++ {
+		if raw[i] != '"' {
+			continue
+		}
+		// raw is valid JSON: a quote outside a string opens one, and
+		// the next quote not escaped closes it.
+		j := i + 1
+		for raw[j] != '"' {
+			if raw[j] == '\\' {
+				j++
+			}
+			j++
+		}
+		lit := raw[i : j+1]
+		i = j
+		if bytes.IndexByte(lit, '\\') < 0 && !bytes.Contains(lit, tok) && utf8.Valid(lit) {
+			continue
+		}
+		var str string
+		if json.Unmarshal(lit, &str) != nil {
+			return nil, false
+		}
+		if !strings.Contains(str, b.token) {
+			continue
+		}
+		q, err := json.Marshal(b.redact(str))
+		if err != nil {
+			return nil, false
+		}
+		if out == nil {
+			out = make([]byte, 0, len(raw)+len(q))
+		}
+		out = append(append(out, raw[last:i+1-len(lit)]...), q...)
+		last = i + 1
+		if int64(len(out)+len(raw)-last) > limit {
+			return nil, false
+		}
+	}
+	red = raw
+	if out != nil {
+		red = append(out, raw[last:]...)
+	}
+	if bytes.Contains(red, tok) {
 		return nil, false
 	}
-	return out, true
-}
-
-// redactWalk replaces b's token in decoded JSON. room is what the value
-// may still grow by (a short token's every occurrence made ten bytes
-// long); past it, the walk stops and room is negative, before a string
-// many times the limit is built.
-type redactWalk struct {
-	b    *backend
-	room int64
-}
-
-// value is v with the token replaced in its strings and keys; changed says
-// whether any held it.
-func (w *redactWalk) value(v any) (out any, changed bool) {
-	if w.room < 0 {
-		return v, false
-	}
-	switch v := v.(type) {
-	case string:
-		return w.str(v)
-	case []any:
-		for i := range v {
-			var c bool
-			if v[i], c = w.value(v[i]); c {
-				changed = true
-			}
-		}
-	case map[string]any:
-		var renamed []string
-		for k, e := range v {
-			if e, c := w.value(e); c {
-				v[k], changed = e, true
-			}
-			if strings.Contains(k, w.b.token) {
-				renamed = append(renamed, k)
-			}
-		}
-		for _, k := range renamed {
-			e := v[k]
-			delete(v, k)
-			nk, _ := w.str(k)
-			v[nk.(string)], changed = e, true
-		}
-	}
-	return v, changed
-}
-
-// str is s redacted, counted against room.
-func (w *redactWalk) str(s string) (any, bool) {
-	n := strings.Count(s, w.b.token)
-	if n == 0 {
-		return s, false
-	}
-	if grow := int64(len(redactedMark) - len(w.b.token)); grow > 0 {
-		if w.room -= int64(n) * grow; w.room < 0 {
-			return s, false
-		}
-	}
-	return w.b.redact(s), true
+	return red, true
 }
 
 // withheldResult is the text of a result withheld for the ToolSet's token.

@@ -378,20 +378,17 @@ func (g *Gateway) createTask(ctx context.Context, tc *taskCreate, s *snapshot, i
 	// it, before the gateway adds its own words (the sealed id, _meta):
 	// a token that is also in them must not corrupt or withhold those.
 	// The backend's own id and session, sealed above, are never shown.
-	// A task whose answer is withheld is still the client's to ask for:
-	// the backend has it running.
-	view := reply.Task
-	if red, ok := g.redactReply(ctx, raw); !ok {
-		view = withheldTask(reply.Task)
-	} else if !bytes.Equal(red, raw) {
-		var shown struct {
-			Task map[string]json.RawMessage `json:"task"`
-		}
-		if json.Unmarshal(red, &shown) != nil || shown.Task == nil {
-			shown.Task = withheldTask(reply.Task)
-		}
-		view = shown.Task
+	// What the client sees of the task is decoded from the redacted reply
+	// alone (a member written twice, once with the token, is redacted
+	// where it stands). A task whose answer is withheld is still the
+	// client's to ask for: the backend has it running.
+	var shown struct {
+		Task map[string]json.RawMessage `json:"task"`
 	}
+	if red, ok := g.redactReply(ctx, raw); !ok || json.Unmarshal(red, &shown) != nil || shown.Task == nil {
+		shown.Task = withheldTask(reply.Task, backendFrom(ctx))
+	}
+	view := shown.Task
 	task, err := g.rewriteTask(view, id, st, nil)
 	if err != nil {
 		return nil, outcomeBadReply, err.Error()
@@ -433,10 +430,10 @@ var taskStatuses = []string{"working", "input_required", "completed", "failed", 
 
 // withheldTask is what the client sees of a task whose backend's answer is
 // withheld for the ToolSet's token: the status, if it is one MCP names
-// (else failed), the backend's timestamps, if they are timestamps, and a
-// status message that says why; rewriteTask adds the gateway's words (the
-// id, ttl, poll interval, _meta).
-func withheldTask(m map[string]json.RawMessage) map[string]json.RawMessage {
+// (else failed), the backend's timestamps, as the gateway writes them and
+// if they do not hold the token, and a status message that says why;
+// rewriteTask adds the gateway's words (the id, ttl, poll interval, _meta).
+func withheldTask(m map[string]json.RawMessage, be *backend) map[string]json.RawMessage {
 	status := "failed"
 	var s string
 	if json.Unmarshal(m["status"], &s) == nil && slices.Contains(taskStatuses, s) {
@@ -447,10 +444,17 @@ func withheldTask(m map[string]json.RawMessage) map[string]json.RawMessage {
 	out["statusMessage"], _ = json.Marshal(withheldResult)
 	for _, k := range []string{"createdAt", "lastUpdatedAt"} {
 		var at string
-		if json.Unmarshal(m[k], &at) == nil {
-			if _, err := time.Parse(time.RFC3339Nano, at); err == nil {
-				out[k], _ = json.Marshal(at)
-			}
+		if json.Unmarshal(m[k], &at) != nil {
+			continue
+		}
+		// Written afresh: RFC 3339 takes any number of fractional
+		// digits, and a token of digits would pass as some.
+		t, err := time.Parse(time.RFC3339Nano, at)
+		if err != nil {
+			continue
+		}
+		if at = t.UTC().Format(time.RFC3339Nano); be == nil || be.token == "" || !strings.Contains(at, be.token) {
+			out[k], _ = json.Marshal(at)
 		}
 	}
 	return out
@@ -669,8 +673,8 @@ func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask,
 		w, _ := json.Marshal(errorResult(withheldResult))
 		_ = json.Unmarshal(w, &m)
 	case !ok:
-		m = withheldTask(m)
-	case !bytes.Equal(red, raw):
+		m = withheldTask(m, backendFrom(ctx))
+	default:
 		m = nil
 		if err := json.Unmarshal(red, &m); err != nil || m == nil {
 			return nil, outcomeBadReply, taskError(jsonrpc.CodeInternalError, "the task's backend answered %s with something that is not a result", method)

@@ -491,6 +491,12 @@ func TestTasksOfAToolkitWorkload(t *testing.T) {
 // reply.
 func postRPC(t *testing.T, url, version, method, params string) map[string]any {
 	t.Helper()
+	return replyOf(t, postRPCResponse(t, url, version, method, params))
+}
+
+// postRPCResponse is postRPC's exchange: the response, its body unread.
+func postRPCResponse(t *testing.T, url, version, method, params string) *http.Response {
+	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"` + method + `","params":` + params + `}`
 	req, _ := http.NewRequestWithContext(bounded(t), http.MethodPost, url, strings.NewReader(body))
 	req.Header.Set("Content-Type", "application/json")
@@ -501,7 +507,7 @@ func postRPC(t *testing.T, url, version, method, params string) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return replyOf(t, resp)
+	return resp
 }
 
 // TestTasksCapabilityFollowsTheView: initialize (2025-11-25) and
