@@ -2,6 +2,7 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -294,12 +295,41 @@ func (r *relay) refuse(why string) error {
 	return fmt.Errorf("%w: %s", errNotRelayed, why)
 }
 
+// redactAsk is p, a backend's question, with the ToolSet's token redacted
+// from every string of it (backend.redactJSON): its message, its schema,
+// its sampling messages. Nil if it is to be withheld.
+func redactAsk[T any](be *backend, p *T, limit int) *T {
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return nil
+	}
+	red, ok := be.redactJSON(raw, int64(limit))
+	if !ok {
+		return nil
+	}
+	if len(red) == len(raw) && bytes.Equal(red, raw) {
+		return p
+	}
+	var out T
+	if json.Unmarshal(red, &out) != nil {
+		return nil
+	}
+	return &out
+}
+
+// withheldAsk is why a backend's question does not reach the client.
+const withheldAsk = "the tool's question carried its ToolSet's credentials, and the gateway withheld it"
+
 func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	// The question reaches the client, asked now or parked, without the
-	// _meta keys that are not the workload's to set (askMeta).
+	// _meta keys that are not the workload's to set (askMeta), and without
+	// the ToolSet's token.
 	q := *p
 	q.Meta = askMeta(p.Meta)
-	p = &q
+	_, rctx, _ := r.target()
+	if p = redactAsk(backendFrom(rctx), &q, r.g.opts.MaxNotificationBytes); p == nil {
+		return nil, r.refuse(withheldAsk)
+	}
 	if r.modern {
 		// Only a 2025 backend asks during the call (a 2026-07-28 one's
 		// input_required passes to the client as it is); a 2026-07-28
@@ -322,9 +352,7 @@ func (r *relay) elicitFromBackend(ctx context.Context, p *mcp.ElicitParams) (*mc
 	req, rctx, _ := r.target()
 	ctx, stop := joined(rctx, ctx)
 	defer stop()
-	// The ToolSet's token reaches no caller (backend.redactResult).
-	q.Message = backendFrom(rctx).redact(p.Message)
-	res, err := req.Session.Elicit(ctx, &q)
+	res, err := req.Session.Elicit(ctx, p)
 	if err != nil {
 		return nil, r.refuse("the tool asked for user input, and the client did not answer: " + clip(err.Error(), 256))
 	}
@@ -335,7 +363,10 @@ func (r *relay) sampleFromBackend(ctx context.Context, p *mcp.CreateMessageParam
 	// As elicitFromBackend's question.
 	q := *p
 	q.Meta = askMeta(p.Meta)
-	p = &q
+	_, rctx, _ := r.target()
+	if p = redactAsk(backendFrom(rctx), &q, r.g.opts.MaxNotificationBytes); p == nil {
+		return nil, r.refuse(withheldAsk)
+	}
 	if r.modern {
 		if pc := r.parkOf(); pc != nil && r.take("sampling", askSize(p)) {
 			a, err := pc.ask(ctx, p)
