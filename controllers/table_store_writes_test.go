@@ -292,12 +292,13 @@ var _ = Describe("The tool table store, writing a large table", func() {
 		oldRev, newRev := spec.TableRevision(sorted(old)), spec.TableRevision(sorted(next))
 
 		dir := GinkgoT().TempDir()
+		volumes := &agentVolumes{}
 		total := -1
 		for k := 1; total < 0; k++ {
 			By(fmt.Sprintf("stopping the writer after write %d", k))
 			ns := newNamespace(ctx)
 			copyConfigMaps(ctx, ns, oldCMs)
-			reads := &agentReads{revisions: map[string]int{}}
+			reads := &agentReads{volumes: volumes, revisions: map[string]int{}}
 			writes := &writeLog{}
 			cl, stopped := stoppingClient(writes, k, reads.after(ctx, ns, dir))
 			now := now
