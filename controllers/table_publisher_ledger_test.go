@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -77,146 +78,166 @@ func TestPublisherAgreesWithDecide(t *testing.T) {
 		{{Name: "pay", Names: []string{"pay_*"}, Namespaces: []string{"ns-2"}}},
 		{{Name: "locked", Names: []string{"c"}}},
 	}
-	ctx := context.Background()
+	// The seeds run at once, each with a publisher of its own: after a
+	// decision over every claim an offer waits for the batch (decideGap),
+	// so a seed spends most of its time asleep, and 20 in a row took over
+	// a minute under -race.
+	errs := make([]error, seeds)
+	var wg sync.WaitGroup
 	for seed := range uint64(seeds) {
-		rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
-		budget := budgets[int(seed)%len(budgets)]
-		p := &TablePublisher{Budget: budget}
-		p.init()
-		close(p.loaded)
-		now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-		p.now = func() time.Time { return now }
-		var keys []types.NamespacedName
-		for i := range 6 {
-			keys = append(keys, types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", i%3), Name: fmt.Sprintf("ts-%d", i)})
-		}
-		w := &ledgerWorld{created: map[types.NamespacedName]time.Time{}, uid: map[types.NamespacedName]types.UID{},
-			tools: map[types.NamespacedName][]spec.TableTool{}, denied: map[types.NamespacedName]map[string]ownership.Denial{},
-			ratio: map[types.NamespacedName]float64{}}
-		serial := 0
-		newObject := func(ts types.NamespacedName) {
-			serial++
-			// Creation times in whole seconds, as the API server's: ties.
-			w.created[ts] = now.Add(-time.Duration(rng.IntN(4)) * time.Second).Truncate(time.Second)
-			w.uid[ts] = types.UID(fmt.Sprintf("uid-%d", serial))
-		}
-		for _, ts := range keys {
-			newObject(ts)
-		}
-		var ledger ownership.Ledger
-		for step := range steps {
-			where := fmt.Sprintf("seed %d step %d", seed, step)
-			now = now.Add(time.Second)
-			ts := keys[rng.IntN(len(keys))]
-			var got map[string]ownership.Verdict
-			op := rng.IntN(10)
-			switch {
-			case op < 6 || op == 6:
-				if op == 6 {
-					// Deleted and created again, with no withdraw between:
-					// the publisher withdraws the old object first, a
-					// decision of its own.
-					if _, ok := w.tools[ts]; ok {
-						delete(w.tools, ts)
-						delete(w.denied, ts)
-						delete(w.ratio, ts)
-						ledger = ownership.Decide(ledger, w.input(p, now)).Ledger
-					}
-					newObject(ts)
-				}
-				var tools []spec.TableTool
-				denied := map[string]ownership.Denial{}
-				for _, name := range names {
-					if rng.IntN(2) == 0 {
-						continue
-					}
-					e := entry(ts, name, name)
-					e.Description = strings.Repeat("x", rng.IntN(300))
-					e.ToolSetUID = string(w.uid[ts])
-					tools = append(tools, e)
-					if rng.IntN(8) == 0 {
-						denied[name] = ownership.Denial{Policy: ownership.OverBudget, Reason: "per ToolSet"}
-					}
-				}
-				if len(denied) == 0 {
-					denied = nil
-				}
-				var err error
-				got, err = p.Offer(ctx, Offer{ToolSet: ts, Created: metav1.NewTime(w.created[ts]), UID: w.uid[ts], Tools: tools, Denied: denied})
-				if err != nil {
-					t.Fatalf("%s: offer: %v", where, err)
-				}
-				delete(w.ratio, ts)
-				if len(tools) == 0 {
-					delete(w.tools, ts)
-					delete(w.denied, ts)
-				} else {
-					w.tools[ts], w.denied[ts] = tools, denied
-				}
-			case op == 7:
-				if err := p.Withdraw(ctx, ts); err != nil {
-					t.Fatal(err)
-				}
-				delete(w.tools, ts)
-				delete(w.denied, ts)
-			case op == 8:
-				if err := p.SetPolicies(ctx, policySets[rng.IntN(len(policySets))]); err != nil {
-					t.Fatal(err)
-				}
-			default:
-				// A table that did not fit its ConfigMaps, or one that did.
-				if rng.IntN(2) == 0 {
-					p.mu.Lock()
-					p.encodedCeiling = int64(200 + rng.IntN(1500))
-					p.rebudgetLocked()
-					p.mu.Unlock()
-				} else {
-					// A table written: the ceiling goes if it did not bind.
-					p.relax()
-				}
-			}
-
-			d := ownership.Decide(ledger, w.input(p, now))
-			ledger = d.Ledger
-			if got != nil && !reflect.DeepEqual(got, nonNil(d.Verdicts[ts])) {
-				t.Fatalf("%s: the offer's verdicts\n%v\nwant\n%v", where, got, d.Verdicts[ts])
-			}
-			p.mu.Lock()
-			if !reflect.DeepEqual(p.ledger, ledger) {
-				p.mu.Unlock()
-				t.Fatalf("%s: the publisher's ledger\n%v\nwant\n%v", where, p.ledger, ledger)
-			}
-			for _, k := range keys {
-				if v := p.verdicts(k); !reflect.DeepEqual(v, nonNil(d.Verdicts[k])) {
-					p.mu.Unlock()
-					t.Fatalf("%s: the verdicts of %s\n%v\nwant\n%v", where, k, v, d.Verdicts[k])
-				}
-			}
-			var bytes int64
-			ns := map[string]int{}
-			for _, e := range d.Publish {
-				bytes += e.Bytes
-				ns[e.ToolSet.Namespace]++
-			}
-			if owned, nsOwned := p.index.OwnedBytes(); owned != bytes || !maps.Equal(nsOwned, ns) {
-				p.mu.Unlock()
-				t.Fatalf("%s: the budget's counts %d %v, want %d %v", where, owned, nsOwned, bytes, ns)
-			}
-			p.mu.Unlock()
-			table, _ := p.table()
-			var published []ownership.Entry
-			for _, tt := range table.Tools {
-				published = append(published, ownership.Entry{Name: tt.Name, ToolSet: types.NamespacedName{Namespace: tt.ToolSet.Namespace, Name: tt.ToolSet.Name}})
-			}
-			var want []ownership.Entry
-			for _, e := range d.Publish {
-				want = append(want, ownership.Entry{Name: e.Name, ToolSet: e.ToolSet})
-			}
-			if !slices.Equal(published, want) {
-				t.Fatalf("%s: the table\n%v\nwant\n%v", where, published, want)
-			}
+		wg.Go(func() { errs[seed] = agreesWithDecide(seed, steps, names, budgets, policySets) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			t.Error(err)
 		}
 	}
+}
+
+// agreesWithDecide is one seed of TestPublisherAgreesWithDecide: it
+// returns the first step at which the publisher and ownership.Decide
+// disagree.
+func agreesWithDecide(seed uint64, steps int, names []string, budgets []ownership.Budget, policySets [][]ownership.Policy) error {
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
+	budget := budgets[int(seed)%len(budgets)]
+	p := &TablePublisher{Budget: budget}
+	p.init()
+	close(p.loaded)
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	p.now = func() time.Time { return now }
+	var keys []types.NamespacedName
+	for i := range 6 {
+		keys = append(keys, types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", i%3), Name: fmt.Sprintf("ts-%d", i)})
+	}
+	w := &ledgerWorld{created: map[types.NamespacedName]time.Time{}, uid: map[types.NamespacedName]types.UID{},
+		tools: map[types.NamespacedName][]spec.TableTool{}, denied: map[types.NamespacedName]map[string]ownership.Denial{},
+		ratio: map[types.NamespacedName]float64{}}
+	serial := 0
+	newObject := func(ts types.NamespacedName) {
+		serial++
+		// Creation times in whole seconds, as the API server's: ties.
+		w.created[ts] = now.Add(-time.Duration(rng.IntN(4)) * time.Second).Truncate(time.Second)
+		w.uid[ts] = types.UID(fmt.Sprintf("uid-%d", serial))
+	}
+	for _, ts := range keys {
+		newObject(ts)
+	}
+	var ledger ownership.Ledger
+	for step := range steps {
+		where := fmt.Sprintf("seed %d step %d", seed, step)
+		now = now.Add(time.Second)
+		ts := keys[rng.IntN(len(keys))]
+		var got map[string]ownership.Verdict
+		op := rng.IntN(10)
+		switch {
+		case op < 6 || op == 6:
+			if op == 6 {
+				// Deleted and created again, with no withdraw between:
+				// the publisher withdraws the old object first, a
+				// decision of its own.
+				if _, ok := w.tools[ts]; ok {
+					delete(w.tools, ts)
+					delete(w.denied, ts)
+					delete(w.ratio, ts)
+					ledger = ownership.Decide(ledger, w.input(p, now)).Ledger
+				}
+				newObject(ts)
+			}
+			var tools []spec.TableTool
+			denied := map[string]ownership.Denial{}
+			for _, name := range names {
+				if rng.IntN(2) == 0 {
+					continue
+				}
+				e := entry(ts, name, name)
+				e.Description = strings.Repeat("x", rng.IntN(300))
+				e.ToolSetUID = string(w.uid[ts])
+				tools = append(tools, e)
+				if rng.IntN(8) == 0 {
+					denied[name] = ownership.Denial{Policy: ownership.OverBudget, Reason: "per ToolSet"}
+				}
+			}
+			if len(denied) == 0 {
+				denied = nil
+			}
+			var err error
+			got, err = p.Offer(ctx, Offer{ToolSet: ts, Created: metav1.NewTime(w.created[ts]), UID: w.uid[ts], Tools: tools, Denied: denied})
+			if err != nil {
+				return fmt.Errorf("%s: offer: %w", where, err)
+			}
+			delete(w.ratio, ts)
+			if len(tools) == 0 {
+				delete(w.tools, ts)
+				delete(w.denied, ts)
+			} else {
+				w.tools[ts], w.denied[ts] = tools, denied
+			}
+		case op == 7:
+			if err := p.Withdraw(ctx, ts); err != nil {
+				return fmt.Errorf("%s: withdraw: %w", where, err)
+			}
+			delete(w.tools, ts)
+			delete(w.denied, ts)
+		case op == 8:
+			if err := p.SetPolicies(ctx, policySets[rng.IntN(len(policySets))]); err != nil {
+				return fmt.Errorf("%s: policies: %w", where, err)
+			}
+		default:
+			// A table that did not fit its ConfigMaps, or one that did.
+			if rng.IntN(2) == 0 {
+				p.mu.Lock()
+				p.encodedCeiling = int64(200 + rng.IntN(1500))
+				p.rebudgetLocked()
+				p.mu.Unlock()
+			} else {
+				// A table written: the ceiling goes if it did not bind.
+				p.relax()
+			}
+		}
+
+		d := ownership.Decide(ledger, w.input(p, now))
+		ledger = d.Ledger
+		if got != nil && !reflect.DeepEqual(got, nonNil(d.Verdicts[ts])) {
+			return fmt.Errorf("%s: the offer's verdicts\n%v\nwant\n%v", where, got, d.Verdicts[ts])
+		}
+		p.mu.Lock()
+		if !reflect.DeepEqual(p.ledger, ledger) {
+			p.mu.Unlock()
+			return fmt.Errorf("%s: the publisher's ledger\n%v\nwant\n%v", where, p.ledger, ledger)
+		}
+		for _, k := range keys {
+			if v := p.verdicts(k); !reflect.DeepEqual(v, nonNil(d.Verdicts[k])) {
+				p.mu.Unlock()
+				return fmt.Errorf("%s: the verdicts of %s\n%v\nwant\n%v", where, k, v, d.Verdicts[k])
+			}
+		}
+		var bytes int64
+		ns := map[string]int{}
+		for _, e := range d.Publish {
+			bytes += e.Bytes
+			ns[e.ToolSet.Namespace]++
+		}
+		if owned, nsOwned := p.index.OwnedBytes(); owned != bytes || !maps.Equal(nsOwned, ns) {
+			p.mu.Unlock()
+			return fmt.Errorf("%s: the budget's counts %d %v, want %d %v", where, owned, nsOwned, bytes, ns)
+		}
+		p.mu.Unlock()
+		table, _ := p.table()
+		var published []ownership.Entry
+		for _, tt := range table.Tools {
+			published = append(published, ownership.Entry{Name: tt.Name, ToolSet: types.NamespacedName{Namespace: tt.ToolSet.Namespace, Name: tt.ToolSet.Name}})
+		}
+		var want []ownership.Entry
+		for _, e := range d.Publish {
+			want = append(want, ownership.Entry{Name: e.Name, ToolSet: e.ToolSet})
+		}
+		if !slices.Equal(published, want) {
+			return fmt.Errorf("%s: the table\n%v\nwant\n%v", where, published, want)
+		}
+	}
+	return nil
 }
 
 func nonNil(v map[string]ownership.Verdict) map[string]ownership.Verdict {
