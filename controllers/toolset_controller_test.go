@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -54,6 +55,22 @@ func getToolSet(ctx context.Context, g Gomega, ts *v1alpha1.ToolSet) *v1alpha1.T
 	got := &v1alpha1.ToolSet{}
 	g.Expect(k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), got)).To(Succeed())
 	return got
+}
+
+// editToolSet changes ts's spec with edit and updates it, read afresh and
+// edited again on a conflict: the manager writes the ToolSet's status at
+// any moment (once its table is written, say), and a status write moves
+// the object's resourceVersion.
+func editToolSet(ctx context.Context, ts *v1alpha1.ToolSet, edit func(*v1alpha1.ToolSet)) {
+	GinkgoHelper()
+	Expect(retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		got := &v1alpha1.ToolSet{}
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), got); err != nil {
+			return err
+		}
+		edit(got)
+		return k8sClient.Update(ctx, got)
+	})).To(Succeed())
 }
 
 // readyCondition returns the ToolSet's Ready condition, or an empty one.
@@ -224,9 +241,7 @@ var _ = Describe("The ToolSet reconciler", func() {
 		// Fixing the spec is what brings it back.
 		w := newWorkload(tool("query_glob"))
 		createReadyPod(ctx, ns, "glob-0", map[string]string{"app": "glob"}, w.port())
-		got := getToolSet(ctx, Default, ts)
-		delete(got.Spec.Selector.MatchLabels, "tier")
-		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		editToolSet(ctx, ts, func(got *v1alpha1.ToolSet) { delete(got.Spec.Selector.MatchLabels, "tier") })
 		Eventually(func(g Gomega) {
 			got := getToolSet(ctx, g, ts)
 			g.Expect(readyCondition(got).Status).To(Equal(metav1.ConditionTrue))
@@ -241,9 +256,8 @@ var _ = Describe("The ToolSet reconciler", func() {
 		createToolSet(ctx, ts)
 		eventuallyInTable(ctx, ts, HaveLen(1))
 
-		got := getToolSet(ctx, Default, ts)
-		got.Spec.Selector.MatchLabels["tier"] = "not a label value"
-		Expect(k8sClient.Update(ctx, got)).To(Succeed())
+		// The status write that follows the table's may come at any moment.
+		editToolSet(ctx, ts, func(got *v1alpha1.ToolSet) { got.Spec.Selector.MatchLabels["tier"] = "not a label value" })
 		Eventually(func(g Gomega) {
 			got := getToolSet(ctx, g, ts)
 			ready := readyCondition(got)
