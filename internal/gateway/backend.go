@@ -512,6 +512,7 @@ func (b *backend) redactJSON(raw []byte, limit int64) (red []byte, ok bool) {
 	}
 	var out []byte // nil until a string changes
 	last := 0
+	size := int64(len(raw)) // the redacted value's size, as far as known
 	for i := 0; i < len(raw); i++ {
 		if raw[i] != '"' {
 			continue
@@ -534,21 +535,28 @@ func (b *backend) redactJSON(raw []byte, limit int64) (red []byte, ok bool) {
 		if json.Unmarshal(lit, &str) != nil {
 			return nil, false
 		}
-		if !strings.Contains(str, b.token) {
+		n := strings.Count(str, b.token)
+		if n == 0 {
 			continue
+		}
+		// Counted before the string is built: a short token's every
+		// occurrence made ten bytes long would build many times the
+		// limit first.
+		if grow := int64(len(redactedMark) - len(b.token)); grow > 0 && size+int64(n)*grow > limit {
+			return nil, false
 		}
 		q, err := json.Marshal(b.redact(str))
 		if err != nil {
 			return nil, false
 		}
+		if size += int64(len(q) - len(lit)); size > limit {
+			return nil, false
+		}
 		if out == nil {
-			out = make([]byte, 0, len(raw)+len(q))
+			out = make([]byte, 0, size)
 		}
 		out = append(append(out, raw[last:i+1-len(lit)]...), q...)
 		last = i + 1
-		if int64(len(out)+len(raw)-last) > limit {
-			return nil, false
-		}
 	}
 	red = raw
 	if out != nil {

@@ -106,3 +106,26 @@ func TestRedTeam2RedactionAllocatesAFewTimesTheResult(t *testing.T) {
 		t.Errorf("a %d-byte result allocated %d bytes (%.0f times) to be found free of the token", len(raw), n, float64(n)/float64(len(raw)))
 	}
 }
+
+// A one-letter token repeated through a 4 MiB string: its redaction is ten
+// times the string, and redactJSON built it (40 MiB) before it compared it
+// with the limit. It is refused from the count now, having decoded the
+// string once and built nothing more.
+func TestRedactJSONRefusesAShortTokensGrowthBeforeBuildingIt(t *testing.T) {
+	be := &backend{token: "q"}
+	raw := []byte(`{"text":"` + strings.Repeat("q", 4<<20) + `"}`)
+	var red []byte
+	var ok bool
+	allocs := testing.AllocsPerRun(1, func() { red, ok = be.redactJSON(raw, 4<<20) })
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	before := m.TotalAlloc
+	_, _ = be.redactJSON(raw, 4<<20)
+	runtime.ReadMemStats(&m)
+	if ok || red != nil {
+		t.Fatalf("a redaction of %d bytes was not withheld", 10*len(raw))
+	}
+	if grew := m.TotalAlloc - before; grew > 2*uint64(len(raw)) {
+		t.Errorf("refusing it allocated %d bytes (%.0f allocations), more than twice the %d of the reply", grew, allocs, len(raw))
+	}
+}
