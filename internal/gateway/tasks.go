@@ -375,13 +375,13 @@ func (g *Gateway) createTask(ctx context.Context, tc *taskCreate, s *snapshot, i
 		return nil, outcomeBadReply, fmt.Sprintf("the task's id would be over %d bytes (the tool's name, its ToolSet's, or the server's task or session id is too long)", maxTaskIDLen)
 	}
 	// What the client sees of the task is redacted as the backend sent
-	// it, before the gateway adds its own words (the sealed id, _meta):
-	// a token that is also in them must not corrupt or withhold those.
-	// The backend's own id and session, sealed above, are never shown.
-	// What the client sees of the task is decoded from the redacted reply
-	// alone (a member written twice, once with the token, is redacted
-	// where it stands). A task whose answer is withheld is still the
-	// client's to ask for: the backend has it running.
+	// it, before the gateway adds its own words (the sealed id, _meta): a
+	// token that is also in them must not corrupt or withhold those. It
+	// is decoded from the redacted reply alone (a member written twice,
+	// once with the token, is redacted where it stands). The backend's
+	// own id and session, sealed above, are never shown. A task whose
+	// answer is withheld is still the client's to ask for: the backend
+	// has it running.
 	var shown struct {
 		Task map[string]json.RawMessage `json:"task"`
 	}
@@ -619,7 +619,7 @@ func (g *Gateway) forwardTask(ctx context.Context, c *Caller, s *snapshot, i int
 	g.circuits.record(tool.ToolSet, be.probe, callResult(parent, outcome))
 	msg := ""
 	if rerr != nil {
-		// Redacted by taskRoundTrip, around the client's id.
+		// Redacted by taskRoundTrip before the client's id went in.
 		msg = rerr.Message
 	}
 	endSpan(span, outcome, msg)
