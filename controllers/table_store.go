@@ -9,10 +9,12 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -100,6 +102,13 @@ type configMapTable struct {
 	// that no stored index named. A new store starts its grace afresh,
 	// since it cannot know when a reader last saw them named.
 	unnamed map[string]time.Time
+
+	// held is every ConfigMap of the table and of its ledger as the store
+	// last read or wrote it, by name, so that list reads again only those
+	// whose resourceVersion moved (see list). heldMu guards it: the
+	// ledger's chunks are written at once.
+	heldMu sync.Mutex
+	held   map[string]*corev1.ConfigMap
 }
 
 var _ tableStore = (*configMapTable)(nil)
@@ -254,6 +263,7 @@ func (s *configMapTable) pruneLedger(ctx context.Context, stored map[string]*cor
 		}
 		cm := stored[name]
 		s.note(name, "")
+		s.forget(name)
 		if err := s.client.Delete(ctx, cm, client.Preconditions{ResourceVersion: &cm.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 			return wrote, fmt.Errorf("deleting leftover chunk %s of the tool table's ledger: %w", name, err)
 		}
@@ -520,6 +530,7 @@ func (s *configMapTable) collect(ctx context.Context, stored map[string]*corev1.
 		}
 		if len(data) == 0 && len(bin) == 0 {
 			s.note(name, "")
+			s.forget(name)
 			if err := s.client.Delete(ctx, cm, client.Preconditions{ResourceVersion: &cm.ResourceVersion}); client.IgnoreNotFound(err) != nil {
 				return wrote, 0, fmt.Errorf("deleting leftover tool table part %s: %w", name, err)
 			}
@@ -586,10 +597,12 @@ func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name st
 			return nil, fmt.Errorf("creating tool table part %s: %w", name, err)
 		}
 		s.note(name, cm.ResourceVersion)
+		s.hold(cm)
 		return cm, nil
 	}
-	cm := cur.DeepCopy()
-	cm.Data, cm.BinaryData = data, bin
+	// Data and BinaryData are replaced: copying cur's would copy the
+	// part's chunks only to drop them.
+	cm := &corev1.ConfigMap{TypeMeta: cur.TypeMeta, ObjectMeta: *cur.ObjectMeta.DeepCopy(), Data: data, BinaryData: bin}
 	if cm.Labels == nil {
 		cm.Labels = map[string]string{}
 	}
@@ -598,38 +611,102 @@ func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name st
 		return nil, fmt.Errorf("updating tool table part %s: %w", name, err)
 	}
 	s.note(name, cm.ResourceVersion)
+	s.hold(cm)
 	return cm, nil
+}
+
+// hold records cm as the store wrote or read it; nil forgets name.
+func (s *configMapTable) hold(cm *corev1.ConfigMap) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	if s.held == nil {
+		s.held = make(map[string]*corev1.ConfigMap)
+	}
+	s.held[cm.Name] = cm
+}
+
+// forget drops name from what the store holds.
+func (s *configMapTable) forget(name string) {
+	s.heldMu.Lock()
+	defer s.heldMu.Unlock()
+	delete(s.held, name)
 }
 
 // list returns the ConfigMaps of the table as stored now: the base and every
 // part named like one and labelled as the publisher's, in order; and the
 // chunks of its ledger, labelled as the publisher's, by name.
+//
+// It reads from the API server, uncached, but only what moved: the
+// ConfigMaps' metadata, then each one whose resourceVersion is not that of
+// the copy the store holds from its last read or write. A write of a
+// 50,000-tool table read every part and chunk back, some 1.5 MB, three
+// times over in buffers (the response, its envelope, the list), most of a
+// churning manager's garbage; now the writes of the store itself cost
+// nothing to read back, and one edited or deleted from outside is read
+// again, or dropped, all the same.
 func (s *configMapTable) list(ctx context.Context) (table, ledger []corev1.ConfigMap, err error) {
-	var list corev1.ConfigMapList
-	if err := s.reader.List(ctx, &list, client.InNamespace(s.namespace)); err != nil {
+	var meta metav1.PartialObjectMetadataList
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("ConfigMapList"))
+	if err := s.reader.List(ctx, &meta, client.InNamespace(s.namespace)); err != nil {
 		return nil, nil, fmt.Errorf("listing ConfigMaps of the tool table: %w", err)
 	}
-	for _, cm := range list.Items {
-		if _, ok := s.partIndex(&cm); ok {
-			table = append(table, cm)
+	s.heldMu.Lock()
+	held := maps.Clone(s.held)
+	s.heldMu.Unlock()
+	live := make(map[string]*corev1.ConfigMap, len(meta.Items))
+	for i := range meta.Items {
+		m := &meta.Items[i].ObjectMeta
+		if !s.ours(m) {
 			continue
 		}
-		if _, _, ok := spec.ParseTableLedgerName(s.name, cm.Name); ok && cm.Labels[TableManagedByLabel] == tableManagedBy {
-			ledger = append(ledger, cm)
+		if h := held[m.Name]; h != nil && h.ResourceVersion == m.ResourceVersion {
+			live[m.Name] = h
+			continue
+		}
+		var cm corev1.ConfigMap
+		if err := s.reader.Get(ctx, client.ObjectKey{Namespace: s.namespace, Name: m.Name}, &cm); err != nil {
+			if apierrors.IsNotFound(err) {
+				continue
+			}
+			return nil, nil, fmt.Errorf("reading ConfigMap %s of the tool table: %w", m.Name, err)
+		}
+		if s.ours(&cm.ObjectMeta) {
+			live[cm.Name] = &cm
+		}
+	}
+	s.heldMu.Lock()
+	s.held = live
+	s.heldMu.Unlock()
+	for _, cm := range live {
+		if _, ok := s.partIndex(&cm.ObjectMeta); ok {
+			table = append(table, *cm)
+		} else {
+			ledger = append(ledger, *cm)
 		}
 	}
 	slices.SortFunc(table, func(a, b corev1.ConfigMap) int {
-		ia, _ := s.partIndex(&a)
-		ib, _ := s.partIndex(&b)
+		ia, _ := s.partIndex(&a.ObjectMeta)
+		ib, _ := s.partIndex(&b.ObjectMeta)
 		return ia - ib
 	})
 	slices.SortFunc(ledger, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
 	return table, ledger, nil
 }
 
-// partIndex returns i if cm is part i of the table. The base ConfigMap is
-// always the table's; other parts must carry the publisher's label.
-func (s *configMapTable) partIndex(cm *corev1.ConfigMap) (int, bool) {
+// ours reports whether the ConfigMap of m is a part of the table or a chunk
+// of its ledger.
+func (s *configMapTable) ours(m *metav1.ObjectMeta) bool {
+	if _, ok := s.partIndex(m); ok {
+		return true
+	}
+	_, _, ok := spec.ParseTableLedgerName(s.name, m.Name)
+	return ok && m.Labels[TableManagedByLabel] == tableManagedBy
+}
+
+// partIndex returns i if the ConfigMap of cm is part i of the table. The
+// base ConfigMap is always the table's; other parts must carry the
+// publisher's label.
+func (s *configMapTable) partIndex(cm *metav1.ObjectMeta) (int, bool) {
 	if cm.Name == s.name {
 		return 0, true
 	}
