@@ -3,6 +3,7 @@ package controllers
 import (
 	"bytes"
 	"cmp"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -330,7 +331,8 @@ func (refuseLoader) Load(string) (any, error) { return nil, errExternalRef }
 
 // validateSchema checks that raw is an object JSON Schema, within the size
 // limit, whose numbers a float64 holds, that compiles under draft 2020-12
-// (MCP's default dialect).
+// (MCP's default dialect). A schema of the same bytes that passed lately
+// passes without being compiled again (compiledSchemas).
 func validateSchema(field string, raw json.RawMessage, maxBytes int32, required bool) error {
 	if len(bytes.TrimSpace(raw)) == 0 || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
 		if required {
@@ -340,6 +342,10 @@ func validateSchema(field string, raw json.RawMessage, maxBytes int32, required 
 	}
 	if maxBytes > 0 && len(raw) > int(maxBytes) {
 		return fmt.Errorf("%s is %d bytes, more than limits.maxSchemaBytes %d", field, len(raw), maxBytes)
+	}
+	sum := sha256.Sum256(raw)
+	if compiledSchemas.has(sum) {
+		return nil
 	}
 	// Before the compiler parses each number exactly: a schema of 40
 	// numbers written 1e999999 took 4.5 s of CPU to compile.
@@ -364,6 +370,7 @@ func validateSchema(field string, raw json.RawMessage, maxBytes int32, required 
 	if _, err := c.Compile(loc); err != nil {
 		return fmt.Errorf("%s does not compile: %s", field, oneLine(err.Error()))
 	}
+	compiledSchemas.add(sum)
 	return nil
 }
 
