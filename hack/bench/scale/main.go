@@ -60,6 +60,8 @@ type config struct {
 	pprof       bool
 	// convergenceOnly stops the run after convergence.
 	convergenceOnly bool
+	// distinctSchemas gives every tool set schemas of its own.
+	distinctSchemas bool
 
 	churnIntervals int
 	churnTimeout   time.Duration
@@ -73,6 +75,7 @@ func main() {
 	flag.IntVar(&c.toolSets, "toolsets", 1000, "How many ToolSets, each with one Pod and its own tool set.")
 	flag.IntVar(&c.tools, "tools", 10, "How many tools each tool set serves.")
 	flag.IntVar(&c.servers, "servers", 4, "How many loopback servers share the tool sets.")
+	flag.BoolVar(&c.distinctSchemas, "distinct-schemas", false, "Give every tool set input schemas of its own (a description naming the set), so that no two ToolSets serve a schema alike; by default every tool has the same schema, as the replicas of one workload would.")
 	flag.IntVar(&c.namespaces, "namespaces", 0, "How many namespaces the ToolSets are spread over; 0 means one per 50 ToolSets.")
 	flag.DurationVar(&c.interval, "interval", 30*time.Second, "spec.interval of every ToolSet; steady state lasts three of them.")
 	flag.IntVar(&c.concurrency, "concurrency", 0, "The baseline loop's concurrency; 0 reads the manager's ToolSet reconcile workers, which make its status writes, from its metrics.")

@@ -110,7 +110,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 
 	step("Spreading %d ToolSets over %d namespaces", c.toolSets, c.namespaces)
 	step("Starting %d loopback workloads serving %d tool sets of %d tools", c.servers, c.toolSets, c.tools)
-	wl := startWorkloads(c.toolSets, c.tools, c.servers)
+	wl := startWorkloads(c.toolSets, c.tools, c.servers, c.distinctSchemas)
 	defer wl.close()
 
 	step("Creating %d ready Pods", c.toolSets)

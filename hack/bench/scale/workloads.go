@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/toolplane/toolplane/test/harness"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -33,7 +35,7 @@ func (w *workloads) scrapes() int {
 	return n
 }
 
-func startWorkloads(sets, tools, servers int) *workloads {
+func startWorkloads(sets, tools, servers int, distinctSchemas bool) *workloads {
 	w := &workloads{}
 	muxes := make([]*http.ServeMux, servers)
 	for s := range muxes {
@@ -41,6 +43,15 @@ func startWorkloads(sets, tools, servers int) *workloads {
 	}
 	for i := range sets {
 		ts := harness.Tools(toolPrefix(i), tools)
+		if distinctSchemas {
+			for j := range ts {
+				own := strings.Replace(string(ts[j].InputSchema), `"What to look for."`, fmt.Sprintf(`"What to look for in set %d."`, i), 1)
+				if own == string(ts[j].InputSchema) {
+					panic("--distinct-schemas: the harness's schema no longer has the description it rewrites")
+				}
+				ts[j].InputSchema = json.RawMessage(own)
+			}
+		}
 		wl := harness.NewWorkload(fmt.Sprintf("bench-%04d", i), ts)
 		w.sets = append(w.sets, wl)
 		w.tools = append(w.tools, ts)
