@@ -637,8 +637,8 @@ func (s *configMapTable) forget(name string) {
 // chunks of its ledger, labelled as the publisher's, by name.
 //
 // It reads from the API server, uncached, but only what moved: the
-// ConfigMaps' metadata, then each one whose resourceVersion is not that of
-// the copy the store holds from its last read or write. A write of a
+// ConfigMaps' metadata, then each one whose resourceVersion or UID is not
+// that of the copy the store holds from its last read or write. A write of a
 // 50,000-tool table read every part and chunk back, some 1.5 MB, three
 // times over in buffers (the response, its envelope, the list), most of a
 // churning manager's garbage; now the writes of the store itself cost
@@ -659,7 +659,10 @@ func (s *configMapTable) list(ctx context.Context) (table, ledger []corev1.Confi
 		if !s.ours(m) {
 			continue
 		}
-		if h := held[m.Name]; h != nil && h.ResourceVersion == m.ResourceVersion {
+		// The UID too: an object deleted and created again has a new
+		// one, and a resourceVersion that is not unique (an etcd restored
+		// without --bump-revision, a fake client) must not pass for it.
+		if h := held[m.Name]; h != nil && h.ResourceVersion == m.ResourceVersion && h.UID == m.UID {
 			live[m.Name] = h
 			continue
 		}
