@@ -431,8 +431,11 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 			g.Expect(degraded.Message).To(ContainSubstring("5 tools are invalid"))
 		}).Should(Succeed())
 		eventuallyInTable(ctx, ts, ConsistOf(HaveField("Name", "fine")))
-		// Only the states the ToolSet has tools in have a series.
-		Expect(toolSeries(Default, ns, "w")).To(Equal(map[string]float64{"Invalid": 5, "Published": 1}))
+		// Only the states the ToolSet has tools in have a series. The
+		// reconciler sets the gauges once its status write returns, which
+		// may be after this spec has seen the status.
+		Eventually(func(g Gomega) map[string]float64 { return toolSeries(g, ns, "w") }).
+			Should(Equal(map[string]float64{"Invalid": 5, "Published": 1}))
 	})
 
 	It("publishes only the tools every ready replica serves, in the majority form, during a rollout", func(ctx context.Context) {
@@ -527,7 +530,8 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		Expect(condition(got, v1alpha1.ConditionStale).Reason).To(Equal(v1alpha1.ReasonToolsStale))
 		Expect(readyCondition(got).Reason).To(Equal(v1alpha1.ReasonScrapeFailed))
 		Expect(publisher.Published(ctx, client.ObjectKeyFromObject(ts))).To(HaveLen(2), "held tools stay in the table")
-		Expect(toolSeries(Default, ns, "s")).To(Equal(map[string]float64{"Stale": 2}))
+		Eventually(func(g Gomega) map[string]float64 { return toolSeries(g, ns, "s") }).
+			Should(Equal(map[string]float64{"Stale": 2}))
 
 		// Three intervals of 5s later the held tools go.
 		Eventually(func(g Gomega) {
