@@ -105,7 +105,7 @@ type configMapTable struct {
 
 	// held is every ConfigMap of the table and of its ledger as the store
 	// last read or wrote it, by name, so that list reads again only those
-	// whose resourceVersion moved (see list). heldMu guards it: the
+	// whose resourceVersion or UID moved (see list). heldMu guards it: the
 	// ledger's chunks are written at once.
 	heldMu sync.Mutex
 	held   map[string]*corev1.ConfigMap
@@ -615,7 +615,7 @@ func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name st
 	return cm, nil
 }
 
-// hold records cm as the store wrote or read it; nil forgets name.
+// hold records cm as the store wrote it.
 func (s *configMapTable) hold(cm *corev1.ConfigMap) {
 	s.heldMu.Lock()
 	defer s.heldMu.Unlock()
