@@ -594,6 +594,12 @@ func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name st
 			BinaryData: bin,
 		}
 		if err := s.client.Create(ctx, cm); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				// list read it and left it: it holds keys the table
+				// does not write.
+				return nil, fmt.Errorf("creating tool table part %s: a ConfigMap of that name exists in %s that is not the table's (it lacks the label %s=%s and holds keys the table does not write); the name is reserved for the tool table: rename or delete that ConfigMap: %w",
+					name, s.namespace, TableManagedByLabel, tableManagedBy, err)
+			}
 			return nil, fmt.Errorf("creating tool table part %s: %w", name, err)
 		}
 		s.note(name, cm.ResourceVersion)
@@ -656,13 +662,13 @@ func (s *configMapTable) list(ctx context.Context) (table, ledger []corev1.Confi
 	live := make(map[string]*corev1.ConfigMap, len(meta.Items))
 	for i := range meta.Items {
 		m := &meta.Items[i].ObjectMeta
-		if !s.ours(m) {
+		if !s.reserved(m.Name) {
 			continue
 		}
 		// The UID too: an object deleted and created again has a new
 		// one, and a resourceVersion that is not unique (an etcd restored
 		// without --bump-revision, a fake client) must not pass for it.
-		if h := held[m.Name]; h != nil && h.ResourceVersion == m.ResourceVersion && h.UID == m.UID {
+		if h := held[m.Name]; h != nil && s.ours(m) && h.ResourceVersion == m.ResourceVersion && h.UID == m.UID {
 			live[m.Name] = h
 			continue
 		}
@@ -673,7 +679,7 @@ func (s *configMapTable) list(ctx context.Context) (table, ledger []corev1.Confi
 			}
 			return nil, nil, fmt.Errorf("reading ConfigMap %s of the tool table: %w", m.Name, err)
 		}
-		if s.ours(&cm.ObjectMeta) {
+		if s.ours(&cm.ObjectMeta) || adoptable(&cm) {
 			live[cm.Name] = &cm
 		}
 	}
@@ -681,15 +687,15 @@ func (s *configMapTable) list(ctx context.Context) (table, ledger []corev1.Confi
 	s.held = live
 	s.heldMu.Unlock()
 	for _, cm := range live {
-		if _, ok := s.partIndex(&cm.ObjectMeta); ok {
+		if _, ok := s.partIndex(cm.Name); ok {
 			table = append(table, *cm)
 		} else {
 			ledger = append(ledger, *cm)
 		}
 	}
 	slices.SortFunc(table, func(a, b corev1.ConfigMap) int {
-		ia, _ := s.partIndex(&a.ObjectMeta)
-		ib, _ := s.partIndex(&b.ObjectMeta)
+		ia, _ := s.partIndex(a.Name)
+		ib, _ := s.partIndex(b.Name)
 		return ia - ib
 	})
 	slices.SortFunc(ledger, func(a, b corev1.ConfigMap) int { return strings.Compare(a.Name, b.Name) })
@@ -697,28 +703,63 @@ func (s *configMapTable) list(ctx context.Context) (table, ledger []corev1.Confi
 }
 
 // ours reports whether the ConfigMap of m is a part of the table or a chunk
-// of its ledger.
+// of its ledger: its name is one of theirs and it is labelled as the
+// publisher's, but for the base, which always is the table's.
 func (s *configMapTable) ours(m *metav1.ObjectMeta) bool {
-	if _, ok := s.partIndex(m); ok {
-		return true
-	}
-	_, _, ok := spec.ParseTableLedgerName(s.name, m.Name)
-	return ok && m.Labels[TableManagedByLabel] == tableManagedBy
+	return s.reserved(m.Name) && (m.Name == s.name || m.Labels[TableManagedByLabel] == tableManagedBy)
 }
 
-// partIndex returns i if the ConfigMap of cm is part i of the table. The
-// base ConfigMap is always the table's; other parts must carry the
-// publisher's label.
-func (s *configMapTable) partIndex(cm *metav1.ObjectMeta) (int, bool) {
-	if cm.Name == s.name {
+// reserved reports whether name is one the table's parts or its ledger's
+// chunks are written under (DESIGN.md: the parts have fixed names).
+func (s *configMapTable) reserved(name string) bool {
+	if _, ok := s.partIndex(name); ok {
+		return true
+	}
+	_, _, ok := spec.ParseTableLedgerName(s.name, name)
+	return ok
+}
+
+// adoptable reports whether cm, under a reserved name but without the
+// publisher's label, is the table's all the same: every key it holds is one
+// the table writes. A part or ledger chunk whose label was removed or
+// overwritten (by hand, or by a tool that sets the well-known
+// app.kubernetes.io/managed-by itself) is read as the table's and labelled
+// again at its next write; before, the store took it for a stranger's, and
+// every write after tried to create it again and failed. A ConfigMap that
+// holds anything else is a stranger's and is never written: creating the
+// part fails, saying so (see put).
+func adoptable(cm *corev1.ConfigMap) bool {
+	for k := range keysOf(cm.Data, cm.BinaryData) {
+		if !tableKey(k) {
+			return false
+		}
+	}
+	return true
+}
+
+// tableKey reports whether k is a key the store writes: the plain table,
+// the index, a chunk (content-addressed or numbered, with its revision), or
+// a ledger.
+func tableKey(k string) bool {
+	switch k {
+	case spec.TableKey, spec.TableIndexKey, spec.TableLedgerKey, spec.TableLedgerChunkKey:
+		return true
+	}
+	return strings.HasPrefix(k, spec.TableChunkKey(""))
+}
+
+// partIndex returns i if the ConfigMap name is part i of the table: 0 for
+// the base, i for <base>-<i> up to <base>-63, the names DESIGN.md fixes.
+func (s *configMapTable) partIndex(name string) (int, bool) {
+	if name == s.name {
 		return 0, true
 	}
-	suffix, ok := strings.CutPrefix(cm.Name, s.name+"-")
-	if !ok || cm.Labels[TableManagedByLabel] != tableManagedBy {
+	suffix, ok := strings.CutPrefix(name, s.name+"-")
+	if !ok {
 		return 0, false
 	}
 	i, err := strconv.Atoi(suffix)
-	if err != nil || i < 1 || strconv.Itoa(i) != suffix {
+	if err != nil || i < 1 || i >= spec.MaxTableParts || strconv.Itoa(i) != suffix {
 		return 0, false
 	}
 	return i, true
