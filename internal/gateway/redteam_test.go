@@ -286,6 +286,9 @@ func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
 		if token := req.Params.GetProgressToken(); token != nil {
 			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: 1, Message: "you sent " + got})
 		}
+		// A level is no JSON data the gateway redacts: the SDK takes one it
+		// does not know for debug, and relayed it as it came.
+		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: mcp.LoggingLevel(got), Logger: "careless", Data: "level"})               //nolint:staticcheck // relays the deprecated logging on purpose
 		_ = req.Session.Log(ctx, &mcp.LoggingMessageParams{Level: "info", Logger: "careless", Data: map[string]any{"authorization": got}}) //nolint:staticcheck // relays the deprecated logging on purpose
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "you sent " + got}}}, map[string]any{"authorization": got}, nil
 	})
@@ -344,6 +347,24 @@ func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
 	shown, _ := json.Marshal(res)
 	if strings.Contains(string(shown), token) {
 		t.Errorf("a caller was shown the ToolSet's token: %s", shown)
+	}
+
+	// A caller who asks for every log hears the one at a level MCP does
+	// not have only as refused: the level is not passed on.
+	var all heard
+	cs = connectWith(t, url+"/mcp", "2026-07-28", all.options(nil))
+	params := &mcp.CallToolParams{Name: "whoami", Meta: mcp.Meta{mcp.MetaKeyLogLevel: "debug"}} //nolint:staticcheck // asks for the deprecated logging on purpose
+	if res, err := cs.CallTool(bounded(t), params); err != nil || res.IsError {
+		t.Fatalf("%v %s", err, text(res))
+	}
+	if _, logs := all.await(t, 0, 1); len(logs) == 0 {
+		t.Fatal("the caller at level debug heard no log")
+	}
+	_, logs = all.settled(t)
+	for _, l := range logs {
+		if b, _ := json.Marshal(l); strings.Contains(string(b), token) || l.Level != "info" {
+			t.Errorf("a caller heard a log at a level MCP does not have: %s", b)
+		}
 	}
 }
 

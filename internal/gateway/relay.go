@@ -55,6 +55,7 @@ const (
 	relayedTooLarge = "dropped_size"  // past MaxNotificationBytes
 	relayedGone     = "dropped_client"
 	relayedBackward = "dropped_backward" // progress that did not grow
+	relayedLevel    = "dropped_level"    // a log at a level MCP does not have
 )
 
 type callRequestKey struct{}
@@ -268,6 +269,13 @@ func (r *relay) logFromBackend(_ context.Context, p *mcp.LoggingMessageParams) {
 	be := backendFrom(ctx)
 	if len(data) > r.g.opts.MaxNotificationBytes {
 		r.take("log", len(data)) // refused, and counted
+		return
+	}
+	// The level is passed on as it came, so it must be one of MCP's: the
+	// SDK takes any other for debug, and it is neither bounded nor
+	// redacted as the data is.
+	if !validLevel(string(p.Level)) {
+		r.g.metrics.notifications.WithLabelValues("log", relayedLevel).Inc()
 		return
 	}
 	red, ok := be.redactJSON(data, int64(r.g.opts.MaxNotificationBytes))
