@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -109,6 +110,11 @@ type configMapTable struct {
 	// ledger's chunks are written at once.
 	heldMu sync.Mutex
 	held   map[string]*corev1.ConfigMap
+	// left is every ConfigMap under a reserved name that list found not
+	// to be the table's (a stranger's: see adoptable), by its
+	// resourceVersion and UID, so that it is not read again until it
+	// moves. Only list touches it.
+	left map[string]objectVersion
 }
 
 var _ tableStore = (*configMapTable)(nil)
@@ -660,6 +666,7 @@ func (s *configMapTable) list(ctx context.Context) (table, ledger []corev1.Confi
 	held := maps.Clone(s.held)
 	s.heldMu.Unlock()
 	live := make(map[string]*corev1.ConfigMap, len(meta.Items))
+	left := make(map[string]objectVersion)
 	for i := range meta.Items {
 		m := &meta.Items[i].ObjectMeta
 		if !s.reserved(m.Name) {
@@ -668,8 +675,15 @@ func (s *configMapTable) list(ctx context.Context) (table, ledger []corev1.Confi
 		// The UID too: an object deleted and created again has a new
 		// one, and a resourceVersion that is not unique (an etcd restored
 		// without --bump-revision, a fake client) must not pass for it.
-		if h := held[m.Name]; h != nil && s.ours(m) && h.ResourceVersion == m.ResourceVersion && h.UID == m.UID {
+		// What the store holds, and what it left, is decided again only
+		// once it moved.
+		v := objectVersion{m.ResourceVersion, m.UID}
+		if h := held[m.Name]; h != nil && (objectVersion{h.ResourceVersion, h.UID}) == v {
 			live[m.Name] = h
+			continue
+		}
+		if s.left[m.Name] == v {
+			left[m.Name] = v
 			continue
 		}
 		var cm corev1.ConfigMap
@@ -679,10 +693,13 @@ func (s *configMapTable) list(ctx context.Context) (table, ledger []corev1.Confi
 			}
 			return nil, nil, fmt.Errorf("reading ConfigMap %s of the tool table: %w", m.Name, err)
 		}
-		if s.ours(&cm.ObjectMeta) || adoptable(&cm) {
+		if s.ours(&cm.ObjectMeta) || s.adoptable(&cm) {
 			live[cm.Name] = &cm
+		} else {
+			left[cm.Name] = objectVersion{cm.ResourceVersion, cm.UID}
 		}
 	}
+	s.left = left
 	s.heldMu.Lock()
 	s.held = live
 	s.heldMu.Unlock()
@@ -719,33 +736,41 @@ func (s *configMapTable) reserved(name string) bool {
 	return ok
 }
 
+// objectVersion is an object's resourceVersion and UID: an object that
+// moved, or was deleted and created again, has another.
+type objectVersion struct {
+	resourceVersion string
+	uid             types.UID
+}
+
 // adoptable reports whether cm, under a reserved name but without the
-// publisher's label, is the table's all the same: every key it holds is one
-// the table writes. A part or ledger chunk whose label was removed or
-// overwritten (by hand, or by a tool that sets the well-known
-// app.kubernetes.io/managed-by itself) is read as the table's and labelled
-// again at its next write; before, the store took it for a stranger's, and
-// every write after tried to create it again and failed. A ConfigMap that
-// holds anything else is a stranger's and is never written: creating the
-// part fails, saying so (see put).
-func adoptable(cm *corev1.ConfigMap) bool {
+// publisher's label, is the table's all the same: it holds keys, every one
+// a key the table writes in a ConfigMap of its name (chunks in a part, the
+// ledger's chunk in a ledger chunk), and nothing else claims it (no
+// ownerReferences, no finalizers, not immutable). A part or ledger chunk
+// whose label was removed or overwritten (by hand, or by a tool that sets
+// the well-known app.kubernetes.io/managed-by itself) is read as the
+// table's and labelled again at its next write; before, the store took it
+// for a stranger's, and every write after tried to create it again and
+// failed. Any other ConfigMap is a stranger's and is never written or
+// deleted: creating the part fails, saying so (see put).
+func (s *configMapTable) adoptable(cm *corev1.ConfigMap) bool {
+	if len(cm.Data)+len(cm.BinaryData) == 0 || len(cm.OwnerReferences) > 0 || len(cm.Finalizers) > 0 ||
+		(cm.Immutable != nil && *cm.Immutable) {
+		return false
+	}
+	key := func(k string) bool { return k == spec.TableLedgerChunkKey }
+	if i, ok := s.partIndex(cm.Name); ok && i > 0 {
+		key = func(k string) bool { return strings.HasPrefix(k, spec.TableChunkKey("")) }
+	} else if ok {
+		return true // the base is always the table's
+	}
 	for k := range keysOf(cm.Data, cm.BinaryData) {
-		if !tableKey(k) {
+		if !key(k) {
 			return false
 		}
 	}
 	return true
-}
-
-// tableKey reports whether k is a key the store writes: the plain table,
-// the index, a chunk (content-addressed or numbered, with its revision), or
-// a ledger.
-func tableKey(k string) bool {
-	switch k {
-	case spec.TableKey, spec.TableIndexKey, spec.TableLedgerKey, spec.TableLedgerChunkKey:
-		return true
-	}
-	return strings.HasPrefix(k, spec.TableChunkKey(""))
 }
 
 // partIndex returns i if the ConfigMap name is part i of the table: 0 for
