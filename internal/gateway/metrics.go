@@ -123,7 +123,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}, []string{"result"}),
 		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "toolplane_gateway_notifications_total",
-			Help: "What backends sent clients during calls, by kind (progress, log, elicitation, sampling) and outcome: relayed, or dropped_count (past --max-notifications-per-call), dropped_size (past --max-notification-bytes), dropped_client (the client stopped reading), dropped_backward (progress that did not grow), dropped_level (a log at a level MCP does not have).",
+			Help: "What backends sent clients during calls, by kind (progress, log, elicitation, sampling) and outcome: relayed, or dropped_count (past --max-notifications-per-call), dropped_size (past --max-notification-bytes), dropped_client (the client stopped reading), dropped_backward (progress that did not grow), dropped_level (a log at a level MCP does not have), dropped_token (progress whose numbers show the ToolSet's token).",
 		}, []string{"kind", "outcome"}),
 	}
 	if reg != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"strings"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,6 +57,7 @@ const (
 	relayedGone     = "dropped_client"
 	relayedBackward = "dropped_backward" // progress that did not grow
 	relayedLevel    = "dropped_level"    // a log at a level MCP does not have
+	relayedToken    = "dropped_token"    // progress whose numbers show the ToolSet's token
 )
 
 type callRequestKey struct{}
@@ -247,7 +249,15 @@ func (r *relay) progressFromBackend(_ context.Context, p *mcp.ProgressNotificati
 		return
 	}
 	req, ctx, token := r.target()
-	msg := backendFrom(ctx).redact(p.Message)
+	be := backendFrom(ctx)
+	// A token of digits echoed as a number cannot be redacted from it:
+	// the notification is withheld, as redactJSON withholds a value whose
+	// bytes still hold the token outside any string.
+	if be.inNumbers(p.Progress, p.Total) {
+		r.g.metrics.notifications.WithLabelValues("progress", relayedToken).Inc()
+		return
+	}
+	msg := be.redact(p.Message)
 	if !r.take("progress", len(msg)) {
 		return
 	}
@@ -371,6 +381,12 @@ func (r *relay) sampleFromBackend(ctx context.Context, p *mcp.CreateMessageParam
 	// As elicitFromBackend's question.
 	q := *p
 	q.Meta = askMeta(p.Meta)
+	// To its client the gateway is one server, whose context is every
+	// tenant's tools the client called through it: a workload may not ask
+	// for it to go into a prompt whose answer comes back to the workload.
+	if q.IncludeContext != "" {
+		q.IncludeContext = "none"
+	}
 	_, rctx, _ := r.target()
 	if p = redactAsk(backendFrom(rctx), &q, r.g.opts.MaxNotificationBytes); p == nil {
 		return nil, r.refuse(withheldAsk)
@@ -580,4 +596,18 @@ func askSize(p any) int {
 		return int(^uint(0) >> 1)
 	}
 	return len(b)
+}
+
+// inNumbers reports whether any of xs, as JSON writes it, holds b's token.
+func (b *backend) inNumbers(xs ...float64) bool {
+	if b == nil || b.token == "" {
+		return false
+	}
+	for _, x := range xs {
+		raw, err := json.Marshal(x)
+		if err != nil || strings.Contains(string(raw), b.token) {
+			return true
+		}
+	}
+	return false
 }
