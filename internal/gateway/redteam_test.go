@@ -274,12 +274,7 @@ func TestAParkedCallIsItsCallersOnly(t *testing.T) {
 // gateway's authorization. The gateway now redacts it from results and
 // relayed notifications, as it did from its own errors.
 func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
-	const (
-		host  = "careless.tenant.svc.cluster.local"
-		token = "tenant-s3cret-token"
-	)
-	ca := newPrivateCA(t)
-	cert := ca.serving(t, host)
+	const token = "tenant-s3cret-token"
 	s := mcp.NewServer(&mcp.Implementation{Name: "careless"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "whoami"}, func(ctx context.Context, req *mcp.CallToolRequest, _ map[string]any) (*mcp.CallToolResult, any, error) {
 		got := req.Extra.Header.Get("Authorization")
@@ -299,19 +294,7 @@ func TestAToolSetTokenEchoedInAResultIsNotShown(t *testing.T) {
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: res.Action}}}, nil, nil
 	})
-	srv := httptest.NewUnstartedServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s },
-		&mcp.StreamableHTTPOptions{DisableLocalhostProtection: true}))
-	srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
-	srv.StartTLS()
-	t.Cleanup(srv.Close)
-	r := new(routes)
-	r.set(host+":8443", srv.Listener.Addr().String())
-	creds := kubernetesCredentials(t, credentialObjects("tenant", "careless", "https", token, ca.pem)...)
-	g, url := newGateway(t, r, gateway.Options{Credentials: creds, CallTimeout: 10 * time.Second, Sessions: true})
-	if err := g.SetTable(table([]spec.TableTool{secureTableTool("tenant", "careless", "whoami", "https://"+host+":8443/mcp"),
-		secureTableTool("tenant", "careless", "ask", "https://"+host+":8443/mcp")})); err != nil {
-		t.Fatal(err)
-	}
+	url := carelessBackend(t, token, s, "whoami", "ask")
 	// A question for the user, relayed to a 2025 client in its session.
 	var asked atomic.Value
 	ask := connectWith(t, url+"/mcp", "2025-11-25", &mcp.ClientOptions{
