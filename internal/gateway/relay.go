@@ -381,12 +381,7 @@ func (r *relay) sampleFromBackend(ctx context.Context, p *mcp.CreateMessageParam
 	// As elicitFromBackend's question.
 	q := *p
 	q.Meta = askMeta(p.Meta)
-	// To its client the gateway is one server, whose context is every
-	// tenant's tools the client called through it: a workload may not ask
-	// for it to go into a prompt whose answer comes back to the workload.
-	if q.IncludeContext != "" {
-		q.IncludeContext = "none"
-	}
+	q.IncludeContext = noContext(q.IncludeContext)
 	_, rctx, _ := r.target()
 	if p = redactAsk(backendFrom(rctx), &q, r.g.opts.MaxNotificationBytes); p == nil {
 		return nil, r.refuse(withheldAsk)
@@ -443,6 +438,13 @@ func (r *relay) settle(res *mcp.CallToolResult) *mcp.CallToolResult {
 		case *mcp.CreateMessageParams, *mcp.CreateMessageWithToolsParams:
 			if !sample {
 				return errorResult("The tool asks for sampling, and your client did not declare the sampling capability (or, in the 2025 era, has no session at the gateway), so the gateway cannot pass the request on.")
+			}
+			// As sampleFromBackend's: no context but the prompt's.
+			switch q := ir.(type) {
+			case *mcp.CreateMessageParams:
+				q.IncludeContext = noContext(q.IncludeContext)
+			case *mcp.CreateMessageWithToolsParams:
+				q.IncludeContext = noContext(q.IncludeContext)
 			}
 		default:
 			return errorResult(fmt.Sprintf("the tool asks for input of a kind the gateway does not pass on (%T)", ir))
@@ -610,4 +612,16 @@ func (b *backend) inNumbers(xs ...float64) bool {
 		}
 	}
 	return false
+}
+
+// noContext is the includeContext of a sampling request the gateway passes
+// on: none, or absent if it was. To its client the gateway is one server,
+// whose context is what every tenant's tools said through it: a workload
+// may not ask for that to go into a prompt whose answer comes back to the
+// workload.
+func noContext(includeContext string) string {
+	if includeContext == "" {
+		return ""
+	}
+	return "none"
 }
