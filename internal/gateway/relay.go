@@ -600,7 +600,9 @@ func askSize(p any) int {
 	return len(b)
 }
 
-// inNumbers reports whether any of xs, as JSON writes it, holds b's token.
+// inNumbers reports whether any of xs, as JSON writes it, holds b's token,
+// or is one JSON cannot write (NaN, an infinity), which the client's
+// session could not send either.
 func (b *backend) inNumbers(xs ...float64) bool {
 	if b == nil || b.token == "" {
 		return false
