@@ -41,7 +41,7 @@ func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 // and 127 ledger-chunk names, at ~1 MiB each, make every write of the
 // table read ~190 MiB from the API server, for as long as they stay.
 func TestRedteamAdoptStrangerIsReadInFullOnEveryWrite(t *testing.T) {
-	ctx := context.Background()
+	ctx := quiet()
 	big := strings.Repeat("x", 900<<10)
 	strangers := []string{"tools-5", "tools.ledger-3-of-4"}
 	var objs []client.Object
@@ -102,7 +102,7 @@ func TestRedteamAdoptTakesAConfigMapThatIsNotTheTables(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ctx := context.Background()
+			ctx := quiet()
 			stranger := owned(tc.name)
 			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).WithObjects(stranger.DeepCopy()).Build()
 			s, _, _ := redteamStore(c)
@@ -127,7 +127,7 @@ func TestRedteamAdoptTakesAConfigMapThatIsNotTheTables(t *testing.T) {
 // keys in order, takes its index over the base's. load() restores the
 // names' owners from what read returns.
 func TestRedteamAdoptReadsABaseUnderAPartName(t *testing.T) {
-	ctx := context.Background()
+	ctx := quiet()
 	// A forged table's base, written elsewhere.
 	other := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
 	fs, _, _ := redteamStore(other)

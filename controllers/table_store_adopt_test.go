@@ -63,7 +63,7 @@ func storeConfigMaps(ctx context.Context, t *testing.T, c client.Client) (map[st
 func TestStoreAdoptsItsConfigMapsWithoutTheLabel(t *testing.T) {
 	for _, relabel := range []string{"", "Helm"} {
 		t.Run(fmt.Sprintf("label %q", relabel), func(t *testing.T) {
-			ctx := context.Background()
+			ctx := quiet()
 			c := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
 			s, _, _ := redteamStore(c)
 			tools := splitTable()
@@ -118,7 +118,7 @@ func TestStoreAdoptsItsConfigMapsWithoutTheLabel(t *testing.T) {
 // name: the write that needs its name fails, naming it and what to do, and
 // leaves it as it is.
 func TestStoreLeavesAStrangersConfigMapUnderAReservedName(t *testing.T) {
-	ctx := context.Background()
+	ctx := quiet()
 	stranger := &corev1.ConfigMap{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "toolplane-system", Name: "tools-1", Labels: map[string]string{TableManagedByLabel: "Helm"}},
 		Data:       map[string]string{"app.conf": "keep me", spec.TablePartKey(1): "looks like ours"},
