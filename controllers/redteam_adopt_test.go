@@ -17,7 +17,7 @@ import (
 )
 
 // Red-team specs of 5e8b00e (adopting label-less ConfigMaps under the
-// table's reserved names).
+// table's reserved names): each failed on it, and passes since 5718a35.
 
 // countingReader counts the full Gets of each ConfigMap.
 type countingReader struct {
@@ -33,14 +33,14 @@ func (r *countingReader) Get(ctx context.Context, key client.ObjectKey, obj clie
 	return r.Reader.Get(ctx, key, obj, opts...)
 }
 
-// TestRedteamAdoptStrangerIsReadInFullOnEveryWrite: a stranger's
+// TestRedteamAdoptReadsAStrangerAgainOnlyOnceItMoves: a stranger's
 // ConfigMap under a reserved name (no label, a key the table does not
-// write) is left alone, but list never remembers that it left it: every
-// write reads it again in full, though its resourceVersion never moved.
-// Before 5e8b00e, list skipped it on its metadata. Up to 63 part names
-// and 127 ledger-chunk names, at ~1 MiB each, make every write of the
-// table read ~190 MiB from the API server, for as long as they stay.
-func TestRedteamAdoptStrangerIsReadInFullOnEveryWrite(t *testing.T) {
+// write) is left alone, and read again only once it moves. On 5e8b00e,
+// list did not remember that it left it, and every write read it again in
+// full: up to 63 part names and 127 ledger-chunk names, at ~1 MiB each,
+// made every write of the table read ~190 MiB from the API server, for as
+// long as they stayed.
+func TestRedteamAdoptReadsAStrangerAgainOnlyOnceItMoves(t *testing.T) {
 	ctx := quiet()
 	big := strings.Repeat("x", 900<<10)
 	strangers := []string{"tools-5", "tools.ledger-3-of-4"}
@@ -68,15 +68,15 @@ func TestRedteamAdoptStrangerIsReadInFullOnEveryWrite(t *testing.T) {
 	}
 }
 
-// TestRedteamAdoptTakesAConfigMapThatIsNotTheTables: adoptable is true of
-// a ConfigMap with no keys at all, and it looks at no metadata: a
-// ConfigMap someone else owns (an ownerReference, a leader-election or
-// GitOps annotation, another managed-by) is taken for the table's. Under
-// a ledger-chunk name it is deleted at once by pruneLedger; under a part
-// name it is relabelled and filled with the table's chunks, keeping its
-// ownerReference, so that the garbage collector deletes a part the index
-// names when that owner goes (a torn table for every reader).
-func TestRedteamAdoptTakesAConfigMapThatIsNotTheTables(t *testing.T) {
+// TestRedteamAdoptLeavesAConfigMapSomeoneElseOwns: a ConfigMap with no
+// keys that someone else owns (an ownerReference, a leader-election or
+// GitOps annotation, another managed-by) is not the table's. On 5e8b00e,
+// adoptable took it, looking at no metadata: under a ledger-chunk name
+// pruneLedger deleted it at once; under a part name it was relabelled and
+// filled with the table's chunks, keeping its ownerReference, so that the
+// garbage collector would delete a part the index names when that owner
+// went (a torn table for every reader).
+func TestRedteamAdoptLeavesAConfigMapSomeoneElseOwns(t *testing.T) {
 	owned := func(name string) *corev1.ConfigMap {
 		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{
 			Namespace: "toolplane-system", Name: name,
@@ -120,13 +120,13 @@ func TestRedteamAdoptTakesAConfigMapThatIsNotTheTables(t *testing.T) {
 	}
 }
 
-// TestRedteamAdoptReadsABaseUnderAPartName: tableKey accepts every key
-// the table writes in every reserved ConfigMap, whatever its kind: a
-// label-less ConfigMap under a part name that holds the base's keys (the
-// index, and its chunk) is adopted, and read, which merges the parts'
-// keys in order, takes its index over the base's. load() restores the
-// names' owners from what read returns.
-func TestRedteamAdoptReadsABaseUnderAPartName(t *testing.T) {
+// TestRedteamAdoptTakesNoIndexFromAPart: a label-less ConfigMap under a
+// part name that holds the base's keys (the index, and its chunk) is not
+// the table's. On 5e8b00e, every key the table writes was accepted in
+// every reserved ConfigMap, whatever its kind: it was adopted, and read,
+// which merges the parts' keys in order, took its index over the base's
+// (load() restores the names' owners from what read returns).
+func TestRedteamAdoptTakesNoIndexFromAPart(t *testing.T) {
 	ctx := quiet()
 	// A forged table's base, written elsewhere.
 	other := fake.NewClientBuilder().WithScheme(clientgoscheme.Scheme).Build()
