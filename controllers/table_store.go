@@ -601,9 +601,8 @@ func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name st
 		}
 		if err := s.client.Create(ctx, cm); err != nil {
 			if apierrors.IsAlreadyExists(err) {
-				// list read it and left it: it holds keys the table
-				// does not write.
-				return nil, fmt.Errorf("creating tool table part %s: a ConfigMap of that name exists in %s that is not the table's (it lacks the label %s=%s and holds keys the table does not write); the name is reserved for the tool table: rename or delete that ConfigMap: %w",
+				// list read it and left it (see adoptable).
+				return nil, fmt.Errorf("creating tool table part %s: a ConfigMap of that name exists in %s that is not the table's (it lacks the label %s=%s, and it is empty, holds keys the table does not write there, or has an owner, a finalizer or immutable data); the name is reserved for the tool table: rename or delete that ConfigMap: %w",
 					name, s.namespace, TableManagedByLabel, tableManagedBy, err)
 			}
 			return nil, fmt.Errorf("creating tool table part %s: %w", name, err)
