@@ -300,24 +300,33 @@ func storedTable(ctx context.Context, ns string) (*spec.Table, []corev1.ConfigMa
 	if err := k8sClient.List(ctx, &list, client.InNamespace(ns)); err != nil {
 		return nil, nil, err
 	}
-	var parts []spec.TablePart
+	var parts, ledger []spec.TablePart
 	var cms []corev1.ConfigMap
 	for _, cm := range list.Items {
 		if cm.Name == "kube-root-ca.crt" {
 			continue
 		}
-		// The ledger's chunks are the publisher's, not the table's.
+		part := spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData}
+		// The ledger's chunks are not the table's; they give its entries
+		// their owners' UIDs, as to the gateway.
 		if _, _, ok := spec.ParseTableLedgerName("tools", cm.Name); ok {
+			ledger = append(ledger, part)
 			continue
 		}
 		cms = append(cms, cm)
-		parts = append(parts, spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData})
+		parts = append(parts, part)
 	}
 	if len(parts) == 0 {
 		return nil, nil, fmt.Errorf("no table in %s", ns)
 	}
 	t, err := spec.DecodeTableParts(parts...)
-	return t, cms, err
+	if err != nil {
+		return nil, cms, err
+	}
+	if _, err := spec.DecodeTableLedgerChunks(t.Tools, "tools", ledger...); err != nil {
+		return nil, cms, err
+	}
+	return t, cms, nil
 }
 
 // publishedNames returns name → owner "namespace/name" of the table in ns.

@@ -198,7 +198,8 @@ func partsOf(cms []corev1.ConfigMap) []spec.TablePart {
 // had when it was written, and one that the table does not follow is
 // ignored, so a writer stopped between the two leaves a table whose
 // ledger reads back, at worst without the records of the names that
-// changed hands.
+// changed hands (and with the new UID of an owner created again under its
+// name: the entries carry no UID, the records do).
 func (s *configMapTable) writeLedger(ctx context.Context, tools []*spec.TableTool, records []spec.TableRecord, stored map[string]*corev1.ConfigMap) (map[string]bool, int, error) {
 	keep := map[string]bool{}
 	if len(records) == 0 {

@@ -64,9 +64,9 @@
 // serialises the calls, and [Index.Drain] says what the outcome asks of
 // it (a table to write, ToolSets to tell). Its property test checks that
 // it is Decide from scratch at every step. The durable record is the
-// table itself, whose entries carry their owner's UID (toolSetUID), with
-// every record's since and why stored in the ledger's chunks beside it
-// (see spec.TableLedgerChunkKey), so that [Restore] keeps them. The table readers
+// table itself, whose entries name their owners, with every record's
+// owner UID, since and why stored in the ledger's chunks beside it (see
+// spec.TableLedgerChunkKey), so that [Restore] keeps them. The table readers
 // see lags the ledger by the publisher's debounce: a verdict Owned is
 // shown Published only once the table has the name.
 //

@@ -18,8 +18,9 @@ import (
 )
 
 // WatchTable follows the tool table published as ConfigMap name (with its
-// parts, the ConfigMaps named name-*) in namespace, and gives each good
-// version of it to g until ctx is done. It watches ConfigMaps in that one
+// parts, the ConfigMaps named name-*, and its ledger's chunks, which give
+// each entry its owner's UID) in namespace, and gives each good version of
+// it to g until ctx is done. It watches ConfigMaps in that one
 // namespace only, so it needs nothing but get, list and watch on
 // ConfigMaps there. The table is decoded with toolkit/spec, as every agent
 // decodes it. An update that cannot be decoded (torn between parts, a part
@@ -47,7 +48,7 @@ func WatchTable(ctx context.Context, cfg *rest.Config, namespace, name string, g
 		return fmt.Errorf("watching ConfigMaps in %s: %w", namespace, err)
 	}
 	kick := func(obj any) {
-		if cm, ok := obj.(*corev1.ConfigMap); ok && !w.isPart(cm.Name) {
+		if cm, ok := obj.(*corev1.ConfigMap); ok && !w.isPart(cm.Name) && !w.isLedger(cm.Name) {
 			return
 		}
 		select {
@@ -89,6 +90,12 @@ func (w *tableWatch) isPart(name string) bool {
 	return name == w.name || strings.HasPrefix(name, w.name+"-")
 }
 
+// isLedger reports whether name is a chunk of the table's ledger.
+func (w *tableWatch) isLedger(name string) bool {
+	_, _, ok := spec.ParseTableLedgerName(w.name, name)
+	return ok
+}
+
 // run decodes the table after each burst of events: events that arrive
 // while it decodes coalesce into one more decoding.
 func (w *tableWatch) run(ctx context.Context) {
@@ -109,18 +116,31 @@ func (w *tableWatch) load(ctx context.Context) {
 		log.Error("Listing the table's ConfigMaps failed", "error", err)
 		return
 	}
+	w.apply(list.Items)
+}
+
+// apply decodes the table from the ConfigMaps of its namespace, items, and
+// gives it to the gateway, unless none of its ConfigMaps changed since the
+// last call.
+func (w *tableWatch) apply(items []corev1.ConfigMap) {
+	log := w.g.logger
 	var (
-		parts []spec.TablePart
-		seen  []string
-		found bool
+		parts, ledger []spec.TablePart
+		seen          []string
+		found         bool
 	)
-	for i := range list.Items {
-		cm := &list.Items[i]
-		if !w.isPart(cm.Name) {
+	for i := range items {
+		cm := &items[i]
+		part := spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData}
+		switch {
+		case w.isPart(cm.Name):
+			found = found || cm.Name == w.name
+			parts = append(parts, part)
+		case w.isLedger(cm.Name):
+			ledger = append(ledger, part)
+		default:
 			continue
 		}
-		found = found || cm.Name == w.name
-		parts = append(parts, spec.TablePart{Name: cm.Name, Data: cm.Data, BinaryData: cm.BinaryData})
 		seen = append(seen, cm.Name+"@"+cm.ResourceVersion)
 	}
 	slices.Sort(seen)
@@ -148,6 +168,13 @@ func (w *tableWatch) load(ctx context.Context) {
 		log.Warn("Kept the last good tool table: the update could not be decoded",
 			"reason", reason, "revision", w.g.Revision(), "error", err)
 		return
+	}
+	// The owners' UIDs are the ledger's: a chunk that does not read back
+	// leaves its owners' entries without one, so that a task started on
+	// one of them with its UID is not found, and their call limits start
+	// afresh; the table is served all the same.
+	if _, err := spec.DecodeTableLedgerChunks(t.Tools, w.name, ledger...); err != nil {
+		log.Warn("Some owners' UIDs are unknown: a chunk of the table's ledger could not be decoded", "error", err)
 	}
 	if err := w.g.SetTable(t); err != nil {
 		log.Warn("Kept the last good tool table: the update cannot be served",

@@ -38,7 +38,11 @@
 //   - A document's extensions ([Document.Extensions]), the MCP extensions an
 //     MCP server advertises, by name only, and a table entry's (those every
 //     ready Pod of the ToolSet advertises), at most [MaxExtensions].
-//   - A table entry's toolSetUID, the owner's UID, which tells a ToolSet
-//     from one deleted and created again under its name.
+//   - The owner's UID, which tells a ToolSet from one deleted and created
+//     again under its name: in the ledger's chunks, once per owner
+//     ([TableLedgerOwned]). Tables written for a while carried it in every
+//     entry too, as toolSetUID; readers ignore it there now, and
+//     [DecodeTableLedgerChunks] sets [TableTool.ToolSetUID] from the
+//     ledger.
 //   - A table entry's callsPerMinute, the owner's spec.limits.
 package spec

@@ -46,9 +46,13 @@ type TableTool struct {
 	ToolSet      ObjectReference `json:"toolSet"`
 	// ToolSetUID is the UID of the ToolSet that owns the entry, so that
 	// whoever reads the table back tells that ToolSet from one deleted and
-	// created again under its name, a new claimant. Empty in tables
-	// written before it existed; readers that do not know it ignore it.
-	ToolSetUID string `json:"toolSetUID,omitempty"`
+	// created again under its name, a new claimant. It is not in the
+	// table's JSON, nor in its revision: the ledger records it once per
+	// owner ([TableLedgerOwned]), and [DecodeTableLedgerChunks] sets it on
+	// the entries read back. Written in every entry, it cost a fifth of a
+	// large table's bytes, and every write of the table carried them.
+	// Empty where no ledger says it.
+	ToolSetUID string `json:"-"`
 	// Protocol is how agents call the tool: "" for a toolkit workload,
 	// which serves both endpoints, or [ProtocolMCP] for any other MCP
 	// server, whose only endpoint is MCP: call it with tools/call under

@@ -739,7 +739,6 @@ func fingerprint(h *maphash.Hash, t *TableTool) (uint64, error) {
 	str(t.SchemaDigest)
 	str(t.ToolSet.Namespace)
 	str(t.ToolSet.Name)
-	str(t.ToolSetUID)
 	str(t.Protocol)
 	if e := t.Endpoints; e == nil {
 		_ = h.WriteByte(0)

@@ -14,9 +14,9 @@ import (
 )
 
 // The ledger of a table: since when, and why, each entry's ToolSet owns
-// its name. The owner and its UID are the entry's (ToolSet, ToolSetUID);
-// the ledger adds the rest, so that a publisher that reads the table back
-// keeps them. It is stored beside the table, gzipped, under the binaryData
+// its name. The owner is the entry's ToolSet; the ledger adds the rest,
+// so that a publisher that reads the table back keeps them. (This form
+// has no UID; the chunked form below records it.) It is stored beside the table, gzipped, under the binaryData
 // key [TableLedgerKey] of ConfigMap <name> (the one that holds the table
 // in the plain form, or the index in the indexed form), and so written in
 // the same write as the table it describes, atomically for readers. It is

@@ -37,11 +37,19 @@ import (
 // that share a record stay one group, as compact as in one ledger.
 //
 // A chunk is not written with the table, so every record names the owner
-// it was written for, the entry's toolSet and toolSetUID: a record whose
-// owner is not the entry's describes another owner (the chunk was written
-// before a table write that did not follow, or after one that did not
-// reach it), and is ignored. A publisher writes the chunks before the
-// table they describe.
+// it was written for, its toolSet: a record whose toolSet is not the
+// entry's describes another owner (the chunk was written before a table
+// write that did not follow, or after one that did not reach it), and is
+// ignored. A publisher writes the chunks before the table they describe.
+//
+// The records are also where the table keeps each owner's UID
+// (toolSetUID), once per owner rather than once per entry: a reader of the
+// table that needs it (a publisher restoring, a gateway keeping a task to
+// the object it was started on) reads the ledger too. A chunk written
+// ahead of a table write that did not follow, for an owner deleted and
+// created again under its name, gives the old entries the new object's
+// UID: the owner the publisher had decided on, whose write was still to
+// come.
 //
 // The ConfigMaps are named <base>.ledger-<i>-of-<n>: not <base>-<i>, so a
 // reader of the table, which reads <base> and <base>-<i>, neither mounts
@@ -124,8 +132,8 @@ type TableLedgerChunk struct {
 type TableLedgerOwned struct {
 	Since time.Time `json:"since"`
 	Why   string    `json:"why"`
-	// ToolSet and ToolSetUID are the owner's, as the entries of the names
-	// have them when the record is written.
+	// ToolSet is the owner the entries of the names have when the record
+	// is written, and ToolSetUID its UID, which the entries do not carry.
 	ToolSet    ObjectReference `json:"toolSet"`
 	ToolSetUID string          `json:"toolSetUID,omitempty"`
 	Names      []string        `json:"names"`
@@ -291,13 +299,15 @@ func gzipChunk(groups []TableLedgerOwned, keep int) []byte {
 // as baseName, from its chunks: the parts named as chunks of its ledger
 // (others are ignored). It returns one record per tool, in order (a
 // table's Records; the zero TableRecord for a tool with none), or nil if
-// no part holds a record of any.
+// no part holds a record of any, and sets the ToolSetUID of each tool
+// that has a record and none yet (as every tool decoded from a table) to
+// the record's.
 //
-// A record counts for a tool if the record's owner is the tool's (its
-// toolSet and toolSetUID) and the chunk is the one that owner falls in.
-// Were two chunks to hold one (n changed, and the writer stopped before it
-// removed the old chunks), the later record is kept, whatever the order of
-// parts. A chunk that does not read back is skipped, and the error says
+// A record counts for a tool if the record's toolSet is the tool's, and
+// its toolSetUID too where the tool has one, and the chunk is the one
+// that owner falls in. Were two chunks to hold one (n changed, and the
+// writer stopped before it removed the old chunks), the later record is
+// kept, whatever the order of parts. A chunk that does not read back is skipped, and the error says
 // so, wrapping [ErrTableMalformed] or [ErrTableTooLarge]; the records of
 // the others are returned with it. Decompressing is bounded by
 // [MaxTableLedgerBytes] of JSON for all the chunks together, and at most
@@ -308,7 +318,10 @@ func DecodeTableLedgerChunks(tools []TableTool, baseName string, parts ...TableP
 		at[tools[i].Name] = i
 	}
 	var (
-		out    []TableRecord
+		out []TableRecord
+		// uids are the UIDs of the records of out, set on the tools that
+		// have none once every chunk is read.
+		uids   []string
 		errs   []error
 		budget = int64(MaxTableLedgerBytes)
 		read   int
@@ -342,16 +355,21 @@ func DecodeTableLedgerChunks(tools []TableTool, baseName string, parts ...TableP
 			rec := TableRecord{Since: g.Since, Why: g.Why}
 			for _, name := range g.Names {
 				i, ok := at[name]
-				if !ok || tools[i].ToolSet != g.ToolSet || tools[i].ToolSetUID != g.ToolSetUID {
+				if !ok || tools[i].ToolSet != g.ToolSet || (tools[i].ToolSetUID != "" && tools[i].ToolSetUID != g.ToolSetUID) {
 					continue
 				}
 				if out == nil {
-					out = make([]TableRecord, len(tools))
+					out, uids = make([]TableRecord, len(tools)), make([]string, len(tools))
 				}
-				if cur := out[i]; cur.Why == "" || cmp.Or(cur.Since.Compare(rec.Since), strings.Compare(cur.Why, rec.Why)) < 0 {
-					out[i] = rec
+				if cur := out[i]; cur.Why == "" || cmp.Or(cur.Since.Compare(rec.Since), strings.Compare(cur.Why, rec.Why), strings.Compare(uids[i], g.ToolSetUID)) < 0 {
+					out[i], uids[i] = rec, g.ToolSetUID
 				}
 			}
+		}
+	}
+	for i := range uids {
+		if tools[i].ToolSetUID == "" {
+			tools[i].ToolSetUID = uids[i]
 		}
 	}
 	return out, errors.Join(errs...)

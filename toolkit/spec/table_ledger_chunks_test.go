@@ -385,3 +385,64 @@ func TestTableLedgerChunksIgnoredByReaders(t *testing.T) {
 		}
 	}
 }
+
+// TestTableLedgerChunksGiveUIDs checks that the ledger gives the entries
+// read back from a table, which carry no UID, their owners' UIDs: from
+// the record of each name, the later of two layouts' where both hold one;
+// and that a tool that has a UID keeps it, and a record of another UID
+// does not count for it.
+func TestTableLedgerChunksGiveUIDs(t *testing.T) {
+	tools, records := ledgerOf(3000, 30)
+	n := spec.TableLedgerChunks(len(tools), 0)
+	parts := encodeChunks(t, &spec.TableLedgerEncoder{}, tools, records, n)
+
+	read := slices.Clone(tools)
+	for i := range read {
+		read[i].ToolSetUID = ""
+	}
+	read[9].ToolSetUID = "uid-known"
+	read[10].ToolSet.Name = "someone-else"
+	got, err := spec.DecodeTableLedgerChunks(read, "toolplane-tools", parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range read {
+		want, rec := tools[i].ToolSetUID, records[i]
+		switch i {
+		case 9:
+			want, rec = "uid-known", spec.TableRecord{}
+		case 10:
+			want, rec = "", spec.TableRecord{}
+		}
+		if read[i].ToolSetUID != want || got[i].Why != rec.Why {
+			t.Fatalf("%s read back as %q, %+v; want %q, %+v", read[i].Name, read[i].ToolSetUID, got[i], want, rec)
+		}
+	}
+
+	// The owner of tool 5 deleted and created again, and the ledger cut
+	// into twice as many chunks, by a writer stopped before it removed the
+	// old ones: the later record, the new object's, stands.
+	again := slices.Clone(tools)
+	later := slices.Clone(records)
+	for i := range again {
+		if again[i].ToolSet == tools[5].ToolSet {
+			again[i].ToolSetUID = "uid-again"
+			later[i] = spec.TableRecord{Since: records[i].Since.Add(time.Minute), Why: "Claimed"}
+		}
+	}
+	both := append(encodeChunks(t, &spec.TableLedgerEncoder{}, again, later, 2*n), parts...)
+	for _, order := range [][]spec.TablePart{both, slices.Concat(both[len(both)-len(parts):], both[:len(both)-len(parts)])} {
+		read := slices.Clone(tools)
+		for i := range read {
+			read[i].ToolSetUID = ""
+		}
+		if _, err := spec.DecodeTableLedgerChunks(read, "toolplane-tools", order...); err != nil {
+			t.Fatal(err)
+		}
+		for i := range read {
+			if read[i].ToolSetUID != again[i].ToolSetUID {
+				t.Fatalf("%s read back with UID %q, want %q", read[i].Name, read[i].ToolSetUID, again[i].ToolSetUID)
+			}
+		}
+	}
+}

@@ -1,0 +1,121 @@
+package gateway
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
+)
+
+// TestWatchGivesEntriesTheLedgersUIDs checks that the gateway takes each
+// entry's owner UID from the table's ledger, which is the only place the
+// table keeps it: the tasks and call limits of a ToolSet tell it from one
+// deleted and created again under its name by it. A ledger-only change (the
+// same tools, a new object) is applied; a chunk that does not decode leaves
+// its owners without a UID and the table served.
+func TestWatchGivesEntriesTheLedgersUIDs(t *testing.T) {
+	const base = "toolplane-tools"
+	g := New(&Options{Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	w := &tableWatch{namespace: "toolplane-system", name: base, g: g}
+
+	tools := make([]spec.TableTool, 40)
+	records := make([]spec.TableRecord, len(tools))
+	uids := map[string]string{}
+	for i := range tools {
+		set := fmt.Sprintf("set-%d", i/10)
+		tools[i] = spec.TableTool{
+			Name: fmt.Sprintf("%s_tool_%02d", set, i), SourceName: fmt.Sprintf("tool_%02d", i),
+			InputSchema: json.RawMessage(`{"type":"object"}`),
+			ToolSet:     spec.ObjectReference{Namespace: "apps", Name: set},
+			ToolSetUID:  "uid-" + set,
+			Endpoints:   &spec.Endpoints{Invoke: "http://" + set + ".apps.svc:8080/tools/x", MCP: "http://" + set + ".apps.svc:8080/mcp"},
+		}
+		uids[tools[i].Name] = tools[i].ToolSetUID
+		records[i] = spec.TableRecord{Since: time.Unix(1_700_000_000, 0).UTC(), Why: "Claimed"}
+	}
+	spec.SortTableTools(tools)
+	rv := 0
+	configMaps := func(tools []spec.TableTool, ledger func([]spec.TablePart) []spec.TablePart) []corev1.ConfigMap {
+		t.Helper()
+		parts, err := spec.EncodeTable(&spec.Table{Tools: tools}, base)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ptrs := make([]*spec.TableTool, len(tools))
+		for i := range tools {
+			ptrs[i] = &tools[i]
+		}
+		chunks, err := new(spec.TableLedgerEncoder).Encode(ptrs, records, base, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []corev1.ConfigMap
+		for _, p := range append(parts, ledger(chunks)...) {
+			rv++
+			out = append(out, corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: p.Name, ResourceVersion: fmt.Sprint(rv)}, Data: p.Data, BinaryData: p.BinaryData})
+		}
+		return out
+	}
+	same := func(p []spec.TablePart) []spec.TablePart { return p }
+	served := func() map[string]string {
+		out := map[string]string{}
+		for _, tt := range g.snapshot().table.Tools {
+			out[tt.Name] = tt.ToolSetUID
+		}
+		return out
+	}
+
+	w.apply(configMaps(tools, same))
+	got := served()
+	if len(got) != len(tools) {
+		t.Fatalf("served %d tools, want %d", len(got), len(tools))
+	}
+	for name, uid := range uids {
+		if got[name] != uid {
+			t.Fatalf("%s served with UID %q, want the ledger's %q", name, got[name], uid)
+		}
+	}
+
+	// set-1 deleted and created again with the same tools: the table's
+	// bytes are the same, the ledger's are not.
+	again := make([]spec.TableTool, len(tools))
+	copy(again, tools)
+	for i := range again {
+		if again[i].ToolSet.Name == "set-1" {
+			again[i].ToolSetUID = "uid-set-1-again"
+		}
+	}
+	rev := g.Revision()
+	w.apply(configMaps(again, same))
+	if g.Revision() != rev {
+		t.Errorf("a new owner UID changed the revision served: %s, was %s", g.Revision(), rev)
+	}
+	for _, tt := range again {
+		if got := served()[tt.Name]; got != tt.ToolSetUID {
+			t.Fatalf("after set-1 was made again, %s served with UID %q, want %q", tt.Name, got, tt.ToolSetUID)
+		}
+	}
+
+	// A chunk that does not decode: the table is served, its owners with
+	// no UID.
+	w.apply(configMaps(tools, func(p []spec.TablePart) []spec.TablePart {
+		p[0].BinaryData = map[string][]byte{spec.TableLedgerChunkKey: []byte("not gzip")}
+		return p
+	}))
+	got = served()
+	if len(got) != len(tools) {
+		t.Fatalf("with a bad ledger chunk, served %d tools, want %d", len(got), len(tools))
+	}
+	for name, uid := range got {
+		if uid != "" {
+			t.Fatalf("%s served with UID %q from a ledger that does not decode", name, uid)
+		}
+	}
+}
