@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 	"testing"
 	"time"
 
@@ -26,7 +27,6 @@ func TestWatchGivesEntriesTheLedgersUIDs(t *testing.T) {
 	w := &tableWatch{namespace: "toolplane-system", name: base, g: g}
 
 	tools := make([]spec.TableTool, 40)
-	records := make([]spec.TableRecord, len(tools))
 	uids := map[string]string{}
 	for i := range tools {
 		set := fmt.Sprintf("set-%d", i/10)
@@ -38,7 +38,6 @@ func TestWatchGivesEntriesTheLedgersUIDs(t *testing.T) {
 			Endpoints:   &spec.Endpoints{Invoke: "http://" + set + ".apps.svc:8080/tools/x", MCP: "http://" + set + ".apps.svc:8080/mcp"},
 		}
 		uids[tools[i].Name] = tools[i].ToolSetUID
-		records[i] = spec.TableRecord{Since: time.Unix(1_700_000_000, 0).UTC(), Why: "Claimed"}
 	}
 	spec.SortTableTools(tools)
 	rv := 0
@@ -51,6 +50,10 @@ func TestWatchGivesEntriesTheLedgersUIDs(t *testing.T) {
 		ptrs := make([]*spec.TableTool, len(tools))
 		for i := range tools {
 			ptrs[i] = &tools[i]
+		}
+		records := make([]spec.TableRecord, len(tools))
+		for i := range records {
+			records[i] = spec.TableRecord{Since: time.Unix(1_700_000_000, 0).UTC(), Why: "Claimed"}
 		}
 		chunks, err := new(spec.TableLedgerEncoder).Encode(ptrs, records, base, 1)
 		if err != nil {
@@ -101,6 +104,56 @@ func TestWatchGivesEntriesTheLedgersUIDs(t *testing.T) {
 		if got := served()[tt.Name]; got != tt.ToolSetUID {
 			t.Fatalf("after set-1 was made again, %s served with UID %q, want %q", tt.Name, got, tt.ToolSetUID)
 		}
+	}
+
+	// A change of the table alone (a tool's description; the ledger's
+	// chunks as they were, same resourceVersions): the UIDs the ledger
+	// gave stand, and it is not decoded again, as the chunks' bytes
+	// swapped for some that do not decode show.
+	var chunks []corev1.ConfigMap
+	for _, cm := range configMaps(again, same) {
+		if _, _, ok := spec.ParseTableLedgerName(base, cm.Name); ok {
+			chunks = append(chunks, cm)
+		}
+	}
+	none := func([]spec.TablePart) []spec.TablePart { return nil }
+	w.apply(append(configMaps(again, none), chunks...))
+	rev = g.Revision()
+	changed := make([]spec.TableTool, len(again))
+	copy(changed, again)
+	changed[3].Description = "Changed."
+	for i := range chunks {
+		chunks[i].BinaryData = map[string][]byte{spec.TableLedgerChunkKey: []byte("not gzip")}
+	}
+	w.apply(append(configMaps(changed, none), chunks...))
+	if g.Revision() == rev {
+		t.Fatal("the changed table was not served")
+	}
+	for _, tt := range again {
+		if got := served()[tt.Name]; got != tt.ToolSetUID {
+			t.Fatalf("after a change of the table alone, %s served with UID %q, want %q", tt.Name, got, tt.ToolSetUID)
+		}
+	}
+
+	// A new ToolSet: the publisher writes its chunk before the table, and
+	// the watch may decode the chunk with the old table. The table that
+	// then has its tools, the chunks unchanged, gives them its UID.
+	grown := append(slices.Clone(again), spec.TableTool{
+		Name: "set-9_tool_00", SourceName: "tool_00", InputSchema: json.RawMessage(`{"type":"object"}`),
+		ToolSet: spec.ObjectReference{Namespace: "apps", Name: "set-9"}, ToolSetUID: "uid-set-9",
+		Endpoints: &spec.Endpoints{Invoke: "http://set-9.apps.svc:8080/tools/x", MCP: "http://set-9.apps.svc:8080/mcp"},
+	})
+	spec.SortTableTools(grown)
+	chunks = nil
+	for _, cm := range configMaps(grown, same) {
+		if _, _, ok := spec.ParseTableLedgerName(base, cm.Name); ok {
+			chunks = append(chunks, cm)
+		}
+	}
+	w.apply(append(configMaps(again, none), chunks...))
+	w.apply(append(configMaps(grown, none), chunks...))
+	if got := served()["set-9_tool_00"]; got != "uid-set-9" {
+		t.Fatalf("the new ToolSet's tool served with UID %q, want uid-set-9 from the chunk read before the table had it", got)
 	}
 
 	// A chunk that does not decode: the table is served, its owners with

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"maps"
 	"math/bits"
 	"slices"
 	"strconv"
@@ -157,8 +158,9 @@ type TableLedgerEncoder struct {
 // part per chunk that holds a record, in order, each holding
 // [TableLedgerChunkKey] alone. Equal tools and records give byte-identical
 // parts. Each part stays within [MaxTablePartBytes]; a chunk that would
-// not keeps the earliest records that fit, and the names left out have no
-// record. It returns none for no record.
+// not keeps, of each namespace, the earliest records within a fair share
+// (see ledgerCut), and the names left out have no record. It returns none
+// for no record.
 func (e *TableLedgerEncoder) Encode(tools []*TableTool, records []TableRecord, baseName string, n int) ([]TablePart, error) {
 	if len(records) != len(tools) {
 		return nil, fmt.Errorf("%w: %d records for %d tools", ErrTableMalformed, len(records), len(tools))
@@ -169,7 +171,6 @@ func (e *TableLedgerEncoder) Encode(tools []*TableTool, records []TableRecord, b
 	// The digest of each chunk's records, in the tools' order, name by
 	// name: what decides whether it changed.
 	sums := make([]hash.Hash, n)
-	counts := make([]int, n)
 	var buf []byte
 	for i, r := range records {
 		if r.Why == "" {
@@ -182,7 +183,6 @@ func (e *TableLedgerEncoder) Encode(tools []*TableTool, records []TableRecord, b
 		}
 		buf = appendRecord(buf[:0], t, r)
 		sums[c].Write(buf)
-		counts[c]++
 	}
 
 	e.mu.Lock()
@@ -201,7 +201,7 @@ func (e *TableLedgerEncoder) Encode(tools []*TableTool, records []TableRecord, b
 		sum = sha256.Sum256(append(sum[:], name...))
 		part, ok := e.last[sum]
 		if !ok {
-			part, ok = encodeLedgerChunk(tools, records, c, n, counts[c], name)
+			part, ok = encodeLedgerChunk(tools, records, c, n, name)
 		}
 		if ok {
 			next[sum] = part
@@ -222,9 +222,9 @@ func appendRecord(buf []byte, t *TableTool, r TableRecord) []byte {
 	return strconv.AppendInt(buf, r.Since.Unix(), 10)
 }
 
-// encodeLedgerChunk returns the part of chunk c of n, which holds count
-// records: false if none fits.
-func encodeLedgerChunk(tools []*TableTool, records []TableRecord, c, n, count int, name string) (TablePart, bool) {
+// encodeLedgerChunk returns the part of chunk c of n: false if no record
+// fits.
+func encodeLedgerChunk(tools []*TableTool, records []TableRecord, c, n int, name string) (TablePart, bool) {
 	type key struct {
 		since int64
 		why   string
@@ -251,18 +251,88 @@ func encodeLedgerChunk(tools []*TableTool, records []TableRecord, c, n, count in
 		sorted = append(sorted, *g)
 	}
 	slices.SortFunc(sorted, compareOwned)
-	// Names kept, the earliest records first: cut by a share of the names
-	// until the compressed chunk fits.
+	// Names kept: the earliest records of each namespace, each namespace
+	// within one share of the room, cut until the compressed chunk fits.
 	room := MaxTablePartBytes - len(TableLedgerChunkKey)
-	for keep := count; keep > 0; {
-		z := gzipChunk(sorted, keep)
+	cut := newLedgerCut(sorted)
+	for budget := cut.total; budget > 0; {
+		z := gzipChunk(sorted, cut.keep(budget))
 		size := base64.StdEncoding.EncodedLen(len(z))
 		if size <= room {
 			return TablePart{Name: name, BinaryData: map[string][]byte{TableLedgerChunkKey: z}}, true
 		}
-		keep = min(int(float64(keep)*float64(room)/float64(size)*0.95), keep-1)
+		budget = min(int(float64(budget)*float64(room)/float64(size)*0.95), budget-1)
 	}
 	return TablePart{}, false
+}
+
+// ledgerCut decides which names of a chunk too large to store keep their
+// records. Not simply the earliest: a tenant whose ToolSets claimed many
+// long names first would then push every later tenant's records out of
+// the chunks its owners share, and with them the UIDs only the ledger
+// keeps. So, as the table's own budget denies the heaviest namespace's
+// newest tools first, each namespace keeps its earliest names within a
+// share of the bytes (the same for all, and more for none than it has):
+// a namespace of few names keeps them all while any other is cut.
+type ledgerCut struct {
+	groups []TableLedgerOwned
+	// total is the names' bytes, and perNS each namespace's, the weight
+	// of a name being its JSON's.
+	total int
+	perNS map[string]int
+}
+
+func newLedgerCut(groups []TableLedgerOwned) *ledgerCut {
+	c := &ledgerCut{groups: groups, perNS: map[string]int{}}
+	for _, g := range groups {
+		for _, n := range g.Names {
+			w := nameWeight(n)
+			c.total += w
+			c.perNS[g.ToolSet.Namespace] += w
+		}
+	}
+	return c
+}
+
+// nameWeight is what a name adds to a chunk's JSON, about.
+func nameWeight(name string) int { return len(name) + 3 }
+
+// keep returns, for each group in order, how many of its names (the
+// first) keep their records when the names may take budget bytes: each
+// namespace its earliest names within the share.
+func (c *ledgerCut) keep(budget int) []int {
+	share := c.share(budget)
+	used := make(map[string]int, len(c.perNS))
+	out := make([]int, len(c.groups))
+	for i, g := range c.groups {
+		ns := g.ToolSet.Namespace
+		for _, n := range g.Names {
+			if used[ns]+nameWeight(n) > share {
+				break
+			}
+			used[ns] += nameWeight(n)
+			out[i]++
+		}
+	}
+	return out
+}
+
+// share returns the most bytes of names a namespace keeps when all may
+// take budget: the water level at which the namespaces, each counted up
+// to it, take budget.
+func (c *ledgerCut) share(budget int) int {
+	if c.total <= budget {
+		return c.total
+	}
+	sizes := slices.Sorted(maps.Values(c.perNS))
+	left := budget
+	for i, size := range sizes {
+		if rest := len(sizes) - i; size*rest > left {
+			return left / rest
+		}
+		left -= size
+	}
+	return c.total
 }
 
 // compareOwned orders groups: the earliest first, then by why, owner and
@@ -273,18 +343,15 @@ func compareOwned(a, b TableLedgerOwned) int {
 		strings.Compare(a.ToolSetUID, b.ToolSetUID))
 }
 
-// gzipChunk returns the gzipped JSON of the chunk of the first keep names
-// of groups.
-func gzipChunk(groups []TableLedgerOwned, keep int) []byte {
+// gzipChunk returns the gzipped JSON of the chunk of groups, each with
+// the first keep[i] of its names.
+func gzipChunk(groups []TableLedgerOwned, keep []int) []byte {
 	l := TableLedgerChunk{SchemaVersion: SchemaVersion}
-	for _, g := range groups {
-		if keep <= 0 {
-			break
+	for i, g := range groups {
+		if keep[i] == 0 {
+			continue
 		}
-		if len(g.Names) > keep {
-			g.Names = g.Names[:keep]
-		}
-		keep -= len(g.Names)
+		g.Names = g.Names[:keep[i]]
 		l.Records = append(l.Records, g)
 	}
 	raw, _ := json.Marshal(&l)
@@ -321,13 +388,65 @@ func DecodeTableLedgerChunks(tools []TableTool, baseName string, parts ...TableP
 		out []TableRecord
 		// uids are the UIDs of the records of out, set on the tools that
 		// have none once every chunk is read.
-		uids   []string
+		uids []string
+	)
+	err := eachLedgerRecord(baseName, parts, func(g *TableLedgerOwned) {
+		rec := TableRecord{Since: g.Since, Why: g.Why}
+		for _, name := range g.Names {
+			i, ok := at[name]
+			if !ok || tools[i].ToolSet != g.ToolSet || (tools[i].ToolSetUID != "" && tools[i].ToolSetUID != g.ToolSetUID) {
+				continue
+			}
+			if out == nil {
+				out, uids = make([]TableRecord, len(tools)), make([]string, len(tools))
+			}
+			if cur := out[i]; cur.Why == "" || cmp.Or(cur.Since.Compare(rec.Since), strings.Compare(cur.Why, rec.Why), strings.Compare(uids[i], g.ToolSetUID)) < 0 {
+				out[i], uids[i] = rec, g.ToolSetUID
+			}
+		}
+	})
+	for i := range uids {
+		if tools[i].ToolSetUID == "" {
+			tools[i].ToolSetUID = uids[i]
+		}
+	}
+	return out, err
+}
+
+// DecodeTableLedgerOwners reads, from the chunks of the ledger of the
+// table published as baseName, each owner's UID: that of its latest
+// record (of two at one second, the greater UID), whatever names the
+// table has now. It is what a reader that needs the UIDs alone (a
+// gateway) keeps between writes of the table: the chunks are written
+// before the table, so they know an owner before the table has it, and a
+// write of the table that changes no owner writes no chunk. It is bounded
+// and reports errors as [DecodeTableLedgerChunks]; a record of no name
+// counts too.
+func DecodeTableLedgerOwners(baseName string, parts ...TablePart) (map[ObjectReference]string, error) {
+	uids := map[ObjectReference]string{}
+	since := map[ObjectReference]time.Time{}
+	err := eachLedgerRecord(baseName, parts, func(g *TableLedgerOwned) {
+		if g.ToolSetUID == "" {
+			return
+		}
+		if at, ok := since[g.ToolSet]; !ok || g.Since.After(at) || (g.Since.Equal(at) && g.ToolSetUID > uids[g.ToolSet]) {
+			uids[g.ToolSet], since[g.ToolSet] = g.ToolSetUID, g.Since
+		}
+	})
+	return uids, err
+}
+
+// eachLedgerRecord calls record with every record of the chunks of the
+// ledger of the table published as baseName that counts: one of a
+// chunk that reads back, in the chunk its owner falls in. Chunks are read
+// in order of name, so that which the bounds leave out does not depend on
+// the order of parts.
+func eachLedgerRecord(baseName string, parts []TablePart, record func(*TableLedgerOwned)) error {
+	var (
 		errs   []error
 		budget = int64(MaxTableLedgerBytes)
 		read   int
 	)
-	// In order of name, so that which chunks the bounds leave out does not
-	// depend on the order of parts.
 	parts = slices.Clone(parts)
 	slices.SortFunc(parts, func(a, b TablePart) int { return strings.Compare(a.Name, b.Name) })
 	for _, p := range parts {
@@ -348,31 +467,13 @@ func DecodeTableLedgerChunks(tools []TableTool, baseName string, parts ...TableP
 			}
 			continue
 		}
-		for _, g := range chunk.Records {
-			if g.Why == "" || TableLedgerChunkOf(g.ToolSet, n) != c {
-				continue
-			}
-			rec := TableRecord{Since: g.Since, Why: g.Why}
-			for _, name := range g.Names {
-				i, ok := at[name]
-				if !ok || tools[i].ToolSet != g.ToolSet || (tools[i].ToolSetUID != "" && tools[i].ToolSetUID != g.ToolSetUID) {
-					continue
-				}
-				if out == nil {
-					out, uids = make([]TableRecord, len(tools)), make([]string, len(tools))
-				}
-				if cur := out[i]; cur.Why == "" || cmp.Or(cur.Since.Compare(rec.Since), strings.Compare(cur.Why, rec.Why), strings.Compare(uids[i], g.ToolSetUID)) < 0 {
-					out[i], uids[i] = rec, g.ToolSetUID
-				}
+		for i := range chunk.Records {
+			if g := &chunk.Records[i]; g.Why != "" && TableLedgerChunkOf(g.ToolSet, n) == c {
+				record(g)
 			}
 		}
 	}
-	for i := range uids {
-		if tools[i].ToolSetUID == "" {
-			tools[i].ToolSetUID = uids[i]
-		}
-	}
-	return out, errors.Join(errs...)
+	return errors.Join(errs...)
 }
 
 // readLedgerChunk decodes one chunk's value, decompressing at most budget

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -285,7 +286,7 @@ func TestTableLedgerChunksLayout(t *testing.T) {
 
 // TestTableLedgerChunksBounded checks what bounds a reader: a chunk that
 // decompresses past the bound is refused, the others still read, and a
-// chunk too large to store keeps its earliest records.
+// chunk too large to store keeps each namespace's earliest records.
 func TestTableLedgerChunksBounded(t *testing.T) {
 	tools, records := ledgerOf(2048, 2048)
 	parts := encodeChunks(t, &spec.TableLedgerEncoder{}, tools, records, 2)
@@ -330,19 +331,22 @@ func TestTableLedgerChunksBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	kept := 0
-	latest := time.Time{}
-	for _, r := range back {
+	latest := map[string]time.Time{}
+	for i, r := range back {
 		if r.Why != "" {
 			kept++
-			latest = later(latest, r.Since)
+			ns := many[i].ToolSet.Namespace
+			latest[ns] = later(latest[ns], r.Since)
 		}
 	}
 	if kept == 0 || kept == len(many) {
 		t.Fatalf("%d of %d records kept", kept, len(many))
 	}
+	// Each namespace keeps its earliest: ledgerOf's 100 namespaces are
+	// alike, so each keeps about as many.
 	for i, r := range back {
-		if r.Why == "" && recs[i].Since.Before(latest) {
-			t.Fatalf("record of %s (since %v) left out, though one since %v is kept", many[i].Name, recs[i].Since, latest)
+		if ns := many[i].ToolSet.Namespace; r.Why == "" && recs[i].Since.Before(latest[ns]) {
+			t.Fatalf("record of %s (since %v) left out, though one of %s since %v is kept", many[i].Name, recs[i].Since, ns, latest[ns])
 		}
 	}
 	t.Logf("%d of %d records in %d bytes stored (%d of base64)", kept, len(many), big[0].StoredSize(), base64.StdEncoding.EncodedLen(len(big[0].BinaryData[spec.TableLedgerChunkKey])))
@@ -443,6 +447,97 @@ func TestTableLedgerChunksGiveUIDs(t *testing.T) {
 			if read[i].ToolSetUID != again[i].ToolSetUID {
 				t.Fatalf("%s read back with UID %q, want %q", read[i].Name, read[i].ToolSetUID, again[i].ToolSetUID)
 			}
+		}
+		// The owners alone, as a gateway reads them: the same UIDs.
+		owners, err := spec.DecodeTableLedgerOwners("toolplane-tools", order...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(owners) != 30 {
+			t.Fatalf("%d owners read, want 30", len(owners))
+		}
+		for _, tt := range again {
+			if owners[tt.ToolSet] != tt.ToolSetUID {
+				t.Fatalf("owner %s read with UID %q, want %q", tt.ToolSet, owners[tt.ToolSet], tt.ToolSetUID)
+			}
+		}
+	}
+	// A chunk under another's name counts for no owner.
+	moved := slices.Clone(parts)
+	for i := range moved {
+		c, of, _ := spec.ParseTableLedgerName("toolplane-tools", moved[i].Name)
+		moved[i].Name = spec.TableLedgerName("toolplane-tools", (c+1)%of, of)
+	}
+	if owners, err := spec.DecodeTableLedgerOwners("toolplane-tools", moved...); err != nil || len(owners) != 0 {
+		t.Errorf("chunks under each other's names: %d owners, %v; want none", len(owners), err)
+	}
+}
+
+// TestTableLedgerChunkCutSparesSmallNamespaces checks that a tenant cannot
+// push another's records, and with them the owners' UIDs that only the
+// ledger keeps, out of a chunk their owners share: five ToolSets of 1,000
+// long, incompressible names each (what the default ceilings let one
+// namespace publish), all claimed first and named to fall in the chunk of
+// a victim's ToolSet of ten names. The victim keeps every record; the
+// chunk is filled with the tenant's earliest. Before the cut was fair, the
+// earliest records were kept whatever their namespace, and the victim's
+// went.
+func TestTableLedgerChunkCutSparesSmallNamespaces(t *testing.T) {
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-"
+	rng := rand.New(rand.NewPCG(1, 2))
+	at := time.Date(2026, 12, 1, 15, 0, 0, 0, time.UTC)
+	victim := spec.ObjectReference{Namespace: "victim", Name: "tools"}
+	var tools []spec.TableTool
+	var records []spec.TableRecord
+	n := spec.TableLedgerChunks(5000+10, 0)
+	want := spec.TableLedgerChunkOf(victim, n)
+	for s, found := 0, 0; found < 5; s++ {
+		owner := spec.ObjectReference{Namespace: "attacker", Name: fmt.Sprintf("set-%d", s)}
+		if spec.TableLedgerChunkOf(owner, n) != want {
+			continue
+		}
+		found++
+		for range 1000 {
+			b := make([]byte, 128)
+			for i := range b {
+				b[i] = alphabet[rng.IntN(len(alphabet))]
+			}
+			tools = append(tools, spec.TableTool{Name: string(b), ToolSet: owner, ToolSetUID: "uid-attacker-" + owner.Name})
+			records = append(records, spec.TableRecord{Since: at, Why: "Claimed"})
+		}
+	}
+	for i := range 10 {
+		tools = append(tools, spec.TableTool{Name: fmt.Sprintf("victim_tool_%d", i), ToolSet: victim, ToolSetUID: "uid-victim"})
+		records = append(records, spec.TableRecord{Since: at.Add(time.Hour), Why: "Claimed"})
+	}
+	parts, err := new(spec.TableLedgerEncoder).Encode(refs(tools), records, "toolplane-tools", n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := slices.Clone(tools)
+	for i := range read {
+		read[i].ToolSetUID = "" // as decoded from the table
+	}
+	got, err := spec.DecodeTableLedgerChunks(read, "toolplane-tools", parts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	attackers := 0
+	for i, tt := range read {
+		switch {
+		case tt.ToolSet == victim && (tt.ToolSetUID != "uid-victim" || got[i].Why == ""):
+			t.Fatalf("the victim's %s read back with UID %q and record %+v: another tenant's records filled its chunk", tt.Name, tt.ToolSetUID, got[i])
+		case tt.ToolSet != victim && got[i].Why != "":
+			attackers++
+		}
+	}
+	// The chunk was too large, and the cut left it mostly full.
+	if attackers == 0 || attackers >= 5000 {
+		t.Fatalf("%d of the tenant's 5,000 records kept, want the chunk cut", attackers)
+	}
+	for _, p := range parts {
+		if p.Name == spec.TableLedgerName("toolplane-tools", want, n) {
+			t.Logf("%d of 5,000 records of the tenant kept, in %d bytes stored of %d", attackers, p.StoredSize(), spec.MaxTablePartBytes)
 		}
 	}
 }
