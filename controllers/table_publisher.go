@@ -438,6 +438,7 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 	var burstStart time.Time // zero: no write pending
 	var lastWrite time.Time  // the end of the last write
 	var pace time.Duration   // the least time from lastWrite to the next
+	var retryAt time.Time    // after a failed write, when its backoff ends
 	debounce, maxDelay := orDefault(p.Debounce, DefaultTableDebounce), orDefault(p.MaxDelay, DefaultTableMaxDelay)
 	for {
 		select {
@@ -468,7 +469,15 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 			if paced := lastWrite.Add(pace).Sub(now); paced > wait {
 				wait = paced
 			}
-			flushTimer.Reset(min(wait, burstStart.Add(maxDelay).Sub(now)))
+			wait = min(wait, burstStart.Add(maxDelay).Sub(now))
+			// After a failed write, no change brings the retry forward:
+			// the burst's deadline had passed, and each change of a
+			// tenant's tools retried at once, against an API server
+			// failing them (32 tries in 2s in the spec).
+			if backoffLeft := retryAt.Sub(now); backoffLeft > wait {
+				wait = backoffLeft
+			}
+			flushTimer.Reset(wait)
 		case <-flushTimer.C:
 			wait, err := p.flush(ctx)
 			if err != nil && ctx.Err() != nil {
@@ -481,11 +490,13 @@ func (p *TablePublisher) Start(ctx context.Context) error {
 			p.writeDue.Store(err == nil && len(p.kick) > 0)
 			if err != nil {
 				log.Error(err, "Writing the tool table failed; retrying")
-				flushTimer.Reset(backoff.When("flush"))
+				d := backoff.When("flush")
+				retryAt = time.Now().Add(d)
+				flushTimer.Reset(d)
 				continue
 			}
 			backoff.Forget("flush")
-			burstStart, lastWrite = time.Time{}, time.Now()
+			burstStart, lastWrite, retryAt = time.Time{}, time.Now(), time.Time{}
 			pace = time.Duration(float64(maxDelay) * min(1, float64(p.tables.storedBytes())/float64(orDefault(p.PaceBytes, DefaultTablePaceBytes))))
 			if wait > 0 {
 				flushTimer.Reset(wait)

@@ -350,11 +350,15 @@ func (s *configMapTable) writeTools(ctx context.Context, tools []*spec.TableTool
 		}
 		stored[s.name] = cm
 		wrote++
-		// Chunks the old index named are unnamed from now on.
+		// Chunks the old index named are unnamed from now on: from when
+		// the new index was written, which readers got the old one until,
+		// not from when the write began (a slow API server's write
+		// shortened the grace by its own length).
+		switched := s.clock()
 		newly := namedKeys(cm)
 		for ref := range named {
 			if !newly[ref] {
-				s.unnamed[ref] = now
+				s.unnamed[ref] = switched
 			}
 		}
 		named = newly
