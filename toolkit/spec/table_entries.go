@@ -676,7 +676,7 @@ func segmentEnds(entries []heldEntry, lim tableLimits) []int {
 // fingerprint hashes every field of t that its JSON holds, each with its
 // length or presence, so that two tools with one fingerprint marshal alike
 // but for a 64-bit hash collision under a seed of this process. _meta is
-// hashed as a JSON value (hashJSONValue), not marshalled: that took six
+// hashed as a JSON value (jsonValueHash), not marshalled: that took six
 // allocations a tool, half of a first encoding's.
 func fingerprint(h *maphash.Hash, t *TableTool) (uint64, error) {
 	str := func(s string) {
@@ -725,10 +725,14 @@ func fingerprint(h *maphash.Hash, t *TableTool) (uint64, error) {
 	if t.Meta == nil {
 		_ = h.WriteByte(0)
 	} else {
-		_ = h.WriteByte(1)
-		if err := hashJSONValue(h, t.Meta); err != nil {
+		x, err := jsonValueHash(h.Seed(), t.Meta)
+		if err != nil {
 			return 0, err
 		}
+		var n [8]byte
+		binary.LittleEndian.PutUint64(n[:], x)
+		_ = h.WriteByte(1)
+		_, _ = h.Write(n[:])
 	}
 	if x := t.Execution; x == nil {
 		_ = h.WriteByte(0)
@@ -758,15 +762,24 @@ func fingerprint(h *maphash.Hash, t *TableTool) (uint64, error) {
 	return h.Sum64(), nil
 }
 
-// hashJSONValue hashes v, a value as encoding/json decodes one into an
-// any (nil, bool, float64, string, []any, map[string]any) or any other,
-// so that two values of one hash marshal alike: each kind is tagged, and
-// a map's entries are hashed each under the seed and summed, in no order,
-// as JSON sorts them. A value of another type is hashed as its JSON.
-func hashJSONValue(h *maphash.Hash, v any) error {
+// jsonValueHash returns the hash under seed of v, a value as
+// encoding/json decodes one into an any (nil, bool, float64, string, []any,
+// map[string]any) or any other, so that two values of one hash marshal
+// alike: each kind is tagged, and a map's entries are hashed each and
+// summed, in no order, as JSON sorts them. A value of another type is
+// hashed as its JSON. Each call hashes in a maphash.Hash of its own, on
+// its stack: one passed down the recursion went to the heap, two
+// allocations a tool.
+func jsonValueHash(seed maphash.Seed, v any) (uint64, error) {
+	var h maphash.Hash
+	h.SetSeed(seed)
 	var n [binary.MaxVarintLen64]byte
+	word := func(x uint64) {
+		binary.LittleEndian.PutUint64(n[:8], x)
+		_, _ = h.Write(n[:8])
+	}
 	str := func(s string) {
-		_, _ = h.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
+		word(uint64(len(s)))
 		_, _ = h.WriteString(s)
 	}
 	switch v := v.(type) {
@@ -780,45 +793,39 @@ func hashJSONValue(h *maphash.Hash, v any) error {
 		}
 	case float64:
 		_ = h.WriteByte(3)
-		binary.LittleEndian.PutUint64(n[:8], math.Float64bits(v))
-		_, _ = h.Write(n[:8])
+		word(math.Float64bits(v))
 	case string:
 		_ = h.WriteByte(4)
 		str(v)
 	case []any:
 		_ = h.WriteByte(5)
-		_, _ = h.Write(n[:binary.PutUvarint(n[:], uint64(len(v)))])
+		word(uint64(len(v)))
 		for _, e := range v {
-			if err := hashJSONValue(h, e); err != nil {
-				return err
+			x, err := jsonValueHash(seed, e)
+			if err != nil {
+				return 0, err
 			}
+			word(x)
 		}
 	case map[string]any:
 		_ = h.WriteByte(6)
-		_, _ = h.Write(n[:binary.PutUvarint(n[:], uint64(len(v)))])
+		word(uint64(len(v)))
 		var sum uint64
 		for k, e := range v {
-			var eh maphash.Hash
-			eh.SetSeed(h.Seed())
-			str := func(s string) {
-				_, _ = eh.Write(n[:binary.PutUvarint(n[:], uint64(len(s)))])
-				_, _ = eh.WriteString(s)
+			x, err := jsonValueHash(seed, e)
+			if err != nil {
+				return 0, err
 			}
-			str(k)
-			if err := hashJSONValue(&eh, e); err != nil {
-				return err
-			}
-			sum += eh.Sum64()
+			sum += maphash.String(seed, k) ^ (x * 0x9e3779b97f4a7c15)
 		}
-		binary.LittleEndian.PutUint64(n[:8], sum)
-		_, _ = h.Write(n[:8])
+		word(sum)
 	default:
 		b, err := json.Marshal(v)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		_ = h.WriteByte(7)
 		str(string(b))
 	}
-	return nil
+	return h.Sum64(), nil
 }

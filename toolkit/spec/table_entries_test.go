@@ -229,6 +229,19 @@ func TestEncodeRemarshalsChangedTools(t *testing.T) {
 		"Meta": {
 			func(tt *spec.TableTool) { tt.Meta = map[string]any{"k": "v"} },
 			func(tt *spec.TableTool) { tt.Meta = map[string]any{"k": "w"} },
+			// Values swapped between keys, a number for a string, nested
+			// and ordered changes, a type encoding/json does not decode
+			// into: the fingerprint hashes the value, not its JSON.
+			func(tt *spec.TableTool) { tt.Meta = map[string]any{"a": 1.0, "b": 2.0} },
+			func(tt *spec.TableTool) { tt.Meta = map[string]any{"a": 2.0, "b": 1.0} },
+			func(tt *spec.TableTool) { tt.Meta = map[string]any{"a": "1", "b": 2.0} },
+			func(tt *spec.TableTool) { tt.Meta = map[string]any{"x": map[string]any{"y": []any{1.0, 2.0}}} },
+			func(tt *spec.TableTool) { tt.Meta = map[string]any{"x": map[string]any{"y": []any{2.0, 1.0}}} },
+			func(tt *spec.TableTool) {
+				tt.Meta = map[string]any{"x": map[string]any{"y": []any{2.0, 1.0}, "z": nil}}
+			},
+			func(tt *spec.TableTool) { tt.Meta = map[string]any{"x": map[string]string{"y": "z"}} },
+			func(tt *spec.TableTool) { tt.Meta = map[string]any{"x": map[string]string{"y": "w"}} },
 		},
 		"Execution": {
 			func(tt *spec.TableTool) { tt.Execution = &spec.Execution{} },
@@ -369,5 +382,41 @@ func TestTableEntriesCarryNoUID(t *testing.T) {
 	}
 	if bytes.Contains(raw, []byte(with[0].ToolSetUID)) || bytes.Contains(raw, []byte("toolSetUID")) {
 		t.Errorf("an entry's JSON holds its owner's UID: %s", raw)
+	}
+}
+
+// TestEncodeTellsMetasApart checks the fingerprint of _meta between two
+// writes in a row: each pair marshals differently, so the encoder that
+// wrote the first must marshal the second again, and give the parts a
+// fresh encoder gives.
+func TestEncodeTellsMetasApart(t *testing.T) {
+	pairs := [][2]map[string]any{
+		{{"a": 1.0, "b": 2.0}, {"a": 2.0, "b": 1.0}},
+		{{"a": 1.0}, {"a": "1"}},
+		{{"a": []any{1.0, 2.0}}, {"a": []any{2.0, 1.0}}},
+		{{"a": map[string]any{"b": 1.0, "c": 2.0}}, {"a": map[string]any{"b": 2.0, "c": 1.0}}},
+		{{"a": nil}, {"a": false}},
+		{{"a": true}, {"a": false}},
+		{{"ab": "c"}, {"a": "bc"}},
+		{{"a": map[string]string{"b": "c"}}, {"a": map[string]string{"b": "d"}}},
+		{{}, {"": ""}},
+	}
+	for i, p := range pairs {
+		tools := scaleTools(30)
+		enc := new(spec.TableEncoder)
+		for _, meta := range p {
+			tools[7].Meta = meta
+			got, err := enc.Encode(&spec.Table{Tools: tools}, "tools", spec.TableStored{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := spec.EncodeTable(&spec.Table{Tools: tools}, "tools")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Fatalf("pair %d: the encoder kept the JSON of _meta %v for %v", i, p[0], meta)
+			}
+		}
 	}
 }
