@@ -153,7 +153,7 @@ type toolSetMemory struct {
 	// no baseline, no written status).
 	uid types.UID
 	// pods holds each Pod's last document, by UID, for conditional GETs.
-	pods map[types.UID]podDoc
+	pods podDocs
 	// holdState is what is held through an outage (see nextHold).
 	holdState
 	// interval is the ToolSet's interval under the ceilings, as of the
@@ -669,7 +669,7 @@ func (r *ToolSetReconciler) memoryOf(key types.NamespacedName, uid types.UID) *t
 		r.scraper.forget(key)
 	}
 	if m == nil || m.uid != uid {
-		m = &toolSetMemory{uid: uid, pods: map[types.UID]podDoc{}}
+		m = &toolSetMemory{uid: uid}
 		r.memory[key] = m
 	}
 	return m
@@ -681,17 +681,19 @@ func (r *ToolSetReconciler) memoryOf(key types.NamespacedName, uid types.UID) *t
 func (m *toolSetMemory) remember(results []podResult) {
 	if m.remembers(results) {
 		// The steady state: every Pod served what it served before. The
-		// map is only ever replaced, never changed, so it may stand.
+		// slice is only ever replaced, never changed, so it may stand.
 		return
 	}
-	next := make(map[types.UID]podDoc, len(results))
+	next := make(podDocs, 0, len(results))
 	for _, res := range results {
 		if res.err == nil {
-			next[res.pod.UID] = podDoc{url: res.url, doc: res.doc, from: res.from}
-		} else if prev, ok := m.pods[res.pod.UID]; ok {
-			next[res.pod.UID] = prev
+			next = append(next, podDoc{uid: res.pod.UID, url: res.url, doc: res.doc, from: res.from})
+		} else if prev, ok := m.pods.get(res.pod.UID); ok {
+			next = append(next, prev)
 		}
 	}
+	// A Pod is listed once, so no two share a UID.
+	slices.SortFunc(next, func(a, b podDoc) int { return strings.Compare(string(a.uid), string(b.uid)) })
 	m.pods = next
 }
 
@@ -706,7 +708,7 @@ func (m *toolSetMemory) remembers(results []podResult) bool {
 		if res.err != nil {
 			return false
 		}
-		if prev, ok := m.pods[res.pod.UID]; !ok || prev.url != res.url || prev.doc != res.doc || prev.from != res.from {
+		if prev, ok := m.pods.get(res.pod.UID); !ok || prev.url != res.url || prev.doc != res.doc || prev.from != res.from {
 			return false
 		}
 	}

@@ -256,21 +256,21 @@ type podResult struct {
 // scrapeAll scrapes every Pod concurrently, at most scrapesPerToolSet at a
 // time and within the manager-wide bound. last holds each Pod's previous
 // document, by UID, for conditional GETs; it is only read.
-func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.Pod, last map[types.UID]podDoc) []podResult {
+func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.Pod, last podDocs) []podResult {
 	client := s.clientFor(t)
 	results := make([]podResult, len(pods))
 	if len(pods) == 1 {
 		// Most ToolSets have one Pod: scrape it on this goroutine rather
 		// than start another, whose stack would grow anew through the HTTP
 		// client each round.
-		results[0] = s.scrapePod(ctx, client, t, pods[0], last[pods[0].UID])
+		results[0] = s.scrapePod(ctx, client, t, pods[0], last.lookup(pods[0].UID))
 		return results
 	}
 	var g errgroup.Group
 	g.SetLimit(scrapesPerToolSet)
 	for i, pod := range pods {
 		g.Go(func() error {
-			results[i] = s.scrapePod(ctx, client, t, pod, last[pod.UID])
+			results[i] = s.scrapePod(ctx, client, t, pod, last.lookup(pod.UID))
 			return nil
 		})
 	}
@@ -439,6 +439,7 @@ func (s *scraper) fetch(ctx context.Context, c *http.Client, t scrapeTarget, tar
 	if err := checkToolCount(t.spec.Limits, doc); err != nil {
 		return nil, scrapeFailure(scrapeErrTooMany, fmt.Errorf("GET %s: %w", target, err))
 	}
+	toolValues.share(doc.Tools)
 	return doc, nil
 }
 

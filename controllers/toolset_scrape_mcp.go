@@ -90,6 +90,7 @@ func (s *scraper) listMCP(ctx context.Context, c *http.Client, t scrapeTarget, t
 		return nil, rt.classify(ctx, target, "tools/list", err)
 	}
 	rt.addExecutions(tools)
+	toolValues.share(tools)
 	doc := &spec.Document{SchemaVersion: spec.SchemaVersion, Tools: tools}
 	if res := cs.InitializeResult(); res != nil && res.ServerInfo != nil {
 		doc.Server = spec.Server{Name: truncate(res.ServerInfo.Name, maxStatusNameLen), Version: truncate(res.ServerInfo.Version, maxStatusNameLen)}

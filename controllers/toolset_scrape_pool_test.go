@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -371,10 +373,11 @@ func BenchmarkScrapeRound(b *testing.B) {
 				srvs = append(srvs, srv)
 			}
 			pods := loopbackPods(b, srvs...)
-			last := map[types.UID]podDoc{}
+			var last podDocs
 			for i, p := range pods {
-				last[p.UID] = podDoc{url: scheme + "://" + srvs[i].Listener.Addr().String() + spec.DefaultPath, doc: prev}
+				last = append(last, podDoc{uid: p.UID, url: scheme + "://" + srvs[i].Listener.Addr().String() + spec.DefaultPath, doc: prev})
 			}
+			slices.SortFunc(last, func(a, b podDoc) int { return strings.Compare(string(a.uid), string(b.uid)) })
 			s := newScraper(32, 0)
 			tgt := scrapeTarget{
 				toolSet: types.NamespacedName{Namespace: "ns", Name: "ts"}, namespace: "ns",
@@ -431,15 +434,15 @@ func BenchmarkScrapeDials(b *testing.B) {
 			type toolSet struct {
 				tgt  scrapeTarget
 				pods []*corev1.Pod
-				last map[types.UID]podDoc
+				last podDocs
 			}
 			sets := make([]toolSet, bc.toolSets)
 			for i := range sets {
 				pod := pods[i%len(pods)].DeepCopy()
 				pod.UID = types.UID("uid-" + strconv.Itoa(i))
 				tgt := httpTargetIn("ns-"+strconv.Itoa(i/bc.perNS), "ts-"+strconv.Itoa(i))
-				sets[i] = toolSet{tgt: tgt, pods: []*corev1.Pod{pod}, last: map[types.UID]podDoc{
-					pod.UID: {url: "http://" + srvs[i%len(srvs)].Listener.Addr().String() + spec.DefaultPath, doc: prev},
+				sets[i] = toolSet{tgt: tgt, pods: []*corev1.Pod{pod}, last: podDocs{
+					{uid: pod.UID, url: "http://" + srvs[i%len(srvs)].Listener.Addr().String() + spec.DefaultPath, doc: prev},
 				}}
 			}
 			round := func() {

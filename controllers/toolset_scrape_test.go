@@ -231,7 +231,7 @@ func TestNewRoundCountsFailedReadyPods(t *testing.T) {
 	onlyX := &spec.Document{Revision: "r2", Tools: []spec.Tool{tool("x")}}
 	ok, known, blind := pod("ok"), pod("known"), pod("blind")
 	results := []podResult{{pod: ok, doc: both}, {pod: known, err: errors.New("down")}, {pod: blind, err: errors.New("down")}}
-	rd := newRound([]*corev1.Pod{ok, known, blind}, results, nil, map[types.UID]podDoc{"known": {doc: onlyX}})
+	rd := newRound([]*corev1.Pod{ok, known, blind}, results, nil, podDocs{{uid: "known", doc: onlyX}})
 	if len(rd.docs) != 1 || len(rd.lastKnown) != 1 || rd.lastKnown[0] != onlyX || rd.blind != 1 {
 		t.Fatalf("round = %d fresh, %d last known, %d blind; want 1, 1 (onlyX), 1", len(rd.docs), len(rd.lastKnown), rd.blind)
 	}

@@ -58,12 +58,12 @@ type round struct {
 
 // newRound sums up the results of a round; last holds each Pod's document
 // from earlier rounds, by UID.
-func newRound(pods []*corev1.Pod, results []podResult, credErr error, last map[types.UID]podDoc) round {
+func newRound(pods []*corev1.Pod, results []podResult, credErr error, last podDocs) round {
 	rd := round{selected: len(pods), credErr: credErr}
 	for _, res := range results {
 		if res.err != nil {
 			rd.failures = append(rd.failures, fmt.Sprintf("pod %s: %s", res.pod.Name, stableError(res.err)))
-			if prev, ok := last[res.pod.UID]; ok && prev.doc != nil {
+			if prev, ok := last.get(res.pod.UID); ok && prev.doc != nil {
 				rd.lastKnown = append(rd.lastKnown, prev.doc)
 			} else {
 				rd.blind++
