@@ -143,6 +143,10 @@ type ProcStats struct {
 	RSS int64
 	// PeakRSS is the high-water mark of the resident set size (VmHWM).
 	PeakRSS int64
+	// AnonRSS is the anonymous part of RSS now (RssAnon): the heap, the
+	// stacks and the runtime, without the pages of the binary (RssFile),
+	// which the kernel can drop and read again under a memory limit.
+	AnonRSS int64
 }
 
 // clockTick is USER_HZ, the unit of utime and stime in /proc/<pid>/stat. It
@@ -185,6 +189,8 @@ func ReadProcStats(pid int) (ProcStats, error) {
 			dst = &s.RSS
 		case "VmHWM":
 			dst = &s.PeakRSS
+		case "RssAnon":
+			dst = &s.AnonRSS
 		default:
 			continue
 		}

@@ -28,6 +28,9 @@ type churnResult struct {
 	// tableBytes is the stored payload of every write of the table's
 	// ConfigMaps during the phase.
 	tableBytes int64
+	// gcPct is the Go GC's share of a core in the manager over the phase,
+	// as the runtime estimates it.
+	gcPct float64
 }
 
 // change is one tool's description changed in a workload.
@@ -285,8 +288,9 @@ func churn(ctx context.Context, c config, cp *harness.ControlPlane, mgr *harness
 			fmt.Fprintf(os.Stderr, "churn: table ConfigMap %s: %d writes of %d bytes\n", name, d, tw1.byName[name].bytes-tw0.byName[name].bytes)
 		}
 	}
+	res.gcPct = 100 * (gcCPU(ctx, mgr) - gc0) / elapsed.Seconds()
 	fmt.Fprintf(os.Stderr, "churn: manager cpu_pct=%.2f, of which the Go GC about %.2f; this process (workloads and watcher) cpu_pct=%.2f, of which decoding the table %d times (%d torn) took %s\n",
-		100*(p1.CPU-p0.CPU).Seconds()/elapsed.Seconds(), 100*(gcCPU(ctx, mgr)-gc0)/elapsed.Seconds(),
+		100*(p1.CPU-p0.CPU).Seconds()/elapsed.Seconds(), res.gcPct,
 		100*(selfCPU()-self0).Seconds()/elapsed.Seconds(), dec.decodes, dec.failed, dec.took.Round(time.Millisecond))
 	return res, nil
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -47,7 +48,10 @@ type result struct {
 	gcSteadyPct             float64
 	scrapesSteady           int
 	rssMB                   float64
-	table                   harness.TableStats
+	// anonMB is the peak of the manager's anonymous memory, sampled
+	// (harness.ProcStats.AnonRSS): rssMB less the binary's pages.
+	anonMB float64
+	table  harness.TableStats
 	// ledger describes the chunks of the table's ledger, which readers do
 	// not read: not in table.
 	ledger harness.TableStats
@@ -62,13 +66,13 @@ func (r result) figureLine() string {
 		return fmt.Sprintf("toolsets=%d tools=%d convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f",
 			r.toolSets, r.tools, r.convergence.Seconds()/r.baseline.Seconds(), r.convergence.Seconds(), r.baseline.Seconds())
 	}
-	line := fmt.Sprintf("toolsets=%d tools=%d convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f writes_steady=%d cpu_steady_pct=%.2f cpu_steady_pct_per_1k=%.2f rss_mb=%.0f table_parts=%d table_max_part_kib=%.0f table_bytes=%d",
+	line := fmt.Sprintf("toolsets=%d tools=%d convergence_ratio=%.2f convergence_s=%.1f baseline_s=%.1f writes_steady=%d cpu_steady_pct=%.2f cpu_steady_pct_per_1k=%.2f rss_mb=%.0f rss_anon_mb=%.0f table_parts=%d table_max_part_kib=%.0f table_bytes=%d",
 		r.toolSets, r.tools, r.convergence.Seconds()/r.baseline.Seconds(), r.convergence.Seconds(), r.baseline.Seconds(),
-		int64(r.writesSteady), r.cpuSteadyPct, r.cpuSteadyPct*1000/float64(r.toolSets), r.rssMB, r.table.Parts, float64(r.table.MaxPart)/1024, r.table.Bytes)
+		int64(r.writesSteady), r.cpuSteadyPct, r.cpuSteadyPct*1000/float64(r.toolSets), r.rssMB, r.anonMB, r.table.Parts, float64(r.table.MaxPart)/1024, r.table.Bytes)
 	line += fmt.Sprintf(" ledger_chunks=%d ledger_bytes=%d", r.ledger.Parts, r.ledger.Bytes)
 	if ch := r.churn; ch != nil {
-		line += fmt.Sprintf(" churn_changes=%d churn_p99_s=%.1f table_bytes_written_per_change=%d",
-			ch.changes, ch.p99.Seconds(), ch.tableBytes/int64(max(ch.changes, 1)))
+		line += fmt.Sprintf(" churn_changes=%d churn_p99_s=%.1f table_bytes_written_per_change=%d churn_gc_pct=%.1f",
+			ch.changes, ch.p99.Seconds(), ch.tableBytes/int64(max(ch.changes, 1)), ch.gcPct)
 		if ch.unseen > 0 {
 			line += fmt.Sprintf(" churn_unseen=%d", ch.unseen)
 		}
@@ -175,6 +179,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		return res, err
 	}
 	defer func() { retErr = errors.Join(retErr, mgr.Stop(30*time.Second)) }()
+	peakAnon := sampleAnonRSS(ctx, mgr.Pid())
 
 	wBefore, err := cp.Writes(ctx)
 	if err != nil {
@@ -266,6 +271,7 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 		return res, err
 	}
 	res.rssMB = float64(ps.PeakRSS) / (1 << 20)
+	res.anonMB = float64(max(peakAnon(), ps.AnonRSS)) / (1 << 20)
 	if pprofAddr != "" {
 		if err := saveProfile(ctx, "http://"+pprofAddr+"/debug/pprof/heap", filepath.Join(c.workDir, "heap.pprof")); err != nil {
 			return res, err
@@ -619,4 +625,29 @@ func saveProfileQuietly(ctx context.Context, url, path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// sampleAnonRSS reads the process's anonymous RSS every 100 ms until ctx
+// ends, and returns a function that reports the largest read so far. The
+// kernel keeps a high-water mark of the whole RSS only (VmHWM), which holds
+// the binary's pages too: some 45 MiB of the manager's, which under a
+// memory limit are dropped and read again rather than the container
+// killed.
+func sampleAnonRSS(ctx context.Context, pid int) func() int64 {
+	var peak atomic.Int64
+	go func() {
+		t := time.NewTicker(100 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if ps, err := harness.ReadProcStats(pid); err == nil && ps.AnonRSS > peak.Load() {
+				peak.Store(ps.AnonRSS)
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return peak.Load
 }
