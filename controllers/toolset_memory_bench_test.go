@@ -47,17 +47,29 @@ func benchDocument(b *testing.B, prefix string, n int) []byte {
 // the steps of Reconcile after the scrapes, without an API server, for
 // 5,000 ToolSets of one Pod and 10 tools each (make bench-scale's shape):
 // a first round that parses, assembles and offers, then a round of 304s.
+// "shared" points the parsed tools at the values other documents hold
+// alike, as a scrape does (sharedValues); "unshared", the baseline in the
+// same run, keeps each document's own copies, as scrapes did before.
 // Run with
 // go test ./controllers -run '^$' -bench ReconcilerMemory -benchtime 1x -count 5
 // and RECONCILER_HEAP_PROFILE=path (with -memprofilerate 512) for a heap
 // profile of what is held.
 func BenchmarkReconcilerMemory(b *testing.B) {
 	const toolSets, tools = 5000, 10
-	ctx := context.Background()
 	bodies := make([][]byte, toolSets)
 	for i := range bodies {
 		bodies[i] = benchDocument(b, fmt.Sprintf("ts%04d_", i), tools)
 	}
+	for _, share := range []bool{false, true} {
+		b.Run(map[bool]string{false: "unshared", true: "shared"}[share], func(b *testing.B) {
+			reconcilerMemory(b, bodies, share)
+		})
+	}
+}
+
+func reconcilerMemory(b *testing.B, bodies [][]byte, share bool) {
+	toolSets := len(bodies)
+	ctx := context.Background()
 	now := time.Now()
 	for b.Loop() {
 		runtime.GC()
@@ -70,12 +82,12 @@ func BenchmarkReconcilerMemory(b *testing.B) {
 		r := &ToolSetReconciler{Publisher: p}
 		r.init()
 		for i := range toolSets {
-			memoryRounds(ctx, b, r, p, i, bodies[i], now)
+			memoryRounds(ctx, b, r, p, i, bodies[i], share, now)
 		}
 
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/toolSets, "B/toolset")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(toolSets), "B/toolset")
 		if path := os.Getenv("RECONCILER_HEAP_PROFILE"); path != "" {
 			// Where the bytes go, by allocation site, while they are held:
 			// go tool pprof -sample_index=inuse_space -top controllers.test $path
@@ -92,7 +104,7 @@ func BenchmarkReconcilerMemory(b *testing.B) {
 // memoryRounds runs ToolSet i of BenchmarkReconcilerMemory through the
 // steps of Reconcile after the scrapes, twice (a first round that parses
 // body, then a round of 304s), and returns it with the status they set.
-func memoryRounds(ctx context.Context, b *testing.B, r *ToolSetReconciler, p *TablePublisher, i int, body []byte, now time.Time) *v1alpha1.ToolSet {
+func memoryRounds(ctx context.Context, b *testing.B, r *ToolSetReconciler, p *TablePublisher, i int, body []byte, share bool, now time.Time) *v1alpha1.ToolSet {
 	b.Helper()
 	ts := &v1alpha1.ToolSet{
 		ObjectMeta: metav1.ObjectMeta{Namespace: fmt.Sprintf("ns-%04d", i/100), Name: fmt.Sprintf("ts-%04d", i), Generation: 1,
@@ -111,6 +123,9 @@ func memoryRounds(ctx context.Context, b *testing.B, r *ToolSetReconciler, p *Ta
 			var err error
 			if doc, err = ParseDocument(body); err != nil {
 				b.Fatal(err)
+			}
+			if share {
+				toolValues.share(doc.Tools)
 			}
 		}
 		// A 304 answers with the last document.
@@ -155,7 +170,7 @@ func BenchmarkToolSetCacheMemory(b *testing.B) {
 	r.init()
 	bodies := make([][]byte, toolSets)
 	for i := range bodies {
-		ts := memoryRounds(ctx, b, r, p, i, benchDocument(b, fmt.Sprintf("ts%04d_", i), tools), now)
+		ts := memoryRounds(ctx, b, r, p, i, benchDocument(b, fmt.Sprintf("ts%04d_", i), tools), true, now)
 		ts.UID = types.UID(fmt.Sprintf("8c5d2a4e-0000-4000-8000-%012d", i))
 		ts.ResourceVersion = strconv.Itoa(100000 + i)
 		var err error
