@@ -1,8 +1,10 @@
 package controllers
 
 import (
+	"bytes"
 	"encoding/json"
 	"hash/maphash"
+	"strings"
 	"sync"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -113,6 +115,11 @@ func (s *sharedValues) stringLocked(v string) string {
 		}
 		return v // another value under the hash: not shared
 	}
+	// A copy of its own size: a decoder may hand out a string inside a
+	// larger buffer (the MCP SDK's does for a string with escapes, six
+	// bytes of buffer for each \u0041), and what is kept is counted by its
+	// length.
+	v = strings.Clone(v)
 	s.strs[h] = v
 	s.keepLocked(sharedKey{hash: h, kind: sharedString, size: len(v)})
 	return v
@@ -129,6 +136,7 @@ func (s *sharedValues) rawLocked(v json.RawMessage) json.RawMessage {
 		}
 		return v
 	}
+	v = bytes.Clone(v) // as for strings: what is kept is what is counted
 	s.raws[h] = v
 	s.keepLocked(sharedKey{hash: h, kind: sharedRaw, size: len(v)})
 	return v
@@ -142,9 +150,12 @@ func (s *sharedValues) annotationsLocked(a *spec.Annotations) *spec.Annotations 
 	if kept, ok := s.annotations[k]; ok {
 		return kept
 	}
-	s.annotations[k] = a
+	kept := &spec.Annotations{Title: strings.Clone(a.Title), ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+		IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+	k.title = kept.Title // the key is kept too
+	s.annotations[k] = kept
 	s.keepLocked(sharedKey{kind: sharedAnnotations, ann: k, size: len(a.Title) + 64})
-	return a
+	return kept
 }
 
 // keepLocked counts k among the values kept, letting the oldest go while
@@ -168,7 +179,8 @@ func (s *sharedValues) keepLocked(k sharedKey) {
 	}
 	if s.head > len(s.order)/2 && s.head > 64 {
 		// Reuse the front of the array rather than let it grow.
-		s.order = append(s.order[:0], s.order[s.head:]...)
-		s.head = 0
+		n := copy(s.order, s.order[s.head:])
+		clear(s.order[n:]) // the keys moved hold annotations' titles
+		s.order, s.head = s.order[:n], 0
 	}
 }
