@@ -4,7 +4,8 @@ import (
 	"context"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -22,20 +23,28 @@ type informerSource interface {
 // watchTable kicks a write whenever a ConfigMap of the table is deleted or
 // changed by anyone but the publisher, until ctx is done: the write
 // compares with what is stored and writes what is missing.
+//
+// It watches the ConfigMaps' metadata only: their names and
+// resourceVersions are all it reads, and a watch of whole ConfigMaps had
+// the API server send, and the manager decode and cache, every part the
+// publisher wrote (some 60 MB while 5,000 ToolSets converged).
 func (p *TablePublisher) watchTable(ctx context.Context) error {
 	if p.Informers == nil {
 		return nil
 	}
-	inf, err := p.Informers.GetInformer(ctx, &corev1.ConfigMap{})
+	inf, err := p.Informers.GetInformer(ctx, configMapMetadata())
 	if err != nil {
 		return err
 	}
-	ours := func(obj any) (*corev1.ConfigMap, bool) {
+	ours := func(obj any) (metav1.Object, bool) {
 		if tomb, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
 			obj = tomb.Obj
 		}
-		cm, ok := obj.(*corev1.ConfigMap)
-		if !ok || cm.Namespace != p.namespace() || (cm.Name != p.name() && !strings.HasPrefix(cm.Name, p.name()+"-") && !strings.HasPrefix(cm.Name, p.name()+".ledger-")) {
+		cm, err := meta.Accessor(obj)
+		if err != nil || cm.GetNamespace() != p.namespace() {
+			return nil, false
+		}
+		if name := cm.GetName(); name != p.name() && !strings.HasPrefix(name, p.name()+"-") && !strings.HasPrefix(name, p.name()+".ledger-") {
 			return nil, false
 		}
 		return cm, true
@@ -51,7 +60,7 @@ func (p *TablePublisher) watchTable(ctx context.Context) error {
 			if !ok {
 				return
 			}
-			if rv, known := p.ownWrites.Load(cm.Name); known && rv == cm.ResourceVersion {
+			if rv, known := p.ownWrites.Load(cm.GetName()); known && rv == cm.GetResourceVersion() {
 				return
 			}
 			kick()
@@ -61,7 +70,7 @@ func (p *TablePublisher) watchTable(ctx context.Context) error {
 			if !ok {
 				return
 			}
-			if rv, known := p.ownWrites.Load(cm.Name); known && rv == "" {
+			if rv, known := p.ownWrites.Load(cm.GetName()); known && rv == "" {
 				return
 			}
 			kick()
@@ -75,4 +84,10 @@ func (p *TablePublisher) watchTable(ctx context.Context) error {
 		_ = inf.RemoveEventHandler(reg)
 	}()
 	return nil
+}
+
+// configMapMetadata is the object of a metadata-only informer of
+// ConfigMaps.
+func configMapMetadata() *metav1.PartialObjectMetadata {
+	return &metav1.PartialObjectMetadata{TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "ConfigMap"}}
 }
