@@ -693,7 +693,7 @@ func (m *toolSetMemory) remember(results []podResult) {
 		}
 	}
 	// A Pod is listed once, so no two share a UID.
-	slices.SortFunc(next, func(a, b podDoc) int { return strings.Compare(string(a.uid), string(b.uid)) })
+	slices.SortFunc(next, func(a, b podDoc) int { return comparePodUID(a, b.uid) })
 	m.pods = next
 }
 

@@ -10,7 +10,6 @@ import (
 	"net/http/httptest"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -377,7 +376,7 @@ func BenchmarkScrapeRound(b *testing.B) {
 			for i, p := range pods {
 				last = append(last, podDoc{uid: p.UID, url: scheme + "://" + srvs[i].Listener.Addr().String() + spec.DefaultPath, doc: prev})
 			}
-			slices.SortFunc(last, func(a, b podDoc) int { return strings.Compare(string(a.uid), string(b.uid)) })
+			slices.SortFunc(last, func(a, b podDoc) int { return comparePodUID(a, b.uid) })
 			s := newScraper(32, 0)
 			tgt := scrapeTarget{
 				toolSet: types.NamespacedName{Namespace: "ns", Name: "ts"}, namespace: "ns",

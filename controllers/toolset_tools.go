@@ -55,12 +55,15 @@ type podDocs []podDoc
 
 // get returns the document remembered for the Pod uid.
 func (p podDocs) get(uid types.UID) (podDoc, bool) {
-	i, ok := slices.BinarySearchFunc(p, uid, func(d podDoc, uid types.UID) int { return strings.Compare(string(d.uid), string(uid)) })
+	i, ok := slices.BinarySearchFunc(p, uid, comparePodUID)
 	if !ok {
 		return podDoc{}, false
 	}
 	return p[i], true
 }
+
+// comparePodUID orders podDocs.
+func comparePodUID(d podDoc, uid types.UID) int { return strings.Compare(string(d.uid), string(uid)) }
 
 // lookup is get's document, the zero podDoc for a Pod not remembered.
 func (p podDocs) lookup(uid types.UID) podDoc {
