@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"strings"
 	"sync/atomic"
@@ -48,33 +47,19 @@ func TestRedTeamSharedValuesEscapedMCPStringsPastTheByteBound(t *testing.T) {
 		return p + strings.Repeat(`\u0041`, maxSharedLen-len(p))
 	}
 	const toolsPerReply = 13 // ~3.8 MiB a reply, under --max-response-bytes 4 MiB
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		w.Header().Set("Content-Type", "application/json")
-		switch req.Method {
-		case "server/discover", "initialize":
-			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"esc","version":"1"}}}`, req.ID)
-		case "tools/list":
-			var b strings.Builder
-			fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[`, req.ID)
-			for i := range toolsPerReply {
-				if i > 0 {
-					b.WriteByte(',')
-				}
-				fmt.Fprintf(&b, `{"name":"t%d","title":"%s","description":"%s","inputSchema":{"type":"object"},"annotations":{"title":"%s"}}`,
-					i, escaped("T"), escaped("D"), escaped("A"))
+	srv := rawMCPServer(t, "2025-06-18", "esc", func(w http.ResponseWriter, id json.RawMessage) {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[`, id)
+		for i := range toolsPerReply {
+			if i > 0 {
+				b.WriteByte(',')
 			}
-			b.WriteString(`]}}`)
-			_, _ = io.WriteString(w, b.String())
-		default:
-			w.WriteHeader(http.StatusAccepted)
+			fmt.Fprintf(&b, `{"name":"t%d","title":"%s","description":"%s","inputSchema":{"type":"object"},"annotations":{"title":"%s"}}`,
+				i, escaped("T"), escaped("D"), escaped("A"))
 		}
-	}))
-	defer srv.Close()
+		b.WriteString(`]}}`)
+		_, _ = io.WriteString(w, b.String())
+	})
 
 	s := newScraper(1, 4<<20)
 	tgt := mcpTarget(100, 30*time.Second)

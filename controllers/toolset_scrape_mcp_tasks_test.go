@@ -68,29 +68,15 @@ func TestListMCPKeepsExecution(t *testing.T) {
 // A taskSupport MCP does not define makes the tool Invalid, with the
 // reason; MCP's default is the same as none.
 func TestListMCPExecutionOfAHostileServer(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		_ = json.NewDecoder(r.Body).Decode(&req)
-		w.Header().Set("Content-Type", "application/json")
-		switch req.Method {
-		case "server/discover", "initialize":
-			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"h","version":"1"}}}`, req.ID)
-		case "tools/list":
-			obj := `"inputSchema":{"type":"object"}`
-			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[`+
-				`{"name":"always",%s,"execution":{"taskSupport":"always"}},`+
-				`{"name":"number",%s,"execution":{"taskSupport":5}},`+
-				`{"name":"forbidden",%s,"execution":{"taskSupport":"forbidden"}},`+
-				`{"name":"empty",%s,"execution":{}},`+
-				`{"name":"optional",%s,"execution":{"taskSupport":"optional"}}]}}`, req.ID, obj, obj, obj, obj, obj)
-		default:
-			w.WriteHeader(http.StatusAccepted)
-		}
-	}))
-	t.Cleanup(srv.Close)
+	srv := rawMCPServer(t, "2025-11-25", "h", func(w http.ResponseWriter, id json.RawMessage) {
+		obj := `"inputSchema":{"type":"object"}`
+		_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"tools":[`+
+			`{"name":"always",%s,"execution":{"taskSupport":"always"}},`+
+			`{"name":"number",%s,"execution":{"taskSupport":5}},`+
+			`{"name":"forbidden",%s,"execution":{"taskSupport":"forbidden"}},`+
+			`{"name":"empty",%s,"execution":{}},`+
+			`{"name":"optional",%s,"execution":{"taskSupport":"optional"}}]}}`, id, obj, obj, obj, obj, obj)
+	})
 	doc, err := listMCPOnce(newScraper(1, 0), mcpTarget(10, 10*time.Second), srv.URL+"/mcp", nil)
 	if err != nil {
 		t.Fatal(err)

@@ -239,34 +239,20 @@ func TestListMCPFromHostileServers(t *testing.T) {
 		// hundred KiB or so, as too large.
 		const limit = 4 << 20
 		var served atomic.Int64
-		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			var req struct {
-				ID     json.RawMessage `json:"id"`
-				Method string          `json:"method"`
-			}
-			_ = json.NewDecoder(r.Body).Decode(&req)
-			w.Header().Set("Content-Type", "application/json")
-			switch req.Method {
-			case "server/discover", "initialize":
-				_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-06-18","capabilities":{"tools":{}},"serverInfo":{"name":"maps","version":"1"}}}`, req.ID)
-			case "tools/list":
-				head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","x":[`, req.ID)
-				item := `{"a":0},`
-				n, _ := io.WriteString(w, head)
-				for i := 0; i < (limit-len(head)-4096)/len(item); i++ {
-					k, err := io.WriteString(w, item)
-					n += k
-					if err != nil {
-						break
-					}
+		srv := rawMCPServer(t, "2025-06-18", "maps", func(w http.ResponseWriter, id json.RawMessage) {
+			head := fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"tools":[{"name":"t","inputSchema":{"type":"object","x":[`, id)
+			item := `{"a":0},`
+			n, _ := io.WriteString(w, head)
+			for i := 0; i < (limit-len(head)-4096)/len(item); i++ {
+				k, err := io.WriteString(w, item)
+				n += k
+				if err != nil {
+					break
 				}
-				m, _ := io.WriteString(w, `{}]}}]}}`)
-				served.Add(int64(n + m))
-			default:
-				w.WriteHeader(http.StatusAccepted)
 			}
-		}))
-		t.Cleanup(srv.Close)
+			m, _ := io.WriteString(w, `{}]}}]}}`)
+			served.Add(int64(n + m))
+		})
 		_, err := listMCPOnce(newScraper(1, limit), mcpTarget(10, 10*time.Second), srv.URL+"/mcp", nil)
 		if scrapeReason(err) != scrapeErrTooLarge || !strings.Contains(err.Error(), "decode") {
 			t.Fatalf("got %v (%s)", err, scrapeReason(err))
@@ -309,4 +295,29 @@ func TestListMCPFromHostileServers(t *testing.T) {
 			t.Fatalf("got %v (%s)", err, scrapeReason(err))
 		}
 	})
+}
+
+// rawMCPServer is an MCP server written by hand, for replies no SDK sends:
+// it answers initialize (and server/discover) as serverName at protocol
+// version, tools/list with what list writes for the request's id, and
+// anything else with 202 Accepted. The test closes it.
+func rawMCPServer(t testing.TB, version, serverName string, list func(w http.ResponseWriter, id json.RawMessage)) *httptest.Server {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		_ = json.NewDecoder(r.Body).Decode(&req)
+		w.Header().Set("Content-Type", "application/json")
+		switch req.Method {
+		case "server/discover", "initialize":
+			_, _ = fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":%q,"capabilities":{"tools":{}},"serverInfo":{"name":%q,"version":"1"}}}`, req.ID, version, serverName)
+		case "tools/list":
+			list(w, req.ID)
+		default:
+			w.WriteHeader(http.StatusAccepted)
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return srv
 }
