@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strconv"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -53,6 +54,29 @@ var _ = Describe("config/default", func() {
 		crb := fromUnstructured[rbacv1.ClusterRoleBinding](m.named("ClusterRoleBinding", "toolplane-manager-rolebinding"))
 		Expect(crb.Subjects).To(ConsistOf(subject))
 		Expect(crb.RoleRef.Name).To(Equal(m.named("ClusterRole", "toolplane-manager-role").GetName()))
+	})
+	It("sets GOMEMLIMIT as the chart does, below the memory limit", func() {
+		// The Downward API gives the whole limit, which leaves the runtime
+		// no headroom for what GOMEMLIMIT does not count (the binary's
+		// pages, which the container's limit does): config/ spells out the
+		// value the chart computes.
+		chart := helmTemplate("t", "ns")
+		for name, chartName := range map[string]string{
+			"toolplane-controller-manager": "t-toolplane",
+			"toolplane-gateway":            "t-toolplane-gateway",
+		} {
+			d := fromUnstructured[appsv1.Deployment](kustomizeBuild("config/default").named("Deployment", name))
+			want := fromUnstructured[appsv1.Deployment](chart.named("Deployment", chartName))
+			c, wc := d.Spec.Template.Spec.Containers[0], want.Spec.Template.Spec.Containers[0]
+			Expect(c.Resources.Limits.Memory().Equal(*wc.Resources.Limits.Memory())).To(BeTrue(), "%s: the chart's memory limit", name)
+			env := func(c corev1.Container) corev1.EnvVar {
+				i := slices.IndexFunc(c.Env, func(e corev1.EnvVar) bool { return e.Name == "GOMEMLIMIT" })
+				Expect(i).NotTo(Equal(-1), "%s: GOMEMLIMIT", name)
+				return c.Env[i]
+			}
+			Expect(env(c)).To(Equal(env(wc)), name)
+			Expect(env(c).Value).To(Equal(strconv.FormatInt(c.Resources.Limits.Memory().Value()*9/10, 10)), "%s: 90%% of the limit", name)
+		}
 	})
 })
 
