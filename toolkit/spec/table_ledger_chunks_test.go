@@ -541,3 +541,33 @@ func TestTableLedgerChunkCutSparesSmallNamespaces(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkTableLedgerEncode encodes the ledger of 50,000 names of 5,000
+// owners in 64 chunks, as the operator does while 5,000 ToolSets
+// converge: every chunk changed (a new encoder each time), or none (the
+// encoder of the last write).
+func BenchmarkTableLedgerEncode(b *testing.B) {
+	tools, records := ledgerOf(50000, 5000)
+	ptrs := refs(tools)
+	n := spec.TableLedgerChunks(len(tools), 0)
+	b.Run("every-chunk-changed", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := new(spec.TableLedgerEncoder).Encode(ptrs, records, "toolplane-tools", n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("none-changed", func(b *testing.B) {
+		var e spec.TableLedgerEncoder
+		if _, err := e.Encode(ptrs, records, "toolplane-tools", n); err != nil {
+			b.Fatal(err)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := e.Encode(ptrs, records, "toolplane-tools", n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
