@@ -471,7 +471,7 @@ func tableTool(ts *v1alpha1.ToolSet, ep toolSetEndpoints, published string, t sp
 		Execution:    t.Execution,
 		Meta:         t.Meta,
 		// Tools alike have one digest: one string between them.
-		SchemaDigest: toolValues.string(spec.SchemaDigest(t.InputSchema, t.OutputSchema, t.Annotations, t.Execution)),
+		SchemaDigest: toolValues.string(toolDigests.of(&t)),
 		ToolSet:      spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name},
 		ToolSetUID:   string(ts.UID),
 	}
