@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"hash/maphash"
 	"strings"
@@ -11,12 +12,16 @@ import (
 )
 
 // Bounds of the manager's digestMemo: inputs of at most maxSharedLen
-// together, maxDigestBytes and maxDigests in all: about 4 MiB at most,
-// entries and digests included.
+// together, maxDigestBytes (each entry's inputs and digestEntryCost) and
+// maxDigests in all. About 4.5 MiB of heap at most.
 const (
-	maxDigestBytes = 2 << 20
+	maxDigestBytes = 4 << 20
 	maxDigests     = 8192
 )
+
+// digestEntryCost is what an entry holds besides its inputs: its map slot,
+// its digest and its place in the order, with the allocator's rounding.
+const digestEntryCost = 384
 
 // toolDigests is the manager's one digestMemo.
 var toolDigests = newDigestMemo(maxSharedLen, maxDigestBytes, maxDigests)
@@ -29,8 +34,8 @@ var toolDigests = newDigestMemo(maxSharedLen, maxDigestBytes, maxDigests)
 // An entry is found by a hash of what the digest reads and kept only if
 // all of it is equal, byte for byte. It keeps copies of what it
 // compares: schemas longer than maxLen together are not remembered, and
-// the entries hold at most maxBytes of them and maxN entries, the oldest
-// let go first. It is safe for concurrent use.
+// the entries hold at most maxBytes (their inputs and digestEntryCost
+// each) and maxN entries, the oldest let go first. It is safe for concurrent use.
 type digestMemo struct {
 	mu                     sync.Mutex
 	seed                   maphash.Seed
@@ -69,13 +74,20 @@ func (d *digestMemo) of(t *spec.Tool) string {
 	}
 	var h maphash.Hash
 	h.SetSeed(d.seed)
-	for _, b := range [][]byte{e.in, e.out} {
+	// Each variable field after its length, so that no two inputs frame
+	// alike (a field's bytes may hold any separator).
+	var n [8]byte
+	for _, b := range [...][]byte{e.in, e.out} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(b)))
+		_, _ = h.Write(n[:])
 		_, _ = h.Write(b)
-		_ = h.WriteByte(0)
 	}
-	_, _ = h.WriteString(e.ann.title)
-	_, _ = h.Write([]byte{0, byte(e.ann.readOnly), byte(e.ann.destr), byte(e.ann.idem), byte(e.ann.openWld), boolByte(e.hasAnn)})
-	_, _ = h.WriteString(e.task)
+	for _, v := range [...]string{e.ann.title, e.task} {
+		binary.LittleEndian.PutUint64(n[:], uint64(len(v)))
+		_, _ = h.Write(n[:])
+		_, _ = h.WriteString(v)
+	}
+	_, _ = h.Write([]byte{byte(e.ann.readOnly), byte(e.ann.destr), byte(e.ann.idem), byte(e.ann.openWld), boolByte(e.hasAnn)})
 	key := h.Sum64()
 
 	d.mu.Lock()
@@ -99,13 +111,13 @@ func (d *digestMemo) of(t *spec.Tool) string {
 	e.ann.title, e.task = strings.Clone(e.ann.title), strings.Clone(e.task)
 	d.entries[key] = e
 	d.order = append(d.order, key)
-	d.bytes += size
+	d.bytes += size + digestEntryCost
 	for len(d.order)-d.head > d.maxN || d.bytes > d.maxBytes {
 		old := d.order[d.head]
 		d.order[d.head] = 0
 		d.head++
 		gone := d.entries[old]
-		d.bytes -= len(gone.in) + len(gone.out) + len(gone.ann.title) + len(gone.task)
+		d.bytes -= len(gone.in) + len(gone.out) + len(gone.ann.title) + len(gone.task) + digestEntryCost
 		delete(d.entries, old)
 	}
 	if d.head > len(d.order)/2 && d.head > 64 {

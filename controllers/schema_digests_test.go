@@ -92,6 +92,40 @@ func TestDigestMemoStaysWithinBounds(t *testing.T) {
 	if cap(d.order) > 4*maxN {
 		t.Errorf("the order grew to %d for %d entries", cap(d.order), maxN)
 	}
+	// What is counted is the inputs kept and each entry's own cost.
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	sum := 0
+	for _, e := range d.entries {
+		sum += len(e.in) + len(e.out) + len(e.ann.title) + len(e.task) + digestEntryCost
+	}
+	if sum != d.bytes {
+		t.Errorf("%d bytes counted for %d kept", d.bytes, sum)
+	}
+}
+
+// Inputs that differ only in where one field ends and the next begins are
+// told apart by their hash, so neither takes the other's entry: a field
+// may hold any byte a separator could be.
+func TestDigestMemoFramesFields(t *testing.T) {
+	d := newDigestMemo(maxSharedLen, maxSharedBytes, maxSharedValues)
+	pairs := [][2]spec.Tool{
+		{{InputSchema: json.RawMessage("a\x00")}, {InputSchema: json.RawMessage("a"), OutputSchema: json.RawMessage("\x00")}},
+		{{OutputSchema: json.RawMessage("b\x00")}, {OutputSchema: json.RawMessage("b"), Annotations: &spec.Annotations{Title: "\x00"}}},
+		{{Annotations: &spec.Annotations{Title: "c\x00"}}, {Annotations: &spec.Annotations{Title: "c"}, Execution: &spec.Execution{TaskSupport: "\x00"}}},
+	}
+	for i, p := range pairs {
+		for _, tool := range p {
+			if got, want := d.of(&tool), spec.SchemaDigest(tool.InputSchema, tool.OutputSchema, tool.Annotations, tool.Execution); got != want {
+				t.Errorf("pair %d: %s, want %s", i, got, want)
+			}
+		}
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if len(d.entries) != 2*len(pairs) {
+		t.Errorf("%d entries for %d inputs", len(d.entries), 2*len(pairs))
+	}
 }
 
 func TestDigestMemoConcurrently(t *testing.T) {
