@@ -74,7 +74,7 @@ func TestRedTeamSharedValuesEscapedMCPStringsPastTheByteBound(t *testing.T) {
 	}
 
 	toolValues.mu.Lock()
-	counted, kept := toolValues.bytes, len(toolValues.order)-toolValues.head
+	counted, kept := toolValues.kept.bytes, toolValues.kept.len()
 	toolValues.mu.Unlock()
 
 	heap := func() uint64 {

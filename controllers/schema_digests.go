@@ -41,8 +41,7 @@ type digestMemo struct {
 	seed                   maphash.Seed
 	maxLen, maxBytes, maxN int
 	entries                map[uint64]digestEntry
-	order                  []uint64 // oldest first, from head
-	head, bytes            int
+	kept                   keptQueue[uint64]
 }
 
 // digestEntry is what spec.SchemaDigest read, and what it returned.
@@ -110,20 +109,7 @@ func (d *digestMemo) of(t *spec.Tool) string {
 	e.in, e.out = bytes.Clone(e.in), bytes.Clone(e.out)
 	e.ann.title, e.task = strings.Clone(e.ann.title), strings.Clone(e.task)
 	d.entries[key] = e
-	d.order = append(d.order, key)
-	d.bytes += size + digestEntryCost
-	for len(d.order)-d.head > d.maxN || d.bytes > d.maxBytes {
-		old := d.order[d.head]
-		d.order[d.head] = 0
-		d.head++
-		gone := d.entries[old]
-		d.bytes -= len(gone.in) + len(gone.out) + len(gone.ann.title) + len(gone.task) + digestEntryCost
-		delete(d.entries, old)
-	}
-	if d.head > len(d.order)/2 && d.head > 64 {
-		n := copy(d.order, d.order[d.head:])
-		d.order, d.head = d.order[:n], 0
-	}
+	d.kept.keep(key, size+digestEntryCost, d.maxN, d.maxBytes, func(old uint64) { delete(d.entries, old) })
 	return e.digest
 }
 

@@ -83,14 +83,14 @@ func TestDigestMemoStaysWithinBounds(t *testing.T) {
 			t.Fatalf("long schema %d: %s, want %s", i, got, want)
 		}
 		d.mu.Lock()
-		n, bytes, entries := len(d.order)-d.head, d.bytes, len(d.entries)
+		n, bytes, entries := d.kept.len(), d.kept.bytes, len(d.entries)
 		d.mu.Unlock()
 		if n > maxN || bytes > maxBytes || entries != n {
 			t.Fatalf("after %d schemas: %d kept (%d in the map), %d bytes; bounds %d and %d", i+1, n, entries, bytes, maxN, maxBytes)
 		}
 	}
-	if cap(d.order) > 4*maxN {
-		t.Errorf("the order grew to %d for %d entries", cap(d.order), maxN)
+	if cap(d.kept.items) > 4*maxN {
+		t.Errorf("the order grew to %d for %d entries", cap(d.kept.items), maxN)
 	}
 	// What is counted is the inputs kept and each entry's own cost.
 	d.mu.Lock()
@@ -99,8 +99,8 @@ func TestDigestMemoStaysWithinBounds(t *testing.T) {
 	for _, e := range d.entries {
 		sum += len(e.in) + len(e.out) + len(e.ann.title) + len(e.task) + digestEntryCost
 	}
-	if sum != d.bytes {
-		t.Errorf("%d bytes counted for %d kept", d.bytes, sum)
+	if sum != d.kept.bytes {
+		t.Errorf("%d bytes counted for %d kept", d.kept.bytes, sum)
 	}
 }
 

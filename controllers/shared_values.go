@@ -39,8 +39,7 @@ type sharedValues struct {
 	strs                   map[uint64]string
 	raws                   map[uint64]json.RawMessage
 	annotations            map[annotationsKey]*spec.Annotations
-	order                  []sharedKey // oldest first, from head
-	head, bytes            int
+	kept                   keptQueue[sharedKey]
 }
 
 // sharedKey names one value kept, for letting it go.
@@ -48,7 +47,6 @@ type sharedKey struct {
 	hash uint64
 	kind uint8 // sharedString, sharedRaw or sharedAnnotations
 	ann  annotationsKey
-	size int
 }
 
 const (
@@ -121,7 +119,7 @@ func (s *sharedValues) stringLocked(v string) string {
 	// length.
 	v = strings.Clone(v)
 	s.strs[h] = v
-	s.keepLocked(sharedKey{hash: h, kind: sharedString, size: len(v)})
+	s.keepLocked(sharedKey{hash: h, kind: sharedString}, len(v))
 	return v
 }
 
@@ -138,7 +136,7 @@ func (s *sharedValues) rawLocked(v json.RawMessage) json.RawMessage {
 	}
 	v = bytes.Clone(v) // as for strings: what is kept is what is counted
 	s.raws[h] = v
-	s.keepLocked(sharedKey{hash: h, kind: sharedRaw, size: len(v)})
+	s.keepLocked(sharedKey{hash: h, kind: sharedRaw}, len(v))
 	return v
 }
 
@@ -154,20 +152,14 @@ func (s *sharedValues) annotationsLocked(a *spec.Annotations) *spec.Annotations 
 		IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
 	k.title = kept.Title // the key is kept too
 	s.annotations[k] = kept
-	s.keepLocked(sharedKey{kind: sharedAnnotations, ann: k, size: len(a.Title) + 64})
+	s.keepLocked(sharedKey{kind: sharedAnnotations, ann: k}, len(a.Title)+64)
 	return kept
 }
 
-// keepLocked counts k among the values kept, letting the oldest go while
-// the bounds are passed.
-func (s *sharedValues) keepLocked(k sharedKey) {
-	s.order = append(s.order, k)
-	s.bytes += k.size
-	for len(s.order)-s.head > s.maxN || s.bytes > s.maxBytes {
-		old := s.order[s.head]
-		s.order[s.head] = sharedKey{}
-		s.head++
-		s.bytes -= old.size
+// keepLocked counts k, of size bytes, among the values kept, letting the
+// oldest go while the bounds are passed.
+func (s *sharedValues) keepLocked(k sharedKey, size int) {
+	s.kept.keep(k, size, s.maxN, s.maxBytes, func(old sharedKey) {
 		switch old.kind {
 		case sharedString:
 			delete(s.strs, old.hash)
@@ -176,11 +168,41 @@ func (s *sharedValues) keepLocked(k sharedKey) {
 		case sharedAnnotations:
 			delete(s.annotations, old.ann)
 		}
+	})
+}
+
+// keptQueue is the order in which the values of a bounded memory were
+// kept (sharedValues, digestMemo), oldest first, and the bytes they are
+// counted: what lets the oldest go while its bounds are passed.
+type keptQueue[K any] struct {
+	items       []keptItem[K] // oldest first, from head
+	head, bytes int
+}
+
+type keptItem[K any] struct {
+	key  K
+	size int
+}
+
+// keep counts key, of size bytes, and lets the oldest go, each through
+// forget, while more than maxN or maxBytes are kept.
+func (q *keptQueue[K]) keep(key K, size, maxN, maxBytes int, forget func(K)) {
+	q.items = append(q.items, keptItem[K]{key, size})
+	q.bytes += size
+	for q.len() > maxN || q.bytes > maxBytes {
+		old := q.items[q.head]
+		q.items[q.head] = keptItem[K]{}
+		q.head++
+		q.bytes -= old.size
+		forget(old.key)
 	}
-	if s.head > len(s.order)/2 && s.head > 64 {
+	if q.head > len(q.items)/2 && q.head > 64 {
 		// Reuse the front of the array rather than let it grow.
-		n := copy(s.order, s.order[s.head:])
-		clear(s.order[n:]) // the keys moved hold annotations' titles
-		s.order, s.head = s.order[:n], 0
+		n := copy(q.items, q.items[q.head:])
+		clear(q.items[n:]) // the keys moved may hold strings
+		q.items, q.head = q.items[:n], 0
 	}
 }
+
+// len is how many values are kept.
+func (q *keptQueue[K]) len() int { return len(q.items) - q.head }

@@ -97,7 +97,7 @@ func TestSharedValuesStayWithinBounds(t *testing.T) {
 		v := "description " + strconv.Itoa(i)
 		s.share([]spec.Tool{{Name: "t", Description: v, Title: long, InputSchema: json.RawMessage(`{"n":` + strconv.Itoa(i) + `}`)}})
 		s.mu.Lock()
-		n, bytes := len(s.order)-s.head, s.bytes
+		n, bytes := s.kept.len(), s.kept.bytes
 		entries := len(s.strs) + len(s.raws) + len(s.annotations)
 		_, keptLong := s.strs[maphash.String(s.seed, long)]
 		s.mu.Unlock()
@@ -108,8 +108,8 @@ func TestSharedValuesStayWithinBounds(t *testing.T) {
 			t.Fatal("a value longer than maxLen was kept")
 		}
 	}
-	if cap(s.order) > 4*maxN {
-		t.Errorf("the order grew to %d for %d values", cap(s.order), maxN)
+	if cap(s.kept.items) > 4*maxN {
+		t.Errorf("the order grew to %d for %d values", cap(s.kept.items), maxN)
 	}
 	// The newest are still shared.
 	a := []spec.Tool{{Description: "description 1999"}}
