@@ -240,16 +240,19 @@ func schemeOf(route string) string {
 }
 
 func (bs *backends) lookup(ctx context.Context, toolSet spec.ObjectReference) (*backend, error) {
-	bs.mu.Lock()
-	e := bs.m[toolSet]
-	bs.mu.Unlock()
-	if e != nil && bs.now().Before(e.expires) {
+	if e := bs.fresh(toolSet); e != nil {
 		return e.b, e.err
 	}
 	// The read is shared by every call that waits for it, so it is not
 	// bound to the first one's cancellation, only to its own timeout; each
 	// call waits for it only within its own.
 	ch := bs.flight.DoChan(toolSet.String(), func() (any, error) {
+		// A read that ended between this call's look and its flight has
+		// stored what it read: reading again would cost the Secret's
+		// owner a read per call that came in that moment.
+		if e := bs.fresh(toolSet); e != nil {
+			return e, nil
+		}
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), credentialsTimeout)
 		defer cancel()
 		creds, err := bs.src.BackendCredentials(rctx, toolSet)
@@ -257,11 +260,22 @@ func (bs *backends) lookup(ctx context.Context, toolSet spec.ObjectReference) (*
 	})
 	select {
 	case r := <-ch:
-		e = r.Val.(*backendEntry)
+		e := r.Val.(*backendEntry)
 		return e.b, e.err
 	case <-ctx.Done():
 		return nil, fmt.Errorf("reading its ToolSet's credentials: %w", ctx.Err())
 	}
+}
+
+// fresh returns the entry kept for toolSet, if its TTL has not passed.
+func (bs *backends) fresh(toolSet spec.ObjectReference) *backendEntry {
+	bs.mu.Lock()
+	e := bs.m[toolSet]
+	bs.mu.Unlock()
+	if e != nil && bs.now().Before(e.expires) {
+		return e
+	}
+	return nil
 }
 
 // store keeps what a read gave, building the ToolSet's client anew only
