@@ -95,13 +95,6 @@ func (s *sharedValues) share(tools []spec.Tool) {
 	}
 }
 
-// string returns the copy kept of v, keeping v if none is.
-func (s *sharedValues) string(v string) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.stringLocked(v)
-}
-
 func (s *sharedValues) stringLocked(v string) string {
 	if v == "" || len(v) > s.maxLen {
 		return v

@@ -470,8 +470,8 @@ func tableTool(ts *v1alpha1.ToolSet, ep toolSetEndpoints, published string, t sp
 		Annotations:  t.Annotations,
 		Execution:    t.Execution,
 		Meta:         t.Meta,
-		// Tools alike have one digest: one string between them.
-		SchemaDigest: toolValues.string(toolDigests.of(&t)),
+		// Tools alike have one digest: the memo's, one string between them.
+		SchemaDigest: toolDigests.of(&t),
 		ToolSet:      spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name},
 		ToolSetUID:   string(ts.UID),
 	}
