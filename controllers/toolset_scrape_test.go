@@ -644,3 +644,33 @@ func describe(t spec.Tool, fn func(*spec.Tool)) spec.Tool {
 	fn(&t)
 	return t
 }
+
+// TestAssembleKeepsEqualToolsOnce: a document scraped again, a new object
+// with the same tools, assembles into the last round's very slice, which
+// the baseline and the publisher's claim already hold; a changed one into
+// a slice of its own.
+func TestAssembleKeepsEqualToolsOnce(t *testing.T) {
+	parse := func(tools ...spec.Tool) *spec.Document {
+		doc, err := ParseDocument(encodeDoc(t, tools...))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return doc
+	}
+	ts := &v1alpha1.ToolSet{Spec: v1alpha1.ToolSetSpec{Limits: v1alpha1.Limits{MaxTools: 16, MaxSchemaBytes: 65536}}}
+	mem := &toolSetMemory{}
+	first := mem.assemble(ts, []*spec.Document{parse(tool("a"), tool("b"))}, 0, defaultToolBounds, "")
+	again := mem.assemble(ts, []*spec.Document{parse(tool("a"), tool("b"))}, 0, defaultToolBounds, "")
+	if len(first.tools) != 2 || len(again.tools) != 2 || &first.tools[0] != &again.tools[0] {
+		t.Fatalf("an equal document assembled into a new slice: %p and %p", first.tools, again.tools)
+	}
+	changed := tool("b")
+	changed.Description = "changed"
+	other := mem.assemble(ts, []*spec.Document{parse(tool("a"), changed)}, 0, defaultToolBounds, "")
+	if len(other.tools) != 2 || &other.tools[0] == &first.tools[0] || other.tools[1].Description != "changed" {
+		t.Fatalf("a changed document kept the last slice: %+v", other.tools)
+	}
+	if first.tools[1].Description == "changed" {
+		t.Fatal("the last slice was modified")
+	}
+}
