@@ -50,6 +50,8 @@ var (
 	testEnv   *envtest.Environment
 	scheme    = runtime.NewScheme()
 	publisher *TablePublisher
+	// toolSetReconciler is the manager's ToolSet reconciler.
+	toolSetReconciler *ToolSetReconciler
 	// managerLog holds everything the manager logged, at every verbosity,
 	// so that specs can assert what never appears in it.
 	managerLog  = &syncBuffer{}
@@ -103,13 +105,14 @@ var _ = BeforeSuite(func() {
 	}
 	Expect(publisher.SetupWithManager(mgr)).To(Succeed())
 	Expect((&ToolNamePolicyReconciler{Publisher: publisher}).SetupWithManager(mgr)).To(Succeed())
-	Expect((&ToolSetReconciler{
+	toolSetReconciler = &ToolSetReconciler{
 		Publisher:                        publisher,
 		MaxConcurrentScrapes:             8,
 		MaxConcurrentScrapesPerNamespace: testScrapesPerNamespace,
 		MaxResponseBytes:                 testMaxResponseBytes,
 		Ceilings:                         testCeilings,
-	}).SetupWithManager(mgr)).To(Succeed())
+	}
+	Expect(toolSetReconciler.SetupWithManager(mgr)).To(Succeed())
 
 	ctx, cancel := context.WithCancel(ctx)
 	stopManager = cancel

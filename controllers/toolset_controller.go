@@ -21,6 +21,7 @@ import (
 	"k8s.io/klog/v2"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	crcache "sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -109,6 +110,12 @@ type ToolSetReconciler struct {
 	memory   map[types.NamespacedName]*toolSetMemory
 	// podEvents counts the Pod events of each namespace, for podsOf.
 	podEvents podEventCounts
+	// podCache, when set, is the cache Client reads, whose Pod informer's
+	// store (podStore) readyPods reads in place of Client once the first
+	// reconcile finds it.
+	podCache     crcache.Cache
+	podStoreOnce sync.Once
+	podStore     *podStore
 	// serviceEvents counts the Service events of each namespace that can
 	// change a refusal (those serviceRoutingChanged passes), for
 	// serviceVerdict.
@@ -275,6 +282,9 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	}
 	if r.Client == nil {
 		r.Client = mgr.GetClient()
+		// The client reads the manager's cache: the Pod informer's own
+		// objects can be read in place.
+		r.podCache = mgr.GetCache()
 	}
 	if r.APIReader == nil {
 		r.APIReader = mgr.GetAPIReader()
@@ -794,6 +804,20 @@ func (c *podEventCounts) version(ns string) uint64 {
 // matches in the ToolSet's own namespace, sorted by name. They are read from
 // the cache without a deep copy: nothing may change them.
 func (r *ToolSetReconciler) readyPods(ctx context.Context, ns string, sel labels.Selector) ([]*corev1.Pod, error) {
+	r.podStoreOnce.Do(func() {
+		if r.podCache == nil {
+			return
+		}
+		// The controller watches Pods: the informer exists and has synced.
+		store, err := podStoreOf(ctx, r.podCache)
+		if err != nil {
+			ctrl.LoggerFrom(ctx).Error(err, "Reading Pods from the cache's store; listing them instead")
+		}
+		r.podStore = store
+	})
+	if r.podStore != nil {
+		return r.podStore.ready(ns, sel)
+	}
 	var list corev1.PodList
 	if err := r.Client.List(ctx, &list, client.InNamespace(ns), client.MatchingLabelsSelector{Selector: sel},
 		client.UnsafeDisableDeepCopy); err != nil {
