@@ -212,29 +212,34 @@ type toolSetMemory struct {
 	}
 }
 
-// writtenStatus is the last status written for a ToolSet, and the
+// writtenStatus is what a ToolSet's last status write was made over: the
 // resourceVersions of the object known to predate it. A quick second
 // reconcile may read an object from the cache that predates the write; it
-// must not patch and announce the same transitions again.
+// must not patch and announce the same transitions again, so it waits for
+// the cache instead (lags). The status written is not kept: a copy of every
+// ToolSet's, held until its next round, was 9.5 MB of the heap after
+// convergence at 5,000 ToolSets.
 type writtenStatus struct {
-	status *v1alpha1.ToolSetStatus
-	rv     string
-	older  map[string]bool
+	rv    string
+	older map[string]bool
 }
 
 // maxOlder bounds the resourceVersions remembered while the cache lags.
 const maxOlder = 16
 
-// base puts the last written status into ts if ts is a version of the object
-// known to predate that write; otherwise the cache has caught up and the
-// memory is dropped.
-// It reports whether it put that status into ts.
-func (w *writtenStatus) base(ts *v1alpha1.ToolSet) bool {
-	if w.status == nil {
+// cacheLagRetry is how soon a reconcile that found the cache behind this
+// reconciler's last status write looks again. The cache is most often a
+// few milliseconds behind.
+const cacheLagRetry = 100 * time.Millisecond
+
+// lags reports whether ts is a version of the object known to predate the
+// last status write; otherwise the cache has caught up and the memory is
+// dropped.
+func (w *writtenStatus) lags(ts *v1alpha1.ToolSet) bool {
+	if w.rv == "" {
 		return false
 	}
 	if w.older[ts.ResourceVersion] {
-		ts.Status = *w.status.DeepCopy()
 		return true
 	}
 	*w = writtenStatus{}
@@ -245,13 +250,13 @@ func (w *writtenStatus) base(ts *v1alpha1.ToolSet) bool {
 // resourceVersion from.
 func (w *writtenStatus) wrote(from string, ts *v1alpha1.ToolSet) {
 	older := map[string]bool{from: true}
-	if w.status != nil && len(w.older) < maxOlder {
+	if w.rv != "" && len(w.older) < maxOlder {
 		for rv := range w.older {
 			older[rv] = true
 		}
 		older[w.rv] = true
 	}
-	*w = writtenStatus{status: ts.Status.DeepCopy(), rv: ts.ResourceVersion, older: older}
+	*w = writtenStatus{rv: ts.ResourceVersion, older: older}
 	delete(w.older, w.rv)
 }
 
@@ -356,16 +361,16 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		return ctrl.Result{}, r.withdraw(ctx, req.NamespacedName)
 	}
 	mem := r.memoryOf(req.NamespacedName, cached.UID)
+	if mem.written.lags(cached) {
+		// Status and events are computed against what is stored: the cache
+		// has not seen this reconciler's last status write yet.
+		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+	}
 	ts := cached.DeepCopy()
 	// A read that skips the deep copy sets no kind, as one that copies
 	// does.
 	ts.TypeMeta = toolSetTypeMeta
 	before := cached
-	// Status and events are computed against what is stored: if the cache
-	// has not seen this reconciler's last status write yet, against that.
-	if mem.written.base(ts) {
-		before = ts.DeepCopy()
-	}
 	var contracts *contractRound
 	defer func() {
 		var err error
