@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/semaphore"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -108,6 +109,8 @@ type ToolSetReconciler struct {
 	stop     context.CancelFunc
 	mu       sync.Mutex
 	memory   map[types.NamespacedName]*toolSetMemory
+	// serviceReads bounds backgroundServiceRead's reads in flight.
+	serviceReads *semaphore.Weighted
 	// podEvents counts the Pod events of each namespace, for podsOf.
 	podEvents podEventCounts
 	// podCache, when set, is the cache Client reads, whose Pod informer's
@@ -147,6 +150,7 @@ func (r *ToolSetReconciler) init() {
 		var ctx context.Context
 		ctx, r.stop = context.WithCancel(context.Background())
 		r.runs = newScrapeRuns(ctx, r.ScrapeWait)
+		r.serviceReads = semaphore.NewWeighted(maxServiceReads)
 		r.memory = map[types.NamespacedName]*toolSetMemory{}
 		r.restatus.events = make(chan event.TypedGenericEvent[*v1alpha1.ToolSet], 64)
 	})
@@ -489,7 +493,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 				var wg sync.WaitGroup
 				if service.Name != "" {
 					wg.Go(func() {
-						read := r.readService(ctx, service)
+						read := r.backgroundServiceRead(ctx, service)
 						out.service = &read
 					})
 				}

@@ -164,8 +164,31 @@ type serviceRead struct {
 	err  error
 }
 
+// maxServiceReads bounds the reads of a round's Service in flight off the
+// reconcile workers (backgroundServiceRead). Each new ToolSet whose Service
+// the cache does not hold costs one; unbounded, a burst of new ToolSets
+// (5,000 in make bench-scale, their Services missing) put some 470 GETs in
+// flight at once beside the status writes, each with its goroutines and
+// buffers. The reads a worker makes itself are bounded by the workers, and
+// never wait behind the background's: a tenant's burst must not hold up
+// another namespace's reconcile.
+const maxServiceReads = 8
+
+// backgroundServiceRead is readService for a round's scrapes, off the
+// workers: it takes one of maxServiceReads slots first. A round that ends
+// while it waits gets its context's error, as a failed read.
+func (r *ToolSetReconciler) backgroundServiceRead(ctx context.Context, key types.NamespacedName) serviceRead {
+	r.init()
+	if err := r.serviceReads.Acquire(ctx, 1); err != nil {
+		return serviceRead{name: key.Name, err: err}
+	}
+	defer r.serviceReads.Release(1)
+	return r.readService(ctx, key)
+}
+
 // readService asks the API server for the Service key, past the cache. It
-// may run off the reconcile, beside the scrapes of a round (see Reconcile).
+// may run off the reconcile, beside the scrapes of a round (see Reconcile
+// and backgroundServiceRead).
 func (r *ToolSetReconciler) readService(ctx context.Context, key types.NamespacedName) serviceRead {
 	read := serviceRead{name: key.Name, svc: &corev1.Service{}}
 	read.err = r.APIReader.Get(ctx, key, read.svc)
