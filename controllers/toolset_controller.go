@@ -217,51 +217,63 @@ type toolSetMemory struct {
 }
 
 // writtenStatus is what a ToolSet's last status write was made over: the
-// resourceVersions of the object known to predate it. A quick second
-// reconcile may read an object from the cache that predates the write; it
-// must not patch and announce the same transitions again, so it waits for
-// the cache instead (lags). The status written is not kept: a copy of every
-// ToolSet's, held until its next round, was 9.5 MB of the heap after
-// convergence at 5,000 ToolSets.
+// resourceVersion of the object read from the cache and patched. The cache
+// moves forward only, so that version is the one stale object it may
+// still show. A reconcile that reads it must not patch and announce the
+// same transitions again: it waits for the cache (lags, retry), and past
+// maxCacheLagRetries reads the object from the API server. The status
+// written is not kept: a copy of every ToolSet's, held until its next
+// round, was 9.5 MB of the heap after convergence at 5,000 ToolSets.
 type writtenStatus struct {
-	rv    string
-	older map[string]bool
+	from string
+	// lagged counts the reconciles that found the cache behind the write.
+	lagged int
 }
 
-// maxOlder bounds the resourceVersions remembered while the cache lags.
-const maxOlder = 16
-
 // cacheLagRetry is how soon a reconcile that found the cache behind this
-// reconciler's last status write looks again. The cache is most often a
-// few milliseconds behind.
-const cacheLagRetry = 100 * time.Millisecond
+// reconciler's last status write looks again; it doubles with every
+// reconcile that finds it behind still, up to maxCacheLagRetries. The
+// cache is most often a few milliseconds behind.
+const (
+	cacheLagRetry      = 100 * time.Millisecond
+	maxCacheLagRetries = 5
+)
 
-// lags reports whether ts is a version of the object known to predate the
-// last status write; otherwise the cache has caught up and the memory is
-// dropped.
+// lags reports whether ts is the object the last status write was made
+// over; otherwise the cache has caught up and the memory is dropped.
 func (w *writtenStatus) lags(ts *v1alpha1.ToolSet) bool {
-	if w.rv == "" {
+	if w.from == "" {
 		return false
 	}
-	if w.older[ts.ResourceVersion] {
+	if ts.ResourceVersion == w.from {
 		return true
 	}
 	*w = writtenStatus{}
 	return false
 }
 
+// retry returns how long to wait for a cache that lags, or false once it
+// has lagged for maxCacheLagRetries reconciles (3.1 s): then the object is
+// read from the API server, as it is for every later reconcile until the
+// cache catches up.
+func (w *writtenStatus) retry() (time.Duration, bool) {
+	if w.lagged >= maxCacheLagRetries {
+		return 0, false
+	}
+	d := cacheLagRetry << w.lagged
+	w.lagged++
+	return d, true
+}
+
 // wrote records that ts's status was written over the object at
 // resourceVersion from.
 func (w *writtenStatus) wrote(from string, ts *v1alpha1.ToolSet) {
-	older := map[string]bool{from: true}
-	if w.rv != "" && len(w.older) < maxOlder {
-		for rv := range w.older {
-			older[rv] = true
-		}
-		older[w.rv] = true
+	*w = writtenStatus{}
+	if ts.ResourceVersion != from {
+		// A patch that changed nothing leaves the version as it was: the
+		// cache has it already.
+		w.from = from
 	}
-	*w = writtenStatus{rv: ts.ResourceVersion, older: older}
-	delete(w.older, w.rv)
 }
 
 // assemble is assemble, reusing the last round's result when the spec and
@@ -368,7 +380,27 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 	if mem.written.lags(cached) {
 		// Status and events are computed against what is stored: the cache
 		// has not seen this reconciler's last status write yet.
-		return ctrl.Result{RequeueAfter: cacheLagRetry}, nil
+		if wait, ok := mem.written.retry(); ok {
+			return ctrl.Result{RequeueAfter: wait}, nil
+		}
+		// Behind for seconds (a watch broken, a relist): the API server
+		// has the object as it is.
+		fresh := &v1alpha1.ToolSet{}
+		if err := r.APIReader.Get(ctx, req.NamespacedName, fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				return ctrl.Result{}, r.withdraw(ctx, req.NamespacedName)
+			}
+			return ctrl.Result{}, err
+		}
+		if !fresh.DeletionTimestamp.IsZero() {
+			return ctrl.Result{}, r.withdraw(ctx, req.NamespacedName)
+		}
+		if fresh.UID != cached.UID {
+			// Deleted and created again: the new object's round waits
+			// for the cache to show it.
+			return ctrl.Result{RequeueAfter: cacheLagRetry << maxCacheLagRetries}, nil
+		}
+		cached = fresh
 	}
 	ts := cached.DeepCopy()
 	// A read that skips the deep copy sets no kind, as one that copies

@@ -601,19 +601,29 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		req := reconcile.Request{NamespacedName: client.ObjectKeyFromObject(ts)}
 		_, err = r.Reconcile(ctx, req)
 		Expect(err).To(MatchError(ContainSubstring("spec.selector")))
-		for range 2 {
+		for i := range maxCacheLagRetries {
 			// The object read predates the write: the round waits for the
-			// cache instead of computing the status against it.
+			// cache instead of computing the status against it, longer
+			// each time.
 			res, err := r.Reconcile(ctx, req)
 			Expect(err).NotTo(HaveOccurred())
-			Expect(res.RequeueAfter).To(Equal(cacheLagRetry))
+			Expect(res.RequeueAfter).To(Equal(cacheLagRetry << i))
 		}
 		Expect(patches).To(Equal(1), "one status write, however often the stale object is read")
 		Expect(recorder.Events).To(HaveLen(1), "one InvalidSpec event")
 		Expect(<-recorder.Events).To(ContainSubstring(eventInvalidSpec))
 
-		// Once the cache shows the write, the round runs, and finds nothing
-		// to write or announce.
+		// Behind for seconds: the round reads the object from the API
+		// server, and finds nothing to write or announce, round after
+		// round while the cache stays behind.
+		for range 2 {
+			_, err = r.Reconcile(ctx, req)
+			Expect(err).To(MatchError(ContainSubstring("spec.selector")))
+		}
+		Expect(patches).To(Equal(1))
+		Expect(recorder.Events).To(BeEmpty())
+
+		// Once the cache shows the write, the round runs on it.
 		caughtUp = true
 		_, err = r.Reconcile(ctx, req)
 		Expect(err).To(MatchError(ContainSubstring("spec.selector")))
