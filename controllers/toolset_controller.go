@@ -217,18 +217,23 @@ type toolSetMemory struct {
 }
 
 // writtenStatus is what a ToolSet's last status write was made over: the
-// resourceVersion of the object read from the cache and patched. The cache
-// moves forward only, so that version is the one stale object it may
-// still show. A reconcile that reads it must not patch and announce the
-// same transitions again: it waits for the cache (lags, retry), and past
-// maxCacheLagRetries reads the object from the API server. The status
-// written is not kept: a copy of every ToolSet's, held until its next
-// round, was 9.5 MB of the heap after convergence at 5,000 ToolSets.
+// resourceVersion of the object read and patched, the one stale version
+// the cache may still show, as it moves forward only. A reconcile that
+// reads it must not patch and announce the same transitions again: it
+// waits for the cache (lags, retry), and past maxCacheLagRetries reads the
+// object from the API server. A write made over that object, while the
+// cache still lags, leaves two versions stale, and so on (stale, at most
+// maxStale). The status written is not kept: a copy of every ToolSet's,
+// held until its next round, was 9.5 MB of the heap after convergence at
+// 5,000 ToolSets.
 type writtenStatus struct {
-	from string
+	stale []string
 	// lagged counts the reconciles that found the cache behind the write.
 	lagged int
 }
+
+// maxStale bounds the versions remembered while the cache lags.
+const maxStale = 16
 
 // cacheLagRetry is how soon a reconcile that found the cache behind this
 // reconciler's last status write looks again; it doubles with every
@@ -239,13 +244,14 @@ const (
 	maxCacheLagRetries = 5
 )
 
-// lags reports whether ts is the object the last status write was made
-// over; otherwise the cache has caught up and the memory is dropped.
+// lags reports whether ts is a version of the object that predates the
+// last status write; otherwise the cache has caught up and the memory is
+// dropped.
 func (w *writtenStatus) lags(ts *v1alpha1.ToolSet) bool {
-	if w.from == "" {
+	if len(w.stale) == 0 {
 		return false
 	}
-	if ts.ResourceVersion == w.from {
+	if slices.Contains(w.stale, ts.ResourceVersion) {
 		return true
 	}
 	*w = writtenStatus{}
@@ -266,14 +272,18 @@ func (w *writtenStatus) retry() (time.Duration, bool) {
 }
 
 // wrote records that ts's status was written over the object at
-// resourceVersion from.
+// resourceVersion from. The memory is empty unless the write was made over
+// an object read past a cache that lags (lags and retry): then what was
+// stale stays so, and so does the count.
 func (w *writtenStatus) wrote(from string, ts *v1alpha1.ToolSet) {
-	*w = writtenStatus{}
-	if ts.ResourceVersion != from {
-		// A patch that changed nothing leaves the version as it was: the
-		// cache has it already.
-		w.from = from
+	if ts.ResourceVersion == from {
+		// A patch that changed nothing leaves the version as it was.
+		return
 	}
+	if len(w.stale) >= maxStale {
+		w.stale = slices.Delete(w.stale, 0, 1)
+	}
+	w.stale = append(w.stale, from)
 }
 
 // assemble is assemble, reusing the last round's result when the spec and
