@@ -15,9 +15,11 @@ import (
 )
 
 // blockingReader answers every Get with NotFound once release is closed,
-// and records how many Gets were in flight at most.
+// and records how many Gets were in flight at most; a Get of namespace
+// pass is answered at once, uncounted.
 type blockingReader struct {
 	client.Reader
+	pass     string
 	release  chan struct{}
 	inFlight atomic.Int64
 	most     atomic.Int64
@@ -25,6 +27,9 @@ type blockingReader struct {
 }
 
 func (b *blockingReader) Get(ctx context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	if key.Namespace == b.pass && b.pass != "" {
+		return apierrors.NewNotFound(schema.GroupResource{Resource: "services"}, key.Name)
+	}
 	n := b.inFlight.Add(1)
 	defer b.inFlight.Add(-1)
 	b.calls.Add(1)
@@ -99,4 +104,37 @@ func TestServiceReadsAreBounded(t *testing.T) {
 		t.Fatalf("a read past its context: %+v", read)
 	}
 	close(held.release)
+}
+
+// TestWorkerServiceReadsWaitForNoBackgroundRead: one tenant's burst of new
+// ToolSets naming Services the cache lacks fills the background reads'
+// slots and queues behind them; a reconcile of another namespace that
+// reads its Service on its worker does not wait behind that queue (the red
+// team's attack on a first version of the bound, which held every worker).
+func TestWorkerServiceReadsWaitForNoBackgroundRead(t *testing.T) {
+	reader := &blockingReader{pass: "victim", release: make(chan struct{})}
+	defer close(reader.release)
+	r := &ToolSetReconciler{APIReader: reader}
+	r.init()
+	defer r.stop()
+	for i := range 4 * maxServiceReads {
+		go r.backgroundServiceRead(context.Background(), types.NamespacedName{Namespace: "hostile", Name: fmt.Sprintf("nope-%d", i)})
+	}
+	for deadline := time.Now().Add(10 * time.Second); reader.calls.Load() < maxServiceReads; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d background reads reached the API reader, want %d", reader.calls.Load(), maxServiceReads)
+		}
+	}
+	done := make(chan serviceRead, 1)
+	go func() {
+		done <- r.readService(context.Background(), types.NamespacedName{Namespace: "victim", Name: "svc"})
+	}()
+	select {
+	case read := <-done:
+		if read.err != nil || read.svc != nil {
+			t.Fatalf("the victim's read: %+v, want the Service missing", read)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("a worker's Service read waited behind the background reads, which are held")
+	}
 }
