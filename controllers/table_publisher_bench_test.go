@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -195,6 +196,48 @@ func BenchmarkPublisherTable(b *testing.B) {
 				b.Fatalf("%d tools", len(tools))
 			}
 		}
+	})
+}
+
+// BenchmarkPublisherLockWait measures how long an offer waits for the
+// publisher's lock while writes of the table, one after another, build it
+// from 50,000 owned entries (bench-scale's largest cluster): longest-ms is
+// the longest wait of one Lock, ns/op the mean. "idle" is the same Lock with no write running,
+// the baseline in the same run. Run with
+// go test ./controllers -run '^$' -bench PublisherLockWait -count 6
+func BenchmarkPublisherLockWait(b *testing.B) {
+	p, _ := benchPublisher(b, 5000, 10, false)
+	b.Run("idle", func(b *testing.B) {
+		for b.Loop() {
+			p.mu.Lock()
+			p.mu.Unlock() //nolint:staticcheck // the wait is what is measured
+		}
+	})
+	b.Run("writing", func(b *testing.B) {
+		stop, done := make(chan struct{}), make(chan struct{})
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if tools, _, ok := p.tableTools(); !ok || len(tools) != 50000 {
+					panic(fmt.Sprintf("%d tools", len(tools)))
+				}
+			}
+		}()
+		var longest time.Duration
+		for b.Loop() {
+			start := time.Now()
+			p.mu.Lock()
+			p.mu.Unlock() //nolint:staticcheck // the wait is what is measured
+			longest = max(longest, time.Since(start))
+		}
+		close(stop)
+		b.ReportMetric(float64(longest.Microseconds())/1000, "longest-ms")
+		<-done
 	})
 }
 
