@@ -67,6 +67,7 @@ type config struct {
 	churnTimeout   time.Duration
 	partGrace      time.Duration
 	goMemLimit     string
+	goGC           string
 }
 
 func main() {
@@ -87,6 +88,7 @@ func main() {
 	flag.DurationVar(&c.churnTimeout, "churn-timeout", 2*time.Minute, "How long after the last change of the churn phase the table may take to show every change.")
 	flag.DurationVar(&c.partGrace, "table-part-grace-period", controllers.DefaultTablePartGracePeriod, "The manager's --table-part-grace-period; the churn phase counts the writes until one grace period after its last change.")
 	flag.StringVar(&c.goMemLimit, "gomemlimit", "chart", `The manager's GOMEMLIMIT: "chart" computes it as the chart does with its defaults (goMemLimitPercent of resources.limits.memory in charts/toolplane/values.yaml); "" or 0 leaves it unset; anything else is passed as it is.`)
+	flag.StringVar(&c.goGC, "gogc", "", `The manager's GOGC, for weighing its peak memory against its CPU; "" leaves it unset, as the chart does.`)
 	flag.Parse()
 	if c.namespaces <= 0 {
 		c.namespaces = max(1, c.toolSets/50)

@@ -147,6 +147,9 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	if memLimit != "" {
 		env = append(env, "GOMEMLIMIT="+memLimit)
 	}
+	if c.goGC != "" {
+		env = append(env, "GOGC="+c.goGC)
+	}
 	step("The manager runs with %v %v", env, args)
 	mgr := &harness.Manager{
 		Bin: c.manager, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace,
