@@ -7,7 +7,7 @@ import (
 	"maps"
 	"net/http"
 	"slices"
-	"strings"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -627,37 +627,44 @@ func (p *TablePublisher) table() (*spec.Table, bool) {
 // after p.mu is released: at 50,000 names the sort is most of the work,
 // and every offer waits for p.mu.
 func (p *TablePublisher) tableTools() ([]*spec.TableTool, []spec.TableRecord, bool) {
-	type ownedTool struct {
-		t   *spec.TableTool
-		rec spec.TableRecord
-	}
-	owned, ok := func() ([]ownedTool, bool) {
+	var owned ownedEntries
+	if !func() bool {
 		p.mu.Lock()
 		defer p.mu.Unlock()
 		if p.window.HoldsWrites() {
-			return nil, false
+			return false
 		}
-		owned := make([]ownedTool, 0, len(p.ledger))
+		owned.tools = make([]*spec.TableTool, 0, len(p.ledger))
+		owned.records = make([]spec.TableRecord, 0, len(p.ledger))
 		for name, rec := range p.ledger {
 			if t, ok := findTool(p.claims[rec.Owner].toolsOrNil(), name); ok {
 				// The ledger's records go beside the table, so that a
 				// restart keeps since when and why each owner holds its
 				// names.
-				owned = append(owned, ownedTool{t, spec.TableRecord{Since: rec.Since, Why: string(rec.Why)}})
+				owned.tools = append(owned.tools, t)
+				owned.records = append(owned.records, spec.TableRecord{Since: rec.Since, Why: string(rec.Why)})
 			}
 		}
-		return owned, true
-	}()
-	if !ok {
+		return true
+	}() {
 		return nil, nil, false
 	}
-	slices.SortFunc(owned, func(a, b ownedTool) int { return strings.Compare(a.t.Name, b.t.Name) })
-	tools := make([]*spec.TableTool, len(owned))
-	records := make([]spec.TableRecord, len(owned))
-	for i, o := range owned {
-		tools[i], records[i] = o.t, o.rec
-	}
-	return tools, records, true
+	sort.Sort(owned)
+	return owned.tools, owned.records, true
+}
+
+// ownedEntries sorts the table's entries by name, and their records with
+// them, in place. Names in the ledger are unique.
+type ownedEntries struct {
+	tools   []*spec.TableTool
+	records []spec.TableRecord
+}
+
+func (o ownedEntries) Len() int           { return len(o.tools) }
+func (o ownedEntries) Less(i, j int) bool { return o.tools[i].Name < o.tools[j].Name }
+func (o ownedEntries) Swap(i, j int) {
+	o.tools[i], o.tools[j] = o.tools[j], o.tools[i]
+	o.records[i], o.records[j] = o.records[j], o.records[i]
 }
 
 // maxTableTrims bounds how often one flush lowers the compressed ceiling
