@@ -279,6 +279,12 @@ type Options struct {
 	// cluster (tests, the demo) a dialer stands in for cluster DNS.
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
+	// Resolver resolves the workloads' Service names when DialContext is
+	// nil; nil means net.DefaultResolver. Before each new connection to a
+	// workload the gateway looks its Service name up and refuses one that
+	// resolves through a CNAME (an ExternalName Service).
+	Resolver *net.Resolver
+
 	// Propagator carries the caller's trace context from its request's
 	// header to the workload's, so that the workload's spans join the
 	// caller's trace, as children of the gateway's own call span when
