@@ -430,7 +430,7 @@ func newWorkloadClient(o *Options) *http.Client {
 	if o.DialContext != nil {
 		tr.DialContext = o.DialContext
 	} else {
-		tr.DialContext = rootedDialer(&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Resolver: o.Resolver}, o.ClusterDomain)
+		tr.DialContext = serviceDialer(&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Resolver: o.Resolver}, o.ClusterDomain)
 	}
 	return &http.Client{
 		Transport: tr,

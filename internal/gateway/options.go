@@ -280,9 +280,11 @@ type Options struct {
 	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 
 	// Resolver resolves the workloads' Service names when DialContext is
-	// nil; nil means net.DefaultResolver. Before each new connection to a
-	// workload the gateway looks its Service name up and refuses one that
-	// resolves through a CNAME (an ExternalName Service).
+	// nil; nil means net.DefaultResolver. Its Dial (if set) and
+	// StrictErrors are used with Go's own resolver, which lets the gateway
+	// read every reply: before each new connection to a workload it looks
+	// the Service name up once, refuses one whose replies show an alias (an
+	// ExternalName Service's CNAME), and dials the addresses it checked.
 	Resolver *net.Resolver
 
 	// Propagator carries the caller's trace context from its request's

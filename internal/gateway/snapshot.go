@@ -2,14 +2,10 @@ package gateway
 
 import (
 	"bytes"
-	"cmp"
 	"compress/gzip"
-	"context"
 	"fmt"
-	"net"
 	"net/url"
 	"sort"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -230,45 +226,4 @@ func serviceRoute(t *spec.TableTool, which, endpoint, clusterDomain string) (*ur
 		return nil, fmt.Errorf("tool %s of ToolSet %s: %s endpoint %q is not a plain http(s) URL", t.Name, t.ToolSet, which, endpoint)
 	}
 	return u, nil
-}
-
-// rootedDialer dials the fully qualified Service names the routes hold
-// (invokeRoute) with a final dot, so that the resolver takes them as they
-// are: a name of fewer dots than ndots (5 in a Pod) is first tried under
-// every domain of the search path, and one of those could answer for it.
-//
-// It also refuses a Service name that resolves through a CNAME: that is an
-// ExternalName Service, an alias of any host, another namespace's Service
-// included. The operator publishes no endpoints for one, but only once it
-// has seen the Service: one made an alias after its tools were published
-// is still in the table until the operator's next write reaches this
-// gateway. The answer is looked up before each new connection (calls reuse
-// idle ones), so that no call is sent through an alias whatever the order
-// of events. What it cannot see is a Service without a selector whose
-// addresses its owner writes; the operator refuses those, and the gateway's
-// egress policy bounds the window (docs/operations.md).
-func rootedDialer(d *net.Dialer, clusterDomain string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	suffix := ".svc." + strings.ToLower(strings.Trim(cmp.Or(clusterDomain, discovery.DefaultClusterDomain), "."))
-	resolver := cmp.Or(d.Resolver, net.DefaultResolver)
-	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		host, port, err := net.SplitHostPort(addr)
-		if err != nil || !strings.HasSuffix(strings.ToLower(host), suffix) {
-			return d.DialContext(ctx, network, addr)
-		}
-		canonical, err := resolver.LookupCNAME(ctx, host+".")
-		if err != nil {
-			return nil, err
-		}
-		if !strings.EqualFold(strings.TrimSuffix(canonical, "."), host) {
-			return nil, &serviceAliasError{service: host, target: strings.TrimSuffix(canonical, ".")}
-		}
-		return d.DialContext(ctx, network, net.JoinHostPort(host+".", port))
-	}
-}
-
-// serviceAliasError is a Service name that resolves through a CNAME.
-type serviceAliasError struct{ service, target string }
-
-func (e *serviceAliasError) Error() string {
-	return fmt.Sprintf("Service %s is an alias of %s (an ExternalName Service): refused, its calls would leave the ToolSet's namespace", e.service, e.target)
 }

@@ -1,0 +1,214 @@
+package gateway
+
+import (
+	"cmp"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/toolplane/toolplane/toolkit/discovery"
+)
+
+// serviceDialer dials the fully qualified Service names the routes hold
+// (invokeRoute). It resolves a name once, as rooted (with a final dot), so
+// that the resolver takes it as it is: a name of fewer dots than ndots (5
+// in a Pod) is first tried under every domain of the search path, and one
+// of those could answer for it. It then dials the addresses it resolved,
+// and no other lookup takes place between the two.
+//
+// It refuses a Service name whose answer holds a CNAME, or any record of
+// another name: that is an ExternalName Service, an alias of any host,
+// another namespace's Service included. The operator publishes no
+// endpoints for one, but only once it has seen it: one made an alias after
+// its tools were published is in the table until the operator's next write
+// reaches this gateway. Every reply the lookup reads is looked at, not the
+// one the resolver answers from, so that a reply of one record type that
+// still shows the plain Service (the resolver asks for A and AAAA at once)
+// does not hide another's CNAME. Calls reuse idle connections; each new one
+// is looked up. What it cannot see is a Service without a selector whose
+// addresses its owner writes; the operator refuses those, and the
+// gateway's egress policy bounds the window (docs/operations.md).
+//
+// The lookup and the dial together take at most d.Timeout, which the
+// resolver's own timeouts (resolv.conf's timeout times attempts) do not
+// bound.
+func serviceDialer(d *net.Dialer, clusterDomain string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	suffix := ".svc." + strings.ToLower(strings.Trim(cmp.Or(clusterDomain, discovery.DefaultClusterDomain), "."))
+	base := cmp.Or(d.Resolver, net.DefaultResolver)
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil || !strings.HasSuffix(strings.ToLower(host), suffix) {
+			return d.DialContext(ctx, network, addr)
+		}
+		if d.Timeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, d.Timeout)
+			defer cancel()
+		}
+		addrs, err := lookupService(ctx, base, host)
+		if err != nil {
+			return nil, err
+		}
+		var errs []error
+		for _, ip := range addrs {
+			if (network == "tcp4" && !ip.Is4()) || (network == "tcp6" && !ip.Is6()) {
+				continue
+			}
+			c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+			if err == nil {
+				return c, nil
+			}
+			errs = append(errs, err)
+		}
+		if len(errs) == 0 {
+			return nil, &net.DNSError{Err: "no address for " + network, Name: host, IsNotFound: true}
+		}
+		return nil, errors.Join(errs...)
+	}
+}
+
+// lookupService resolves host, a Service name, and refuses it if any reply
+// read on the way shows an alias.
+func lookupService(ctx context.Context, base *net.Resolver, host string) ([]netip.Addr, error) {
+	w := &aliasWatch{host: host}
+	r := &net.Resolver{PreferGo: true, StrictErrors: base.StrictErrors, Dial: w.dial(base.Dial)}
+	addrs, err := r.LookupNetIP(ctx, "ip", host+".")
+	if target := w.alias(); target != "" {
+		return nil, &serviceAliasError{service: host, target: target}
+	}
+	if err != nil {
+		return nil, err
+	}
+	for i, a := range addrs {
+		addrs[i] = a.Unmap()
+	}
+	return addrs, nil
+}
+
+// serviceAliasError is a Service name that resolves through a CNAME.
+type serviceAliasError struct{ service, target string }
+
+func (e *serviceAliasError) Error() string {
+	return fmt.Sprintf("Service %s is an alias of %s (an ExternalName Service): refused, its calls would leave the ToolSet's namespace", e.service, e.target)
+}
+
+// aliasWatch reads the DNS replies of one lookup of host, on every
+// connection the resolver makes, and keeps the first record that is not
+// host's own address.
+type aliasWatch struct {
+	host   string
+	mu     sync.Mutex
+	target string
+}
+
+func (w *aliasWatch) alias() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.target
+}
+
+// dial wraps the resolver's connections (dial, or a net.Dialer's if nil) so
+// that every reply read through them is inspected.
+func (w *aliasWatch) dial(dial func(ctx context.Context, network, address string) (net.Conn, error)) func(ctx context.Context, network, address string) (net.Conn, error) {
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	return func(ctx context.Context, network, address string) (net.Conn, error) {
+		c, err := dial(ctx, network, address)
+		if err != nil {
+			return nil, err
+		}
+		// The resolver reads a packet connection a message at a time and a
+		// stream one as length-prefixed messages.
+		if pc, ok := c.(packetConn); ok {
+			return &watchedPacketConn{packetConn: pc, w: w}, nil
+		}
+		return &watchedStreamConn{Conn: c, w: w}, nil
+	}
+}
+
+// inspect looks at one reply; one that does not parse is the resolver's to
+// refuse.
+func (w *aliasWatch) inspect(msg []byte) {
+	var p dnsmessage.Parser
+	if _, err := p.Start(msg); err != nil {
+		return
+	}
+	if err := p.SkipAllQuestions(); err != nil {
+		return
+	}
+	for {
+		h, err := p.AnswerHeader()
+		if err != nil {
+			return
+		}
+		target := ""
+		switch {
+		case h.Type == dnsmessage.TypeCNAME:
+			target = strings.TrimSuffix(h.Name.String(), ".")
+			if r, err := p.CNAMEResource(); err == nil {
+				target = strings.TrimSuffix(r.CNAME.String(), ".")
+			}
+		case !strings.EqualFold(strings.TrimSuffix(h.Name.String(), "."), w.host):
+			target = strings.TrimSuffix(h.Name.String(), ".")
+			_ = p.SkipAnswer()
+		default:
+			_ = p.SkipAnswer()
+		}
+		if target != "" {
+			w.mu.Lock()
+			if w.target == "" {
+				w.target = target
+			}
+			w.mu.Unlock()
+			return
+		}
+	}
+}
+
+type packetConn interface {
+	net.Conn
+	net.PacketConn
+}
+
+type watchedPacketConn struct {
+	packetConn
+	w *aliasWatch
+}
+
+func (c *watchedPacketConn) Read(b []byte) (int, error) {
+	n, err := c.packetConn.Read(b)
+	if n > 0 {
+		c.w.inspect(b[:n])
+	}
+	return n, err
+}
+
+// watchedStreamConn reassembles the length-prefixed messages of a DNS
+// stream (TCP) as the resolver reads them.
+type watchedStreamConn struct {
+	net.Conn
+	w   *aliasWatch
+	buf []byte
+}
+
+func (c *watchedStreamConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.buf = append(c.buf, b[:n]...)
+	for len(c.buf) >= 2 {
+		l := int(binary.BigEndian.Uint16(c.buf))
+		if len(c.buf) < 2+l {
+			break
+		}
+		c.w.inspect(c.buf[2 : 2+l])
+		c.buf = c.buf[2+l:]
+	}
+	return n, err
+}
