@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 
@@ -56,19 +58,27 @@ func serviceDialer(d *net.Dialer, clusterDomain string) func(ctx context.Context
 		if err != nil {
 			return nil, err
 		}
+		addrs = slices.DeleteFunc(addrs, func(ip netip.Addr) bool {
+			return (network == "tcp4" && !ip.Is4()) || (network == "tcp6" && !ip.Is6())
+		})
+		if len(addrs) == 0 {
+			return nil, &net.DNSError{Err: "no address for " + network, Name: host, IsNotFound: true}
+		}
+		// One address after another, each with an equal share of the time
+		// left, as net.Dialer shares it between a name's addresses: one
+		// that drops packets leaves the next its turn.
 		var errs []error
-		for _, ip := range addrs {
-			if (network == "tcp4" && !ip.Is4()) || (network == "tcp6" && !ip.Is6()) {
-				continue
+		for i, ip := range addrs {
+			actx, cancel := ctx, context.CancelFunc(func() {})
+			if deadline, ok := ctx.Deadline(); ok {
+				actx, cancel = context.WithTimeout(ctx, time.Until(deadline)/time.Duration(len(addrs)-i))
 			}
-			c, err := d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port))
+			c, err := d.DialContext(actx, network, net.JoinHostPort(ip.String(), port))
+			cancel()
 			if err == nil {
 				return c, nil
 			}
 			errs = append(errs, err)
-		}
-		if len(errs) == 0 {
-			return nil, &net.DNSError{Err: "no address for " + network, Name: host, IsNotFound: true}
 		}
 		return nil, errors.Join(errs...)
 	}
@@ -134,8 +144,8 @@ func (w *aliasWatch) dial(dial func(ctx context.Context, network, address string
 	}
 }
 
-// inspect looks at one reply; one that does not parse is the resolver's to
-// refuse.
+// inspect looks at one reply. A reply that does not parse is the
+// resolver's to refuse; inspect reads no further than the resolver would.
 func (w *aliasWatch) inspect(msg []byte) {
 	var p dnsmessage.Parser
 	if _, err := p.Start(msg); err != nil {
@@ -149,27 +159,31 @@ func (w *aliasWatch) inspect(msg []byte) {
 		if err != nil {
 			return
 		}
+		// The root trims to "": it is a name too.
+		name := cmp.Or(strings.TrimSuffix(h.Name.String(), "."), ".")
 		target := ""
 		switch {
 		case h.Type == dnsmessage.TypeCNAME:
-			target = strings.TrimSuffix(h.Name.String(), ".")
+			target = name
 			if r, err := p.CNAMEResource(); err == nil {
-				target = strings.TrimSuffix(r.CNAME.String(), ".")
+				target = cmp.Or(strings.TrimSuffix(r.CNAME.String(), "."), ".")
 			}
-		case !strings.EqualFold(strings.TrimSuffix(h.Name.String(), "."), w.host):
-			target = strings.TrimSuffix(h.Name.String(), ".")
-			_ = p.SkipAnswer()
+		case !strings.EqualFold(name, w.host):
+			target = name
 		default:
-			_ = p.SkipAnswer()
-		}
-		if target != "" {
-			w.mu.Lock()
-			if w.target == "" {
-				w.target = target
+			// A record whose length runs past the message leaves the
+			// parser where it was: stop, or read it forever.
+			if err := p.SkipAnswer(); err != nil {
+				return
 			}
-			w.mu.Unlock()
-			return
+			continue
 		}
+		w.mu.Lock()
+		if w.target == "" {
+			w.target = target
+		}
+		w.mu.Unlock()
+		return
 	}
 }
 

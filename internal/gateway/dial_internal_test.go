@@ -1,11 +1,16 @@
 package gateway
 
 import (
+	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
+	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
 )
@@ -74,5 +79,110 @@ func TestAliasWatchReadsAStreamInPieces(t *testing.T) {
 	w.inspect(plain)
 	if got := w.alias(); got != "" {
 		t.Errorf("a plain reply: the watch found %q", got)
+	}
+}
+
+// Found by the red team: a record of the Service's own name whose length
+// runs past the message left the parser where it was, and inspect read its
+// header again forever, in the resolver's goroutine, after the dial had
+// given up. A hostile DNS server sent one per query.
+func TestAliasWatchStopsAtARecordThatOverrunsItsMessage(t *testing.T) {
+	const host = "tools.crm.svc.cluster.local"
+	msg := reply(t, host, func(b *dnsmessage.Builder) {
+		_ = b.AResource(dnsmessage.ResourceHeader{Name: dnsmessage.MustNewName(host + "."), Class: dnsmessage.ClassINET, TTL: 5},
+			dnsmessage.AResource{A: [4]byte{10, 0, 0, 9}})
+	})
+	binary.BigEndian.PutUint16(msg[len(msg)-6:], 0xffff) // the A record's length
+	done := make(chan struct{})
+	go func() {
+		(&aliasWatch{host: host}).inspect(msg)
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("inspect has not returned from a record whose length overruns the message")
+	}
+}
+
+// A CNAME to the root, or a record of the root, is an alias too: the root
+// trims to an empty name.
+func TestAliasWatchSeesTheRoot(t *testing.T) {
+	const host = "tools.crm.svc.cluster.local"
+	root := dnsmessage.MustNewName(".")
+	for name, msg := range map[string][]byte{
+		"a CNAME to the root": reply(t, host, func(b *dnsmessage.Builder) {
+			_ = b.CNAMEResource(dnsmessage.ResourceHeader{Name: dnsmessage.MustNewName(host + "."), Class: dnsmessage.ClassINET}, dnsmessage.CNAMEResource{CNAME: root})
+		}),
+		"an address of the root": reply(t, host, func(b *dnsmessage.Builder) {
+			_ = b.AResource(dnsmessage.ResourceHeader{Name: root, Class: dnsmessage.ClassINET}, dnsmessage.AResource{A: [4]byte{10, 0, 0, 2}})
+		}),
+	} {
+		w := &aliasWatch{host: host}
+		w.inspect(msg)
+		if got := w.alias(); got != "." {
+			t.Errorf("%s: the watch found %q, want the root", name, got)
+		}
+	}
+}
+
+// The gateway dials the addresses it looked up, not the name; an https
+// workload is still asked for the Service's name in the TLS handshake.
+func TestAWorkloadOverTLSIsAskedForTheServiceName(t *testing.T) {
+	const host = "tools.crm.svc.cluster.local"
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = pc.Close() })
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			n, from, err := pc.ReadFrom(buf)
+			if err != nil {
+				return
+			}
+			var p dnsmessage.Parser
+			h, err := p.Start(buf[:n])
+			if err != nil {
+				continue
+			}
+			q, err := p.Question()
+			if err != nil {
+				continue
+			}
+			b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: h.ID, Response: true})
+			_ = b.StartQuestions()
+			_ = b.Question(q)
+			_ = b.StartAnswers()
+			if q.Type == dnsmessage.TypeA {
+				_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET}, dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}})
+			}
+			msg, err := b.Finish()
+			if err != nil {
+				continue
+			}
+			_, _ = pc.WriteTo(msg, from)
+		}
+	}()
+	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, "udp", pc.LocalAddr().String())
+	}}
+	c := newWorkloadClient(&Options{Resolver: r, MaxConcurrentCalls: 4})
+	var asked string
+	c.Transport.(*http.Transport).TLSClientConfig = &tls.Config{
+		InsecureSkipVerify: true, //nolint:gosec // the test's server has no certificate for the name; what it is asked for is the point
+		VerifyConnection:   func(cs tls.ConnectionState) error { asked = cs.ServerName; return nil },
+	}
+	resp, err := c.Get("https://" + host + ":" + port + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if asked != host {
+		t.Errorf("the TLS handshake asked for %q, want the Service name %q", asked, host)
 	}
 }
