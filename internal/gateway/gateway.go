@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
+	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -430,7 +431,7 @@ func newWorkloadClient(o *Options) *http.Client {
 	if o.DialContext != nil {
 		tr.DialContext = o.DialContext
 	} else {
-		tr.DialContext = serviceDialer(&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Resolver: o.Resolver}, o.ClusterDomain)
+		tr.DialContext = discovery.ServiceDialer(&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second, Resolver: o.Resolver}, o.ClusterDomain)
 	}
 	return &http.Client{
 		Transport: tr,

@@ -118,10 +118,7 @@ func (c *Client) Call(ctx context.Context, name string, args any) (*spec.CallRes
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	hc := http.Client{}
-	if c.HTTPClient != nil {
-		hc = *c.HTTPClient
-	}
+	hc := *c.httpClient()
 	hc.CheckRedirect = refuseRedirect
 	resp, err := hc.Do(req)
 	if err != nil {

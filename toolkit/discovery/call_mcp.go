@@ -24,7 +24,7 @@ func (c *Client) callMCP(ctx context.Context, tool *spec.TableTool, body []byte)
 	if t := bytes.TrimSpace(body); !json.Valid(t) || len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("%w: tool %s: the arguments are not a JSON object", ErrBadRequest, tool.Name)
 	}
-	caller := MCPCaller{HTTPClient: c.HTTPClient, MaxResponseBytes: c.MaxResponseBytes}
+	caller := MCPCaller{HTTPClient: c.httpClient(), MaxResponseBytes: c.MaxResponseBytes}
 	res, err := caller.Call(ctx, tool.Endpoints.MCP, tool.SourceName, body)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: calling tool %s over MCP: %w", tool.Name, err)

@@ -45,6 +45,10 @@ var (
 	// ErrRedirect means the workload answered with a redirect. Calls never
 	// follow one, so that arguments go only where the table says.
 	ErrRedirect = errors.New("discovery: redirect refused")
+	// ErrServiceAlias means a tool's Service name resolves through a CNAME:
+	// an ExternalName Service, whose calls would leave the namespace (see
+	// [ServiceDialer]). Nothing is sent.
+	ErrServiceAlias = errors.New("discovery: the Service is an alias")
 )
 
 // DefaultClusterDomain is the cluster DNS domain that endpoints may carry
@@ -56,7 +60,11 @@ const DefaultClusterDomain = "cluster.local"
 // give it a table with [Client.SetTable], [Client.LoadBytes],
 // [Client.LoadDir] or [Client.WatchDir]. Set its fields before first use.
 type Client struct {
-	// HTTPClient makes the calls; nil means http.DefaultClient.
+	// HTTPClient makes the calls; nil means a client like
+	// http.DefaultClient whose transport dials Service names through
+	// [ServiceDialer]: once looked up, with no search path, and never
+	// through an alias (an ExternalName Service). A client of your own
+	// gets that with a transport whose DialContext is ServiceDialer.
 	HTTPClient *http.Client
 	// Timeout bounds each call, on top of the context's own deadline; zero
 	// means DefaultTimeout.

@@ -1,18 +1,23 @@
-package gateway
+package discovery
 
 import (
 	"context"
 	"crypto/tls"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // reply builds a DNS reply to an A query for host with the given answers.
@@ -133,6 +138,33 @@ func TestAWorkloadOverTLSIsAskedForTheServiceName(t *testing.T) {
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 	t.Cleanup(srv.Close)
 	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	r := serveDNS(t, func(q dnsmessage.Question, b *dnsmessage.Builder) {
+		if q.Type == dnsmessage.TypeA {
+			_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET}, dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}})
+		}
+	})
+	tr := &http.Transport{DialContext: ServiceDialer(&net.Dialer{Timeout: 5 * time.Second, Resolver: r}, "")}
+	t.Cleanup(tr.CloseIdleConnections)
+	c := &http.Client{Transport: tr}
+	var asked string
+	tr.TLSClientConfig = &tls.Config{
+		InsecureSkipVerify: true, //nolint:gosec // the test's server has no certificate for the name; what it is asked for is the point
+		VerifyConnection:   func(cs tls.ConnectionState) error { asked = cs.ServerName; return nil },
+	}
+	resp, err := c.Get("https://" + host + ":" + port + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if asked != host {
+		t.Errorf("the TLS handshake asked for %q, want the Service name %q", asked, host)
+	}
+}
+
+// serveDNS answers every query on loopback with the answers answer adds,
+// and returns a resolver that asks it.
+func serveDNS(t *testing.T, answer func(q dnsmessage.Question, b *dnsmessage.Builder)) *net.Resolver {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -158,31 +190,73 @@ func TestAWorkloadOverTLSIsAskedForTheServiceName(t *testing.T) {
 			_ = b.StartQuestions()
 			_ = b.Question(q)
 			_ = b.StartAnswers()
-			if q.Type == dnsmessage.TypeA {
-				_ = b.AResource(dnsmessage.ResourceHeader{Name: q.Name, Class: dnsmessage.ClassINET}, dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}})
+			answer(q, &b)
+			if msg, err := b.Finish(); err == nil {
+				_, _ = pc.WriteTo(msg, from)
 			}
-			msg, err := b.Finish()
-			if err != nil {
-				continue
-			}
-			_, _ = pc.WriteTo(msg, from)
 		}
 	}()
-	r := &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
+	return &net.Resolver{PreferGo: true, Dial: func(ctx context.Context, _, _ string) (net.Conn, error) {
 		return (&net.Dialer{}).DialContext(ctx, "udp", pc.LocalAddr().String())
 	}}
-	c := newWorkloadClient(&Options{Resolver: r, MaxConcurrentCalls: 4})
-	var asked string
-	c.Transport.(*http.Transport).TLSClientConfig = &tls.Config{
-		InsecureSkipVerify: true, //nolint:gosec // the test's server has no certificate for the name; what it is asked for is the point
-		VerifyConnection:   func(cs tls.ConnectionState) error { asked = cs.ServerName; return nil },
+}
+
+// A Client without an HTTPClient dials through ServiceDialer: a Service
+// name that is an alias is refused with ErrServiceAlias before anything is
+// sent, and a plain one is called at the address it resolves to.
+func TestACallerNeverCallsThroughAnAlias(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"content":[{"type":"text","text":"called"}]}`)
+	}))
+	t.Cleanup(srv.Close)
+	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	const target = "vault-api.vault.svc.cluster.local."
+	hdr := func(name dnsmessage.Name) dnsmessage.ResourceHeader {
+		return dnsmessage.ResourceHeader{Name: name, Class: dnsmessage.ClassINET, TTL: 5}
 	}
-	resp, err := c.Get("https://" + host + ":" + port + "/")
-	if err != nil {
+	loopback := dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}}
+	r := serveDNS(t, func(q dnsmessage.Question, b *dnsmessage.Builder) {
+		if q.Type != dnsmessage.TypeA {
+			return
+		}
+		if strings.HasPrefix(q.Name.String(), "alias.") {
+			_ = b.CNAMEResource(hdr(q.Name), dnsmessage.CNAMEResource{CNAME: dnsmessage.MustNewName(target)})
+			_ = b.AResource(hdr(dnsmessage.MustNewName(target)), loopback)
+			return
+		}
+		_ = b.AResource(hdr(q.Name), loopback)
+	})
+	defaultResolver := net.DefaultResolver
+	net.DefaultResolver = r
+	t.Cleanup(func() { net.DefaultResolver = defaultResolver })
+
+	var tools []spec.TableTool
+	for _, svc := range []string{"tools", "alias"} {
+		tools = append(tools, spec.TableTool{
+			Name: svc + "_echo", SourceName: "echo", InputSchema: json.RawMessage(`{"type":"object"}`),
+			ToolSet:   spec.ObjectReference{Namespace: "crm", Name: svc},
+			Endpoints: &spec.Endpoints{Invoke: "http://" + svc + ".crm.svc.cluster.local:" + port + spec.InvokePrefix + "echo"},
+		})
+	}
+	c := &Client{}
+	if err := c.SetTable(&spec.Table{SchemaVersion: spec.SchemaVersion, Tools: tools}); err != nil {
 		t.Fatal(err)
 	}
-	_ = resp.Body.Close()
-	if asked != host {
-		t.Errorf("the TLS handshake asked for %q, want the Service name %q", asked, host)
+	if _, err := c.Call(context.Background(), "alias_echo", map[string]any{}); !errors.Is(err, ErrServiceAlias) {
+		t.Errorf("calling through an alias: %v, want ErrServiceAlias", err)
+	} else if !strings.Contains(err.Error(), "vault-api.vault.svc.cluster.local") {
+		t.Errorf("the refusal %q does not name the alias's target", err)
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("the workload saw %d calls through the alias", n)
+	}
+	if res, err := c.Call(context.Background(), "tools_echo", map[string]any{}); err != nil || res.IsError {
+		t.Fatalf("calling through a plain Service: %v %+v", err, res)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("the workload saw %d calls, want 1", n)
 	}
 }

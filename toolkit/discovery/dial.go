@@ -1,4 +1,4 @@
-package gateway
+package discovery
 
 import (
 	"cmp"
@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/netip"
 	"slices"
 	"strings"
@@ -14,36 +15,36 @@ import (
 	"time"
 
 	"golang.org/x/net/dns/dnsmessage"
-
-	"github.com/toolplane/toolplane/toolkit/discovery"
 )
 
-// serviceDialer dials the fully qualified Service names the routes hold
-// (invokeRoute). It resolves a name once, as rooted (with a final dot), so
-// that the resolver takes it as it is: a name of fewer dots than ndots (5
-// in a Pod) is first tried under every domain of the search path, and one
-// of those could answer for it. It then dials the addresses it resolved,
-// and no other lookup takes place between the two.
+// ServiceDialer returns a DialContext for an http.Transport that calls
+// workloads through the Service names of a table: a host ending in
+// .svc.<clusterDomain> (empty means [DefaultClusterDomain]) is looked up
+// once, as rooted (with a final dot), and the addresses of that lookup are
+// dialed, with no second lookup between the two; any other address is
+// dialed by d as it is. Rooted, the name is taken as it is: a name of fewer
+// dots than ndots (5 in a Pod) is first tried under every domain of the
+// search path, and one of those could answer for it.
 //
-// It refuses a Service name whose answer holds a CNAME, or any record of
-// another name: that is an ExternalName Service, an alias of any host,
-// another namespace's Service included. The operator publishes no
-// endpoints for one, but only once it has seen it: one made an alias after
-// its tools were published is in the table until the operator's next write
-// reaches this gateway. Every reply the lookup reads is looked at, not the
-// one the resolver answers from, so that a reply of one record type that
-// still shows the plain Service (the resolver asks for A and AAAA at once)
-// does not hide another's CNAME. Calls reuse idle connections; each new one
-// is looked up. What it cannot see is a Service without a selector whose
-// addresses its owner writes; the operator refuses those, and the
-// gateway's egress policy bounds the window (docs/operations.md).
+// It refuses, with [ErrServiceAlias], a Service name whose lookup read any
+// reply holding a CNAME or a record of another name: that is an
+// ExternalName Service, an alias of any host, another namespace's Service
+// included. The operator publishes no endpoints for one, but only once it
+// has seen it: one made an alias after its tools were published is in the
+// table until the operator's next write reaches the caller. Every reply
+// the lookup reads is looked at, not the one the resolver answers from, so
+// that a reply of one record type that still shows the plain Service (the
+// resolver asks for A and AAAA at once) does not hide another's CNAME. A
+// transport reuses idle connections; each new one is looked up. What it
+// cannot see is a Service without a selector whose addresses its owner
+// writes; the operator refuses those.
 //
-// The lookup and the dial together take at most d.Timeout, which the
-// resolver's own timeouts (resolv.conf's timeout times attempts) do not
-// bound.
-func serviceDialer(d *net.Dialer, clusterDomain string) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	suffix := ".svc." + strings.ToLower(strings.Trim(cmp.Or(clusterDomain, discovery.DefaultClusterDomain), "."))
-	base := cmp.Or(d.Resolver, net.DefaultResolver)
+// The lookup uses Go's own resolver (d.Resolver's Dial and StrictErrors,
+// if d.Resolver is set), which lets it read every reply. The lookup and
+// the dial together take at most d.Timeout, which the resolver's own
+// timeouts (resolv.conf's timeout times attempts) do not bound.
+func ServiceDialer(d *net.Dialer, clusterDomain string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	suffix := ".svc." + strings.ToLower(strings.Trim(cmp.Or(clusterDomain, DefaultClusterDomain), "."))
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		host, port, err := net.SplitHostPort(addr)
 		if err != nil || !strings.HasSuffix(strings.ToLower(host), suffix) {
@@ -54,7 +55,7 @@ func serviceDialer(d *net.Dialer, clusterDomain string) func(ctx context.Context
 			ctx, cancel = context.WithTimeout(ctx, d.Timeout)
 			defer cancel()
 		}
-		addrs, err := lookupService(ctx, base, host)
+		addrs, err := lookupService(ctx, cmp.Or(d.Resolver, net.DefaultResolver), host)
 		if err != nil {
 			return nil, err
 		}
@@ -108,6 +109,8 @@ type serviceAliasError struct{ service, target string }
 func (e *serviceAliasError) Error() string {
 	return fmt.Sprintf("Service %s is an alias of %s (an ExternalName Service): refused, its calls would leave the ToolSet's namespace", e.service, e.target)
 }
+
+func (e *serviceAliasError) Unwrap() error { return ErrServiceAlias }
 
 // aliasWatch reads the DNS replies of one lookup of host, on every
 // connection the resolver makes, and keeps the first record that is not
@@ -225,4 +228,28 @@ func (c *watchedStreamConn) Read(b []byte) (int, error) {
 		c.buf = c.buf[2+l:]
 	}
 	return n, err
+}
+
+// defaultTransports are the transports of clients without an HTTPClient,
+// by cluster domain.
+var defaultTransports sync.Map
+
+// httpClient is c.HTTPClient, or one whose transport is http.DefaultTransport's
+// settings with ServiceDialer's dial.
+func (c *Client) httpClient() *http.Client {
+	if c.HTTPClient != nil {
+		return c.HTTPClient
+	}
+	domain := strings.ToLower(strings.Trim(cmp.Or(c.ClusterDomain, DefaultClusterDomain), "."))
+	tr, ok := defaultTransports.Load(domain)
+	if !ok {
+		t := &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, MaxIdleConns: 100,
+			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
+		if dt, ok := http.DefaultTransport.(*http.Transport); ok {
+			t = dt.Clone()
+		}
+		t.DialContext = ServiceDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, domain)
+		tr, _ = defaultTransports.LoadOrStore(domain, t)
+	}
+	return &http.Client{Transport: tr.(*http.Transport)}
 }
