@@ -94,9 +94,15 @@ func (c *Client) Call(ctx context.Context, name string, args any) (*spec.CallRes
 	if endpoint == "" {
 		return nil, fmt.Errorf("%w: %s (ToolSet %s)", ErrNoEndpoint, tool.Name, tool.ToolSet)
 	}
-	if err := checkEndpoint(tool, endpoint, c.ClusterDomain); err != nil {
+	// The endpoint as checked, its host fully qualified: a trailing dot or
+	// an older table's <service>.<namespace>.svc would not be dialed as
+	// a Service name (ServiceDialer), and the latter would walk the search
+	// path.
+	u, err := checkEndpoint(tool, endpoint, c.ClusterDomain)
+	if err != nil {
 		return nil, err
 	}
+	endpoint = u.String()
 	body, err := encodeArgs(args)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: tool %s: encoding arguments: %w", tool.Name, err)
@@ -110,9 +116,9 @@ func (c *Client) Call(ctx context.Context, name string, args any) (*spec.CallRes
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if tool.IsMCP() {
-		return c.callMCP(ctx, tool, body)
+		return c.callMCP(ctx, tool, endpoint, body)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, tool.Endpoints.Invoke, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("discovery: tool %s: %w", tool.Name, err)
 	}
@@ -166,11 +172,12 @@ func unwrapURLError(err error) error {
 
 // checkEndpoint refuses an endpoint that the operator would never publish
 // for the tool: see [CheckServiceEndpoint].
-func checkEndpoint(tool *spec.TableTool, endpoint, domain string) error {
-	if _, why := serviceEndpoint(endpoint, tool.ToolSet.Namespace, domain); why != "" {
-		return fmt.Errorf("%w: tool %s (ToolSet %s): %s", ErrForeignEndpoint, tool.Name, tool.ToolSet, why)
+func checkEndpoint(tool *spec.TableTool, endpoint, domain string) (*url.URL, error) {
+	u, why := serviceEndpoint(endpoint, tool.ToolSet.Namespace, domain)
+	if why != "" {
+		return nil, fmt.Errorf("%w: tool %s (ToolSet %s): %s", ErrForeignEndpoint, tool.Name, tool.ToolSet, why)
 	}
-	return nil
+	return u, nil
 }
 
 // CheckServiceEndpoint is the rule that decides whether a table endpoint

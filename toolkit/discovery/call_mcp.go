@@ -18,14 +18,14 @@ import (
 // callMCP calls a tool of an MCP server other than toolkit (an entry of
 // protocol MCP) with tools/call under its source name, and returns the
 // server's result, content blocks of every type included.
-func (c *Client) callMCP(ctx context.Context, tool *spec.TableTool, body []byte) (*spec.CallResult, error) {
+func (c *Client) callMCP(ctx context.Context, tool *spec.TableTool, endpoint string, body []byte) (*spec.CallResult, error) {
 	// An MCP server binds the arguments itself, strictly: what is not a
 	// JSON object cannot be sent as one.
 	if t := bytes.TrimSpace(body); !json.Valid(t) || len(t) == 0 || t[0] != '{' {
 		return nil, fmt.Errorf("%w: tool %s: the arguments are not a JSON object", ErrBadRequest, tool.Name)
 	}
 	caller := MCPCaller{HTTPClient: c.httpClient(), MaxResponseBytes: c.MaxResponseBytes}
-	res, err := caller.Call(ctx, tool.Endpoints.MCP, tool.SourceName, body)
+	res, err := caller.Call(ctx, endpoint, tool.SourceName, body)
 	if err != nil {
 		return nil, fmt.Errorf("discovery: calling tool %s over MCP: %w", tool.Name, err)
 	}

@@ -60,11 +60,13 @@ const DefaultClusterDomain = "cluster.local"
 // give it a table with [Client.SetTable], [Client.LoadBytes],
 // [Client.LoadDir] or [Client.WatchDir]. Set its fields before first use.
 type Client struct {
-	// HTTPClient makes the calls; nil means a client like
-	// http.DefaultClient whose transport dials Service names through
-	// [ServiceDialer]: once looked up, with no search path, and never
-	// through an alias (an ExternalName Service). A client of your own
-	// gets that with a transport whose DialContext is ServiceDialer.
+	// HTTPClient makes the calls; nil means a client whose transport has
+	// http.DefaultTransport's settings but no proxy, and dials Service
+	// names through [ServiceDialer]: once looked up, with no search path,
+	// and never through an alias (an ExternalName Service). A client of
+	// your own gets that with a transport whose DialContext is
+	// ServiceDialer and whose Proxy is nil (a proxy resolves the names
+	// itself).
 	HTTPClient *http.Client
 	// Timeout bounds each call, on top of the context's own deadline; zero
 	// means DefaultTimeout.

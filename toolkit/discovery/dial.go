@@ -234,8 +234,9 @@ func (c *watchedStreamConn) Read(b []byte) (int, error) {
 // by cluster domain.
 var defaultTransports sync.Map
 
-// httpClient is c.HTTPClient, or one whose transport is http.DefaultTransport's
-// settings with ServiceDialer's dial.
+// httpClient is c.HTTPClient, or one whose transport has
+// http.DefaultTransport's settings (as it is when first needed), no proxy,
+// and ServiceDialer's dial.
 func (c *Client) httpClient() *http.Client {
 	if c.HTTPClient != nil {
 		return c.HTTPClient
@@ -243,11 +244,14 @@ func (c *Client) httpClient() *http.Client {
 	domain := strings.ToLower(strings.Trim(cmp.Or(c.ClusterDomain, DefaultClusterDomain), "."))
 	tr, ok := defaultTransports.Load(domain)
 	if !ok {
-		t := &http.Transport{Proxy: http.ProxyFromEnvironment, ForceAttemptHTTP2: true, MaxIdleConns: 100,
+		t := &http.Transport{ForceAttemptHTTP2: true, MaxIdleConns: 100,
 			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ExpectContinueTimeout: time.Second}
 		if dt, ok := http.DefaultTransport.(*http.Transport); ok {
 			t = dt.Clone()
 		}
+		// Service names are dialed, never handed to a proxy from the
+		// environment, which would resolve them itself, aliases and all.
+		t.Proxy = nil
 		t.DialContext = ServiceDialer(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}, domain)
 		tr, _ = defaultTransports.LoadOrStore(domain, t)
 	}

@@ -6,11 +6,13 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -201,38 +203,50 @@ func serveDNS(t *testing.T, answer func(q dnsmessage.Question, b *dnsmessage.Bui
 	}}
 }
 
-// A Client without an HTTPClient dials through ServiceDialer: a Service
-// name that is an alias is refused with ErrServiceAlias before anything is
-// sent, and a plain one is called at the address it resolves to.
-func TestACallerNeverCallsThroughAnAlias(t *testing.T) {
-	var calls atomic.Int32
+// aliasSetup starts a workload, a DNS server that makes every name
+// beginning "alias." a CNAME of another namespace's Service (answered with
+// the workload's loopback address), and installs it as net.DefaultResolver.
+func aliasSetup(t *testing.T) (port string, calls *atomic.Int32, queries *sync.Map) {
+	calls = new(atomic.Int32)
+	queries = new(sync.Map)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		calls.Add(1)
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"content":[{"type":"text","text":"called"}]}`)
 	}))
 	t.Cleanup(srv.Close)
-	_, port, _ := net.SplitHostPort(srv.Listener.Addr().String())
+	_, port, _ = net.SplitHostPort(srv.Listener.Addr().String())
 	const target = "vault-api.vault.svc.cluster.local."
 	hdr := func(name dnsmessage.Name) dnsmessage.ResourceHeader {
 		return dnsmessage.ResourceHeader{Name: name, Class: dnsmessage.ClassINET, TTL: 5}
 	}
 	loopback := dnsmessage.AResource{A: [4]byte{127, 0, 0, 1}}
 	r := serveDNS(t, func(q dnsmessage.Question, b *dnsmessage.Builder) {
+		queries.Store(q.Name.String(), true)
 		if q.Type != dnsmessage.TypeA {
 			return
 		}
-		if strings.HasPrefix(q.Name.String(), "alias.") {
+		if strings.HasPrefix(strings.ToLower(q.Name.String()), "alias.") {
 			_ = b.CNAMEResource(hdr(q.Name), dnsmessage.CNAMEResource{CNAME: dnsmessage.MustNewName(target)})
 			_ = b.AResource(hdr(dnsmessage.MustNewName(target)), loopback)
 			return
 		}
 		_ = b.AResource(hdr(q.Name), loopback)
 	})
-	defaultResolver := net.DefaultResolver
+	old := net.DefaultResolver
 	net.DefaultResolver = r
-	t.Cleanup(func() { net.DefaultResolver = defaultResolver })
+	t.Cleanup(func() { net.DefaultResolver = old })
+	return port, calls, queries
+}
 
+// A Client without an HTTPClient dials through ServiceDialer: a Service
+// name that is an alias is refused with ErrServiceAlias before anything is
+// sent, and a plain one is called at the address it resolves to. Its
+// transport takes no proxy from the environment: a proxy would resolve the
+// name itself, through the alias (the red team's; http reads the
+// environment once a process, so this looks at the transport).
+func TestACallerNeverCallsThroughAnAlias(t *testing.T) {
+	port, calls, _ := aliasSetup(t)
 	var tools []spec.TableTool
 	for _, svc := range []string{"tools", "alias"} {
 		tools = append(tools, spec.TableTool{
@@ -258,5 +272,59 @@ func TestACallerNeverCallsThroughAnAlias(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("the workload saw %d calls, want 1", n)
+	}
+	if tr, ok := c.httpClient().Transport.(*http.Transport); !ok || tr.Proxy != nil {
+		t.Errorf("the default transport %T takes a proxy", c.httpClient().Transport)
+	}
+}
+
+// Found by the red team: Call sent to the table's URL as written, so an
+// endpoint CheckServiceEndpoint accepts with a trailing dot or in an older
+// table's form (<service>.<namespace>.svc) was not dialed as a Service name
+// and went through the alias (the older form walking the search path to
+// reach it). Every form accepted for an alias Service of namespace crm is
+// refused with ErrServiceAlias by a zero Client, for invoke and MCP entries
+// alike, and never reaches the workload.
+func TestEveryFormOfAnAliasEndpointIsRefused(t *testing.T) {
+	port, calls, _ := aliasSetup(t)
+	hosts := []string{
+		"alias.crm.svc.cluster.local", // control
+		"ALIAS.CRM.SVC.CLUSTER.LOCAL",
+		"alias.crm.svc.cluster.local.", // trailing dot
+		"alias.crm.svc",                // older tables' form
+		"alias.crm.svc.",
+	}
+	for _, domain := range []string{"", "Cluster.Local.", ".cluster.local"} {
+		for _, host := range hosts {
+			for _, mcpEntry := range []bool{false, true} {
+				name := fmt.Sprintf("domain=%q host=%q mcp=%v", domain, host, mcpEntry)
+				tool := spec.TableTool{
+					Name: "alias_echo", SourceName: "echo", InputSchema: json.RawMessage(`{"type":"object"}`),
+					ToolSet: spec.ObjectReference{Namespace: "crm", Name: "alias"},
+				}
+				if mcpEntry {
+					tool.Protocol = spec.ProtocolMCP
+					tool.Endpoints = &spec.Endpoints{MCP: "http://" + host + ":" + port + "/mcp"}
+				} else {
+					tool.Endpoints = &spec.Endpoints{Invoke: "http://" + host + ":" + port + spec.InvokePrefix + "echo"}
+				}
+				if _, err := CheckServiceEndpoint(tool.Endpoints.Invoke+tool.Endpoints.MCP, "crm", domain); err != nil {
+					t.Logf("%s: not accepted by CheckServiceEndpoint: %v", name, err)
+					continue
+				}
+				c := &Client{ClusterDomain: domain}
+				if err := c.SetTable(&spec.Table{SchemaVersion: spec.SchemaVersion, Tools: []spec.TableTool{tool}}); err != nil {
+					t.Fatal(err)
+				}
+				before := calls.Load()
+				_, err := c.Call(context.Background(), "alias_echo", map[string]any{})
+				if !errors.Is(err, ErrServiceAlias) {
+					t.Errorf("%s: %v, want ErrServiceAlias", name, err)
+				}
+				if n := calls.Load() - before; n != 0 {
+					t.Errorf("%s: the workload saw %d requests through the alias", name, n)
+				}
+			}
+		}
 	}
 }
