@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"io"
+	"net/http"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -56,7 +58,72 @@ var (
 	// so that specs can assert what never appears in it.
 	managerLog  = &syncBuffer{}
 	stopManager context.CancelFunc
+	// statusPatches records the manager's status patches of ToolSets.
+	statusPatches = &patchRecorder{}
 )
+
+// patchRecorder records the PATCH requests to a ToolSet's status that pass
+// through it: what each sent, and each answer.
+type patchRecorder struct {
+	mu   sync.Mutex
+	seen []recordedPatch
+}
+
+type recordedPatch struct {
+	path        string // the request's URL path
+	body        []byte
+	contentType string // of the answer
+	answer      []byte
+}
+
+func (p *patchRecorder) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripperFunc(func(req *http.Request) (*http.Response, error) {
+		if req.Method != http.MethodPatch || !strings.Contains(req.URL.Path, "/toolsets/") || !strings.HasSuffix(req.URL.Path, "/status") {
+			return rt.RoundTrip(req)
+		}
+		var body []byte
+		if req.Body != nil {
+			var err error
+			if body, err = io.ReadAll(req.Body); err != nil {
+				return nil, err
+			}
+			req = req.Clone(req.Context())
+			req.Body = io.NopCloser(bytes.NewReader(body))
+			req.GetBody = func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(body)), nil }
+		}
+		resp, err := rt.RoundTrip(req)
+		if err != nil {
+			return resp, err
+		}
+		answer, err := io.ReadAll(resp.Body)
+		_ = resp.Body.Close()
+		if err != nil {
+			return nil, err
+		}
+		resp.Body = io.NopCloser(bytes.NewReader(answer))
+		p.mu.Lock()
+		p.seen = append(p.seen, recordedPatch{path: req.URL.Path, body: body, contentType: resp.Header.Get("Content-Type"), answer: answer})
+		p.mu.Unlock()
+		return resp, nil
+	})
+}
+
+// of returns the patches recorded of ts's status.
+func (p *patchRecorder) of(ts *v1alpha1.ToolSet) []recordedPatch {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	var out []recordedPatch
+	for _, r := range p.seen {
+		if strings.HasSuffix(r.path, "/namespaces/"+ts.Namespace+"/toolsets/"+ts.Name+"/status") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
@@ -84,7 +151,11 @@ var _ = BeforeSuite(func() {
 
 	ctx := context.Background()
 	Expect(k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: tableNamespace}})).To(Succeed())
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	// The manager's requests go through statusPatches, which records its
+	// status patches of ToolSets.
+	mgrConfig := rest.CopyConfig(cfg)
+	mgrConfig.Wrap(statusPatches.wrap)
+	mgr, err := ctrl.NewManager(mgrConfig, ctrl.Options{
 		Scheme:  scheme,
 		Metrics: metricsserver.Options{BindAddress: "0"},
 		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{

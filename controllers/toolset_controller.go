@@ -422,7 +422,7 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		var err error
 		changed := !statusEqual(&before.Status, &ts.Status)
 		if changed {
-			err = r.patchStatus(ctx, before, ts, client.MergeFrom(before))
+			err = r.patchStatus(ctx, before, ts)
 		}
 		if err == nil {
 			if changed {

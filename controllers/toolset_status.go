@@ -3,6 +3,7 @@ package controllers
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"regexp"
@@ -10,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -506,18 +508,51 @@ func list(names []string) string {
 // patchStatus writes a status that changed, and only then emits the events
 // of the transitions it records: steady state costs no API write, since
 // Reconcile calls it only when the status changed.
-func (r *ToolSetReconciler) patchStatus(ctx context.Context, before, ts *v1alpha1.ToolSet, patch client.Patch) error {
-	if err := r.Client.Status().Patch(ctx, ts, patch); err != nil {
+//
+// The patch is a JSON merge patch of the status alone, computed from the
+// two statuses rather than the two whole objects, and it is sent for the
+// object's metadata only (metav1.PartialObjectMetadata): the API server
+// answers with the metadata, not the whole ToolSet it wrote, so that
+// neither side encodes or decodes the object again for nothing. Only the
+// new resourceVersion is taken from the answer; ts keeps the status it
+// was given.
+func (r *ToolSetReconciler) patchStatus(ctx context.Context, before, ts *v1alpha1.ToolSet) error {
+	data, err := statusMergePatch(&before.Status, &ts.Status)
+	if err != nil {
+		return fmt.Errorf("patching status: %w", err)
+	}
+	written := &metav1.PartialObjectMetadata{TypeMeta: toolSetTypeMeta,
+		ObjectMeta: metav1.ObjectMeta{Namespace: ts.Namespace, Name: ts.Name}}
+	if err := r.Client.Status().Patch(ctx, written, client.RawPatch(types.MergePatchType, data)); err != nil {
 		if apierrors.IsNotFound(err) {
 			return nil
 		}
 		return fmt.Errorf("patching status: %w", err)
 	}
+	ts.ResourceVersion = written.ResourceVersion
 	ready := meta.FindStatusCondition(ts.Status.Conditions, v1alpha1.ConditionReady)
 	ctrl.LoggerFrom(ctx).Info("Updated status", "ready", ready.Status, "reason", ready.Reason,
 		"published", ts.Status.PublishedTools, "conflicted", ts.Status.ConflictedTools)
 	r.emitTransitions(before, ts)
 	return nil
+}
+
+// statusMergePatch is the JSON merge patch (RFC 7386) that takes an object
+// whose status is from to one whose status is to, and changes nothing
+// else: what client.MergeFrom computes from the two whole objects.
+func statusMergePatch(from, to *v1alpha1.ToolSetStatus) ([]byte, error) {
+	type statusOnly struct {
+		Status *v1alpha1.ToolSetStatus `json:"status"`
+	}
+	original, err := json.Marshal(statusOnly{from})
+	if err != nil {
+		return nil, err
+	}
+	modified, err := json.Marshal(statusOnly{to})
+	if err != nil {
+		return nil, err
+	}
+	return jsonpatch.CreateMergePatch(original, modified)
 }
 
 // localAddress matches the local end of a connection in a net.OpError's

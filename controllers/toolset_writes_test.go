@@ -2,6 +2,9 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -66,6 +69,37 @@ var _ = Describe("The ToolSet reconciler's API writes", func() {
 			Expect(e.Series).To(BeNil(), "the change was announced once, not repeated as a series")
 		}
 		Expect(statusWrites(ts)).To(Equal(2), "the change costs one status write, as the first publish")
+	})
+
+	It("patches the status alone, and takes back only the object's metadata, whose resourceVersion it keeps", func(ctx context.Context) {
+		w := newWorkload(tool("meta_a"))
+		createReadyPod(ctx, ns, "meta-0", map[string]string{"app": "meta"}, w.port())
+		ts := toolSet(ns, "meta")
+		createToolSet(ctx, ts)
+		Eventually(func(g Gomega) {
+			g.Expect(readyCondition(getToolSet(ctx, g, ts)).Status).To(Equal(metav1.ConditionTrue))
+		}).Should(Succeed())
+		patches := statusPatches.of(ts)
+		Expect(patches).NotTo(BeEmpty())
+		for _, p := range patches {
+			var members map[string]json.RawMessage
+			Expect(json.Unmarshal(p.body, &members)).To(Succeed())
+			Expect(slices.Collect(maps.Keys(members))).To(ConsistOf("status"), "a merge patch of the status alone, not of the whole object: %s", p.body)
+			// A ToolSet, a custom resource, is only ever sent as JSON; its
+			// metadata, meta.k8s.io's PartialObjectMetadata, is sent as
+			// protobuf if asked so, as the metadata client does.
+			Expect(p.contentType).To(Equal("application/vnd.kubernetes.protobuf"), "the API server answers with the object's metadata, not the whole object")
+			Expect(string(p.answer)).To(ContainSubstring("PartialObjectMetadata"))
+			Expect(string(p.answer)).NotTo(ContainSubstring(v1alpha1.ReasonPublished), "the answer holds no status")
+		}
+		// The next round reads the cache, which has the write: had the
+		// reconciler not kept the new resourceVersion, it would take the
+		// cache for one behind its write (writtenStatus.lags) every time.
+		w.setTools(tool("meta_a"), tool("meta_b"))
+		Eventually(func(g Gomega) {
+			g.Expect(getToolSet(ctx, g, ts).Status.PublishedTools).To(BeEquivalentTo(2))
+		}).Should(Succeed())
+		Expect(statusWrites(ts)).To(Equal(2))
 	})
 
 	It("comes back up to a tenth of the interval early, at random, never late", func(ctx context.Context) {
