@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -222,21 +225,50 @@ func (s steadyStatusWriter) Update(context.Context, client.Object, ...client.Sub
 	return fmt.Errorf("steadyCache: status update")
 }
 
-func (s steadyStatusWriter) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
-	ts, ok := obj.(*v1alpha1.ToolSet)
-	if !ok {
-		return fmt.Errorf("steadyCache: status patch of %T", obj)
+func (s steadyStatusWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.SubResourcePatchOption) error {
+	next, err := patchedStatus(s.c.toolSet, obj, patch)
+	if err != nil {
+		return fmt.Errorf("steadyCache: %w", err)
 	}
 	s.c.patches++
-	rv, _ := strconv.Atoi(s.c.toolSet.ResourceVersion)
-	ts.ResourceVersion = strconv.Itoa(rv + 1)
 	// The cache replaces the object it holds, never changes it: readers
 	// may hold the old one.
-	next := s.c.toolSet.DeepCopy()
-	next.Status = *ts.Status.DeepCopy()
-	next.ResourceVersion = ts.ResourceVersion
 	s.c.toolSet = next
 	return nil
+}
+
+// patchedStatus is what an API server makes of cur with a patch of its
+// status sent as obj (the object's metadata, as patchStatus sends it):
+// cur with the patch applied to its status and the next resourceVersion,
+// which obj gets too. cur is not changed.
+func patchedStatus(cur *v1alpha1.ToolSet, obj client.Object, patch client.Patch) (*v1alpha1.ToolSet, error) {
+	if _, ok := obj.(*metav1.PartialObjectMetadata); !ok || patch.Type() != types.MergePatchType {
+		return nil, fmt.Errorf("status patch (%s) of %T", patch.Type(), obj)
+	}
+	data, err := patch.Data(obj)
+	if err != nil {
+		return nil, err
+	}
+	stored, err := json.Marshal(cur)
+	if err != nil {
+		return nil, err
+	}
+	patched, err := jsonpatch.MergePatch(stored, data)
+	if err != nil {
+		return nil, err
+	}
+	next := &v1alpha1.ToolSet{}
+	if err := json.Unmarshal(patched, next); err != nil {
+		return nil, err
+	}
+	// A status patch changes the status alone.
+	status := next.Status
+	next = cur.DeepCopy()
+	next.Status = status
+	rv, _ := strconv.Atoi(cur.ResourceVersion)
+	next.ResourceVersion = strconv.Itoa(rv + 1)
+	obj.SetResourceVersion(next.ResourceVersion)
+	return next, nil
 }
 
 func (s steadyStatusWriter) Apply(context.Context, runtime.ApplyConfiguration, ...client.SubResourceApplyOption) error {

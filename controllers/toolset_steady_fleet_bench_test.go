@@ -281,21 +281,15 @@ type fleetStatusWriter struct {
 	c *fleetCache
 }
 
-func (s fleetStatusWriter) Patch(_ context.Context, obj client.Object, _ client.Patch, _ ...client.SubResourcePatchOption) error {
-	ts, ok := obj.(*v1alpha1.ToolSet)
-	if !ok {
-		return fmt.Errorf("fleetCache: status patch of %T", obj)
-	}
+func (s fleetStatusWriter) Patch(_ context.Context, obj client.Object, patch client.Patch, _ ...client.SubResourcePatchOption) error {
 	s.c.mu.Lock()
 	defer s.c.mu.Unlock()
+	key := client.ObjectKeyFromObject(obj)
+	next, err := patchedStatus(s.c.toolSets[key], obj, patch)
+	if err != nil {
+		return fmt.Errorf("fleetCache: %w", err)
+	}
 	s.c.patches++
-	key := client.ObjectKeyFromObject(ts)
-	cur := s.c.toolSets[key]
-	rv, _ := strconv.Atoi(cur.ResourceVersion)
-	ts.ResourceVersion = strconv.Itoa(rv + 1)
-	next := cur.DeepCopy()
-	next.Status = *ts.Status.DeepCopy()
-	next.ResourceVersion = ts.ResourceVersion
 	s.c.toolSets[key] = next
 	return nil
 }
