@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.opentelemetry.io/otel/propagation"
@@ -323,39 +324,33 @@ func decodeAnyResult(b []byte) (*mcp.CallToolResult, error) {
 // decodeTextResult reads b as a result of the members content (of text
 // blocks that have only type and text), structuredContent, isError and
 // _meta, spelled exactly so, as the SDK reads them; it returns nil for any
-// other result, or one that does not decode, for the SDK to decide.
+// other result, or one that does not decode, for the SDK to decide. It
+// reads with objectMembers, so a result with a key twice or invalid UTF-8
+// goes to the SDK as well.
 func decodeTextResult(b []byte) *mcp.CallToolResult {
-	var members map[string]json.RawMessage
-	if json.Unmarshal(b, &members) != nil {
+	members, ok := objectMembers(b, 4)
+	if !ok {
 		return nil
 	}
 	var res mcp.CallToolResult
-	for k, v := range members {
-		switch k {
+	for _, m := range members {
+		switch m.key {
 		case "content":
-			var blocks []map[string]json.RawMessage
-			if json.Unmarshal(v, &blocks) != nil || blocks == nil {
+			content, ok := textBlocks(m.value)
+			if !ok {
 				return nil
 			}
-			res.Content = make([]mcp.Content, 0, len(blocks))
-			for _, blk := range blocks {
-				var typ, text string
-				if len(blk) != 2 || json.Unmarshal(blk["type"], &typ) != nil || typ != "text" ||
-					blk["text"] == nil || json.Unmarshal(blk["text"], &text) != nil {
-					return nil
-				}
-				res.Content = append(res.Content, &mcp.TextContent{Text: text})
-			}
+			res.Content = content
 		case "structuredContent":
-			if string(v) != "null" {
-				res.StructuredContent = v
+			if string(m.value) != "null" {
+				res.StructuredContent = m.value
 			}
 		case "isError":
-			if json.Unmarshal(v, &res.IsError) != nil {
+			if json.Unmarshal(m.value, &res.IsError) != nil {
 				return nil
 			}
 		case "_meta":
-			if json.Unmarshal(v, &res.Meta) != nil {
+			if json.Unmarshal(m.value, &res.Meta) != nil {
 				return nil
 			}
 		default:
@@ -366,6 +361,55 @@ func decodeTextResult(b []byte) *mcp.CallToolResult {
 		return nil
 	}
 	return &res
+}
+
+// textBlocks reads raw as an array of text blocks of exactly the members
+// type ("text") and text; ok is false for anything else.
+func textBlocks(raw []byte) ([]mcp.Content, bool) {
+	mr := memberReaders.Get().(*memberReader)
+	defer mr.release()
+	mr.buf = *bytes.NewBuffer(raw)
+	dec := mr.dec
+	dec.Reset(&mr.buf)
+	if t, err := dec.ReadToken(); err != nil || t.Kind() != '[' {
+		return nil, false
+	}
+	content := []mcp.Content{}
+	for dec.PeekKind() == '{' {
+		blk, err := dec.ReadValue()
+		if err != nil {
+			return nil, false
+		}
+		members, ok := objectMembers(blk, 2)
+		if !ok || len(members) != 2 {
+			return nil, false
+		}
+		var typed, text bool
+		tc := &mcp.TextContent{}
+		for _, m := range members {
+			switch m.key {
+			case "type":
+				typed = string(m.value) == `"text"`
+			case "text":
+				if m.value[0] != '"' {
+					return nil, false
+				}
+				s, err := jsontext.AppendUnquote(nil, m.value)
+				if err != nil {
+					return nil, false
+				}
+				tc.Text, text = string(s), true
+			}
+		}
+		if !typed || !text {
+			return nil, false
+		}
+		content = append(content, tc)
+	}
+	if t, err := dec.ReadToken(); err != nil || t.Kind() != ']' {
+		return nil, false
+	}
+	return content, true
 }
 
 // statusDetail says what a workload's error reply said, its message clipped

@@ -43,3 +43,31 @@ func TestDecodeTextResultAgreesWithTheSDK(t *testing.T) {
 		}
 	}
 }
+
+// FuzzDecodeResult holds decodeResult, which reads the plainest results
+// without the SDK, to the SDK's decoder: the same result, or an error from
+// both.
+//
+//	go test -run '^$' -fuzz FuzzDecodeResult -fuzztime 60s ./internal/gateway/
+func FuzzDecodeResult(f *testing.F) {
+	f.Add([]byte(`{"content":[{"type":"text","text":"{\"echo\":\"ab\"}"}],"structuredContent":{"echo":"ab","big":9007199254740993}}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":"a\u00e9\ud800\"\\"},{"text":"","type":"text"}],"isError":true,"_meta":{"k":[1,null]}}`))
+	f.Add([]byte(`{"content":[{"type":"text","text":"a"}],"content":[]}`))
+	f.Add([]byte("{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}"))
+	f.Add([]byte(`{"content":[{"type":"te\u0078t","text":"a"}],"isError":null} `))
+	f.Fuzz(func(t *testing.T, body []byte) {
+		fast, ferr := decodeResult(body)
+		slow, serr := decodeAnyResult(body)
+		if (ferr == nil) != (serr == nil) {
+			t.Fatalf("%q: error %v, the SDK's %v", body, ferr, serr)
+		}
+		if ferr != nil {
+			return
+		}
+		fb, err1 := json.Marshal(fast)
+		sb, err2 := json.Marshal(slow)
+		if err1 != nil || err2 != nil || string(fb) != string(sb) {
+			t.Fatalf("%q:\n got %s (%v)\nwant %s (%v)", body, fb, err1, sb, err2)
+		}
+	})
+}
