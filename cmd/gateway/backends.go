@@ -11,6 +11,8 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -64,17 +66,18 @@ func newCredentials(cfg *rest.Config, mode string) (gateway.Credentials, error) 
 // standard OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT
 // is set, configured by the standard OTEL_* variables (OTEL_SERVICE_NAME,
 // OTEL_TRACES_SAMPLER, …). Without either, spans are not recorded; trace
-// context still passes from callers to workloads.
-func setupTracing(ctx context.Context, log *slog.Logger) (shutdown func(context.Context) error, err error) {
+// context still passes from callers to workloads, and the provider
+// returned is the no-op one, with which the gateway builds no spans at all.
+func setupTracing(ctx context.Context, log *slog.Logger) (tp trace.TracerProvider, shutdown func(context.Context) error, err error) {
 	if os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") == "" && os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") == "" {
-		return func(context.Context) error { return nil }, nil
+		return noop.NewTracerProvider(), func(context.Context) error { return nil }, nil
 	}
 	exp, err := otlptracegrpc.New(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("creating the OTLP trace exporter: %w", err)
+		return nil, nil, fmt.Errorf("creating the OTLP trace exporter: %w", err)
 	}
-	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
-	otel.SetTracerProvider(tp)
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp))
+	otel.SetTracerProvider(sdk)
 	log.Info("Exporting spans over OTLP")
-	return tp.Shutdown, nil
+	return sdk, sdk.Shutdown, nil
 }

@@ -344,11 +344,12 @@ func run(log *slog.Logger, addr, probeAddr, metricsAddr string, metricsSecure bo
 	if o.Credentials, err = newCredentials(cfg, *backendCredentials); err != nil {
 		return err
 	}
-	shutdownTracing, err := setupTracing(ctx, log)
+	tp, shutdownTracing, err := setupTracing(ctx, log)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = shutdownTracing(context.Background()) }()
+	o.TracerProvider = tp
 
 	if o.TxnTokens != nil {
 		if o.Auth == nil {

@@ -94,6 +94,9 @@ type backend struct {
 // with the ToolSet's credentials where it has some. Without a backend, the
 // outcome and detail say why.
 func (g *Gateway) route(ctx context.Context, tool *spec.TableTool, route string) (*backend, string, string) {
+	if g.noSpans {
+		return g.routeBackend(ctx, tool, route)
+	}
 	ctx, span := g.startSpan(ctx, "route "+tool.Name, trace.SpanKindInternal,
 		attrToolName.String(tool.Name), attrToolSet.String(tool.ToolSet.String()))
 	b, outcome, detail := g.routeBackend(ctx, tool, route)

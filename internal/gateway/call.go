@@ -59,9 +59,11 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 	be, outcome, detail := g.route(ctx, tool, s.routes[i])
 	if be != nil {
 		ctx = withBackend(ctx, be)
-		var span trace.Span
-		ctx, span = g.startSpan(ctx, "call "+tool.Name, trace.SpanKindClient,
-			attrToolName.String(tool.Name), attrToolSet.String(tool.ToolSet.String()), attrServer.String(hostOf(s.routes[i])))
+		span := noSpan
+		if !g.noSpans {
+			ctx, span = g.startSpan(ctx, "call "+tool.Name, trace.SpanKindClient,
+				attrToolName.String(tool.Name), attrToolSet.String(tool.ToolSet.String()), attrServer.String(hostOf(s.routes[i])))
+		}
 		out := g.backendHeader(ctx, c, tool, header)
 		// What the backend says while the call runs goes to the client
 		// (relay.go): over MCP, for a toolkit workload too.

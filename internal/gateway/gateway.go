@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 	"golang.org/x/sync/semaphore"
 	"golang.org/x/sync/singleflight"
 
@@ -77,6 +78,7 @@ type Gateway struct {
 	backends *backends
 	circuits *circuits
 	tracer   trace.Tracer
+	noSpans  bool // tracer is the no-op one
 
 	// The bounds of limits.go and sessions.go.
 	bodies, results *budget
@@ -166,6 +168,10 @@ func New(opts *Options) *Gateway {
 		tp = otel.GetTracerProvider()
 	}
 	g.tracer = tp.Tracer(tracerName)
+	// A no-op provider records nothing: the gateway then builds no span
+	// (names, attributes, contexts), and trace context passes on as it
+	// came.
+	_, g.noSpans = tp.(noop.TracerProvider)
 	ka, _ := o.Auth.(*KubernetesAuth)
 	if oa, ok := o.Auth.(*OIDCAuth); ok {
 		ka = oa.Kubernetes

@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 )
 
 // tracerName is the instrumentation scope of the gateway's spans.
@@ -55,8 +56,16 @@ func (g *Gateway) traceContext(ctx context.Context, header http.Header, meta map
 
 // startSpan starts one of the gateway's spans.
 func (g *Gateway) startSpan(ctx context.Context, name string, kind trace.SpanKind, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if g.noSpans {
+		return ctx, noSpan
+	}
 	return g.tracer.Start(ctx, name, trace.WithSpanKind(kind), trace.WithAttributes(attrs...))
 }
+
+// noSpan is the span of every call when the gateway records none
+// (Gateway.noSpans): its context stays the caller's, which the workload's
+// request carries on, as a no-op tracer's span would.
+var noSpan trace.Span = noop.Span{}
 
 // endSpan ends span with outcome, as status Error when it is a failure of
 // the gateway's or the workload's (a tool's own isError is not: the
@@ -83,6 +92,9 @@ func (g *Gateway) serverSpan(ctx context.Context, req mcp.Request, method, name 
 		meta = p.GetMeta()
 	}
 	ctx = g.traceContext(ctx, header, meta)
+	if g.noSpans {
+		return ctx, func(mcp.Result, error) {}
+	}
 	spanName := method
 	attrs := []attribute.KeyValue{attrMCPMethod.String(method), attrView.String(viewFrom(header).String())}
 	if name != "" {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
+	"go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/toolplane/toolplane/internal/gateway"
 	"github.com/toolplane/toolplane/toolkit"
@@ -169,4 +171,42 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// TestWithoutSpansTheCallersTraceContextPassesAsItCame: a gateway whose
+// provider is the no-op one (cmd/gateway's without an OTLP endpoint)
+// builds no spans, and the workload still gets the caller's trace context,
+// trace and span id alike, as with the global provider, whether the caller
+// sent it in its header or in _meta.traceparent.
+func TestWithoutSpansTheCallersTraceContextPassesAsItCame(t *testing.T) {
+	const traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+	for _, tc := range []struct {
+		name string
+		tp   trace.TracerProvider
+	}{{"global", nil}, {"no-op", noop.NewTracerProvider()}} {
+		for _, inMeta := range []bool{false, true} {
+			wl := newWorkload(t, "crm", "crm-tools", "", headerTool("headers"))
+			g, url := newGateway(t, new(routes).add(wl), gateway.Options{TracerProvider: tc.tp})
+			if err := g.SetTable(table(wl.tableTools())); err != nil {
+				t.Fatal(err)
+			}
+			var hc *http.Client
+			params := &mcp.CallToolParams{Name: "headers"}
+			if inMeta {
+				params.Meta = mcp.Meta{"traceparent": traceparent}
+			} else {
+				hc = &http.Client{Transport: headerTransport{"Traceparent": traceparent}}
+			}
+			for _, era := range []string{"2026-07-28", "2025-11-25"} {
+				cs := connect(t, url+"/mcp", era, nil, hc)
+				res, err := cs.CallTool(bounded(t), params)
+				if err != nil || res.IsError {
+					t.Fatalf("%s, %s: %v %s", tc.name, era, err, text(res))
+				}
+				if got := text(res); !strings.Contains(got, "Traceparent="+traceparent+"\n") {
+					t.Errorf("%s provider, %s, in _meta %v: the workload got\n%s", tc.name, era, inMeta, got)
+				}
+			}
+		}
+	}
 }

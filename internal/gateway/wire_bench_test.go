@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"go.opentelemetry.io/otel/trace/noop"
+
 	"github.com/toolplane/toolplane/internal/gateway"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -28,13 +30,14 @@ import (
 // a shared machine distorts less than wall time. allocs/op likewise.
 func BenchmarkCallOnTheWire(b *testing.B) {
 	wl := newWorkload(b, "crm", "crm-tools", "crm_", echoTool("crm"))
-	g, gwURL := newGateway(b, new(routes).add(wl), gateway.Options{})
+	// The provider cmd/gateway passes without an OTLP endpoint.
+	g, gwURL := newGateway(b, new(routes).add(wl), gateway.Options{TracerProvider: noop.NewTracerProvider()})
 	if err := g.SetTable(table(wl.tableTools())); err != nil {
 		b.Fatal(err)
 	}
 	// And one that holds 10,000 other tools besides, as make bench-gateway's
 	// replicas do: the garbage collector scans the table on every cycle.
-	big, bigURL := newGateway(b, new(routes).add(wl), gateway.Options{})
+	big, bigURL := newGateway(b, new(routes).add(wl), gateway.Options{TracerProvider: noop.NewTracerProvider()})
 	if err := big.SetTable(table(bigTable(10_000).Tools, wl.tableTools())); err != nil {
 		b.Fatal(err)
 	}
