@@ -348,8 +348,16 @@ func decodeTextResult(b []byte) *mcp.CallToolResult {
 				res.StructuredContent = m.value
 			}
 		case "isError":
-			if json.Unmarshal(m.value, &res.IsError) != nil {
-				return nil
+			// Every toolkit result has one: read its two literals as
+			// they are, anything else as the SDK's decoder does.
+			switch string(m.value) {
+			case "false":
+			case "true":
+				res.IsError = true
+			default:
+				if json.Unmarshal(m.value, &res.IsError) != nil {
+					return nil
+				}
 			}
 		case "_meta":
 			if json.Unmarshal(m.value, &res.Meta) != nil {
