@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"time"
 
@@ -330,6 +331,11 @@ func decodeAnyResult(b []byte) (*mcp.CallToolResult, error) {
 // reads with objectMembers, so a result with a key twice or invalid UTF-8
 // goes to the SDK as well.
 func decodeTextResult(b []byte) *mcp.CallToolResult {
+	// Nested past the SDK's bound, or a number a float64 cannot hold:
+	// the SDK refuses the result, so the fast path must not pass it on.
+	if bytes.Count(b, []byte{'{'})+bytes.Count(b, []byte{'['}) > sdkMaxDepth {
+		return nil
+	}
 	members, ok := objectMembers(b, 4)
 	if !ok {
 		return nil
@@ -344,6 +350,9 @@ func decodeTextResult(b []byte) *mcp.CallToolResult {
 			}
 			res.Content = content
 		case "structuredContent":
+			if !floatNumbers(m.value) {
+				return nil
+			}
 			if string(m.value) != "null" {
 				res.StructuredContent = m.value
 			}
@@ -373,6 +382,40 @@ func decodeTextResult(b []byte) *mcp.CallToolResult {
 	return &res
 }
 
+// floatNumbers reports whether every number in the JSON value raw is one a
+// float64 holds, as the SDK's decoder requires of structuredContent (it
+// refuses 1e400, where the raw bytes would pass it on).
+func floatNumbers(raw []byte) bool {
+	mr := memberReaders.Get().(*memberReader)
+	defer mr.release()
+	mr.buf = *bytes.NewBuffer(raw)
+	dec := mr.dec
+	dec.Reset(&mr.buf, memberOptions)
+	for {
+		switch dec.PeekKind() {
+		case '0':
+			v, err := dec.ReadValue()
+			if err != nil {
+				return false
+			}
+			// Only an exponent or a long run of digits can leave a
+			// float64.
+			if len(v) > 15 || bytes.ContainsAny(v, "eE") {
+				if _, err := strconv.ParseFloat(string(v), 64); err != nil {
+					return false
+				}
+			}
+		case 0: // the end, or an error
+			_, err := dec.ReadToken()
+			return errors.Is(err, io.EOF)
+		default:
+			if _, err := dec.ReadToken(); err != nil {
+				return false
+			}
+		}
+	}
+}
+
 // textBlocks reads raw as an array of text blocks of exactly the members
 // type ("text") and text; ok is false for anything else.
 func textBlocks(raw []byte) ([]mcp.Content, bool) {
@@ -380,7 +423,7 @@ func textBlocks(raw []byte) ([]mcp.Content, bool) {
 	defer mr.release()
 	mr.buf = *bytes.NewBuffer(raw)
 	dec := mr.dec
-	dec.Reset(&mr.buf)
+	dec.Reset(&mr.buf, memberOptions)
 	if t, err := dec.ReadToken(); err != nil || t.Kind() != '[' {
 		return nil, false
 	}

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"encoding/json"
+	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -23,6 +25,11 @@ func TestDecodeTextResultAgreesWithTheSDK(t *testing.T) {
 		{`{"content":[{"type":"text","text":"a"}],"resultType":"complete"}`, false},
 		{`{"content":null}`, false},
 		{`{"isError":"yes","content":[]}`, false},
+		// The SDK refuses these two (red team, 2026-12-06): the fast path
+		// passed them on, and the caller's SDK could not read the answer.
+		{`{"content":[{"type":"text","text":"x"}],"structuredContent":` + strings.Repeat("[", 1001) + strings.Repeat("]", 1001) + `}`, false},
+		{`{"content":[{"type":"text","text":"x"}],"structuredContent":{"n":1e400}}`, false},
+		{`{"content":[{"type":"text","text":"x"}],"structuredContent":{"n":[1.5e300,-1e-400,123456789012345678901234]}}`, true},
 	} {
 		if got := decodeTextResult([]byte(tc.body)) != nil; got != tc.fast {
 			t.Errorf("%s: read without the SDK %v, want %v", tc.body, got, tc.fast)
@@ -71,3 +78,36 @@ func FuzzDecodeResult(f *testing.F) {
 		}
 	})
 }
+
+// TestObjectMembersAllocatesNothingPerKey: a request whose arguments are
+// one object of many keys costs objectMembers no more than a small one.
+// It failed before its fix (red team, 2026-12-06): jsontext looked for
+// repeated keys at every depth, and kept a string of each of the 10,000
+// keys below (112,000 allocations and 16 MiB for a body of 1 MiB).
+func TestObjectMembersAllocatesNothingPerKey(t *testing.T) {
+	var b strings.Builder
+	b.WriteString(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{`)
+	for i := range 10_000 {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(`"k` + strings.Repeat("a", i%7) + string(rune('0'+i%10)) + `x` + itoa(i) + `":1`)
+	}
+	b.WriteString(`}}}`)
+	msg := []byte(b.String())
+	if plainRequest(msg) == nil {
+		t.Fatal("the request is not read")
+	}
+	if n := testing.AllocsPerRun(20, func() { plainRequest(msg) }); n > 20 {
+		t.Errorf("plainRequest of a 10,000-key request: %.0f allocations, want at most 20", n)
+	}
+	// A key twice at the top is still left to the SDK.
+	if _, ok := objectMembers([]byte(`{"a":1,"b":{"c":1,"c":2},"a":2}`), 3); ok {
+		t.Error("a repeated key was read")
+	}
+	if _, ok := objectMembers([]byte(`{"a":1,"b":{"c":1,"c":2}}`), 3); !ok {
+		t.Error("a key repeated inside a value, which encoding/json reads too, was refused")
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

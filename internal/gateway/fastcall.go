@@ -287,24 +287,26 @@ type member struct {
 
 // objectMembers returns the members of the JSON object raw, in order,
 // with keys spelled as sent; ok is false if raw is not an object (or has
-// anything but white space after it), has a key twice (at any depth),
-// holds invalid UTF-8, or has more than max members. max is the number of
-// keys the caller knows: a member past them is one it leaves to the SDK
-// anyway.
+// anything but white space after it), has one of its keys twice, holds
+// invalid UTF-8, or has more than max members. max is the number of keys
+// the caller knows: a member past them is one it leaves to the SDK
+// anyway, and it bounds the search for a repeated key.
 //
 // It reads raw with jsontext, the tokenizer of encoding/json/v2, which
-// allocates nothing of its own and finds repeated keys in linear time,
-// where encoding/json's streaming Decoder was a tenth of a replica's CPU
-// in make bench-gateway (a new 512-byte buffer, an error built and
-// dropped after every value). jsontext refuses more than encoding/json
-// reads (invalid UTF-8, a repeated key, a lone surrogate escape); the
-// callers leave each such request to the SDK, which reads it as before.
+// allocates nothing of its own, where encoding/json's streaming Decoder
+// was a tenth of a replica's CPU in make bench-gateway (a new 512-byte
+// buffer, an error built and dropped after every value). jsontext refuses
+// more than encoding/json reads (invalid UTF-8, a lone surrogate escape);
+// the callers leave each such request to the SDK, which reads it as
+// before. Keys repeated inside the values are left as encoding/json leaves
+// them (memberOptions): jsontext's own search for them builds a map of
+// every key of a large object, 16 MiB for a request of 1 MiB.
 func objectMembers(raw []byte, max int) ([]member, bool) {
 	mr := memberReaders.Get().(*memberReader)
 	defer mr.release()
 	mr.buf = *bytes.NewBuffer(raw)
 	dec := mr.dec
-	dec.Reset(&mr.buf)
+	dec.Reset(&mr.buf, memberOptions)
 	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
 		return nil, false
 	}
@@ -325,6 +327,11 @@ func objectMembers(raw []byte, max int) ([]member, bool) {
 		v, err := dec.ReadValue()
 		if err != nil {
 			return nil, false
+		}
+		for _, m := range out {
+			if m.key == string(key) {
+				return nil, false
+			}
 		}
 		// The value as sent, a slice of raw: the decoder checked it, and
 		// nothing is copied.
@@ -351,14 +358,19 @@ type memberReader struct {
 
 var memberReaders = sync.Pool{New: func() any {
 	mr := &memberReader{}
-	mr.dec = jsontext.NewDecoder(&mr.buf)
+	mr.dec = jsontext.NewDecoder(&mr.buf, memberOptions)
 	return mr
 }}
+
+// memberOptions are the options of every memberReader (Reset clears them):
+// a key repeated inside a value is not looked for, as encoding/json does
+// not, so the decoder keeps no names.
+var memberOptions = jsontext.AllowDuplicateNames(true)
 
 // release lets go of the bytes read and puts mr back in the pool.
 func (mr *memberReader) release() {
 	mr.buf = bytes.Buffer{}
-	mr.dec.Reset(&mr.buf)
+	mr.dec.Reset(&mr.buf, memberOptions)
 	memberReaders.Put(mr)
 }
 
