@@ -632,20 +632,27 @@ var _ = Describe("The ToolSet reconciler's limits and rules", func() {
 		Expect(k8sClient.Update(ctx, current)).To(Succeed())
 		_, err = r.Reconcile(ctx, req)
 		Expect(err).To(MatchError(ContainSubstring("spec.selector")))
-		Expect(patches).To(Equal(2), "the new generation observed")
+		// The suite's manager reconciles this ToolSet too, and may have
+		// written the new generation's status first (CI, 2026-12-06):
+		// then this round finds nothing to write. Either way the status
+		// observes the new generation, written once by this reconciler
+		// at most.
+		Expect(patches).To(BeNumerically("<=", 2))
+		Expect(getToolSet(ctx, Default, ts).Status.ObservedGeneration).To(Equal(current.Generation), "the new generation observed")
+		written := patches
 		for len(recorder.Events) > 0 {
 			<-recorder.Events
 		}
 		_, err = r.Reconcile(ctx, req)
 		Expect(err).To(MatchError(ContainSubstring("spec.selector")))
-		Expect(patches).To(Equal(2), "the object the cache shows predates both writes")
+		Expect(patches).To(Equal(written), "the object the cache shows predates both writes")
 		Expect(recorder.Events).To(BeEmpty())
 
 		// Once the cache shows the write, the round runs on it.
 		caughtUp = true
 		_, err = r.Reconcile(ctx, req)
 		Expect(err).To(MatchError(ContainSubstring("spec.selector")))
-		Expect(patches).To(Equal(2))
+		Expect(patches).To(Equal(written))
 		Expect(recorder.Events).To(BeEmpty())
 	})
 
