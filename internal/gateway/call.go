@@ -386,11 +386,9 @@ func decodeTextResult(b []byte) *mcp.CallToolResult {
 // float64 holds, as the SDK's decoder requires of structuredContent (it
 // refuses 1e400, where the raw bytes would pass it on).
 func floatNumbers(raw []byte) bool {
-	mr := memberReaders.Get().(*memberReader)
+	mr := readerOf(raw)
 	defer mr.release()
-	mr.buf = *bytes.NewBuffer(raw)
 	dec := mr.dec
-	dec.Reset(&mr.buf, memberOptions)
 	for {
 		switch dec.PeekKind() {
 		case '0':
@@ -419,11 +417,9 @@ func floatNumbers(raw []byte) bool {
 // textBlocks reads raw as an array of text blocks of exactly the members
 // type ("text") and text; ok is false for anything else.
 func textBlocks(raw []byte) ([]mcp.Content, bool) {
-	mr := memberReaders.Get().(*memberReader)
+	mr := readerOf(raw)
 	defer mr.release()
-	mr.buf = *bytes.NewBuffer(raw)
 	dec := mr.dec
-	dec.Reset(&mr.buf, memberOptions)
 	if t, err := dec.ReadToken(); err != nil || t.Kind() != '[' {
 		return nil, false
 	}

@@ -302,11 +302,9 @@ type member struct {
 // them (memberOptions): jsontext's own search for them builds a map of
 // every key of a large object, 16 MiB for a request of 1 MiB.
 func objectMembers(raw []byte, max int) ([]member, bool) {
-	mr := memberReaders.Get().(*memberReader)
+	mr := readerOf(raw)
 	defer mr.release()
-	mr.buf = *bytes.NewBuffer(raw)
 	dec := mr.dec
-	dec.Reset(&mr.buf, memberOptions)
 	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
 		return nil, false
 	}
@@ -366,6 +364,15 @@ var memberReaders = sync.Pool{New: func() any {
 // a key repeated inside a value is not looked for, as encoding/json does
 // not, so the decoder keeps no names.
 var memberOptions = jsontext.AllowDuplicateNames(true)
+
+// readerOf takes a memberReader from the pool, its decoder at the start
+// of raw, which it reads in place; release gives it back.
+func readerOf(raw []byte) *memberReader {
+	mr := memberReaders.Get().(*memberReader)
+	mr.buf = *bytes.NewBuffer(raw)
+	mr.dec.Reset(&mr.buf, memberOptions)
+	return mr
+}
 
 // release lets go of the bytes read and puts mr back in the pool.
 func (mr *memberReader) release() {
