@@ -532,15 +532,13 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		run, retry, ok = r.runs.results(ctx, req.NamespacedName, key, interval+eff.timeout, firstRound,
 			func(ctx context.Context) runResults {
 				var out runResults
-				var wg sync.WaitGroup
-				if service.Name != "" {
-					wg.Go(func() {
-						read := r.backgroundServiceRead(ctx, service)
-						out.service = &read
-					})
+				scrape := func() { out.pods = r.scraper.scrapeAll(ctx, target, pods, last) }
+				if service.Name == "" {
+					scrape()
+					return out
 				}
-				out.pods = r.scraper.scrapeAll(ctx, target, pods, last)
-				wg.Wait()
+				read := r.roundServiceRead(ctx, service, scrape)
+				out.service = &read
 				return out
 			})
 		if err := ctx.Err(); err != nil {

@@ -3,6 +3,7 @@ package controllers
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -136,5 +137,81 @@ func TestWorkerServiceReadsWaitForNoBackgroundRead(t *testing.T) {
 		}
 	case <-time.After(30 * time.Second):
 		t.Fatal("a worker's Service read waited behind the background reads, which are held")
+	}
+}
+
+// TestRoundsWaitingForServiceReadsHoldOneGoroutineEach: the rounds of a
+// burst of new ToolSets whose Services the cache lacks, their reads held
+// at the API server, each wait on their own goroutine, before their
+// scrapes, and start none beside it once the slots are taken; a round with
+// a free slot reads beside its scrapes; and every round gets its answer
+// and scrapes.
+func TestRoundsWaitingForServiceReadsHoldOneGoroutineEach(t *testing.T) {
+	reader := &blockingReader{release: make(chan struct{})}
+	r := &ToolSetReconciler{APIReader: reader}
+	r.init()
+	defer r.stop()
+
+	// A free slot: the read starts while the scrapes run.
+	first := make(chan serviceRead, 1)
+	go func() {
+		first <- r.roundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: "svc-first"}, func() {
+			for deadline := time.Now().Add(10 * time.Second); reader.calls.Load() < 1; time.Sleep(time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Error("the Service read did not start beside the scrapes though a slot was free")
+					return
+				}
+			}
+		})
+	}()
+	for deadline := time.Now().Add(10 * time.Second); reader.calls.Load() < 1; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first round's read never reached the API reader")
+		}
+	}
+
+	before := runtime.NumGoroutine()
+	const rounds = 10 * maxServiceReads
+	var scraped atomic.Int64
+	reads := make([]serviceRead, rounds)
+	var wg sync.WaitGroup
+	for i := range rounds {
+		wg.Go(func() {
+			reads[i] = r.roundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("svc-%d", i)},
+				func() { scraped.Add(1) })
+		})
+	}
+	// The first round holds one slot; as many rounds as there are slots
+	// left read beside their scrapes, and the others wait to read first.
+	beside := int64(maxServiceReads - 1)
+	for deadline := time.Now().Add(10 * time.Second); scraped.Load() < beside || reader.calls.Load() < maxServiceReads; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d rounds scraped, %d reads reached the API reader; want %d, and %d", scraped.Load(), reader.calls.Load(), beside, maxServiceReads)
+		}
+	}
+	// Give any extra goroutine or scrape every chance to start.
+	time.Sleep(100 * time.Millisecond)
+	// One goroutine a round, and one a read in flight beside its round.
+	if got, most := runtime.NumGoroutine()-before, rounds+maxServiceReads; got > most {
+		t.Fatalf("%d goroutines more for %d rounds whose reads wait, want at most %d", got, rounds, most)
+	}
+	if got := scraped.Load(); got != beside {
+		t.Fatalf("%d rounds scraped while their reads waited for a slot, want %d: a waiting round scrapes after its read", got, beside)
+	}
+	if got := reader.most.Load(); got != maxServiceReads {
+		t.Fatalf("%d reads in flight at most, want %d", got, maxServiceReads)
+	}
+	close(reader.release)
+	wg.Wait()
+	if got := scraped.Load(); got != rounds {
+		t.Fatalf("%d of %d rounds scraped", got, rounds)
+	}
+	for i, read := range reads {
+		if read.err != nil || read.svc != nil || read.name != fmt.Sprintf("svc-%d", i) {
+			t.Fatalf("round %d: %+v, want the Service missing", i, read)
+		}
+	}
+	if read := <-first; read.err != nil || read.svc != nil || read.name != "svc-first" {
+		t.Fatalf("the first round: %+v, want the Service missing", read)
 	}
 }
