@@ -9,9 +9,11 @@
 //   - convergence: from the last ToolSet created until the table holds
 //     every tool and every ToolSet is Ready with every tool Published;
 //   - the baseline: how long a plain client-go loop, at the manager's
-//     concurrency, takes to write the status of as many ToolSets. Run before
-//     the manager starts, so that nothing competes with it, with the same
-//     watches of ToolSets as the manager's writes reach;
+//     concurrency, takes to write the status of as many ToolSets, the very
+//     status the manager writes for them (a run whose ToolSets the manager
+//     left with another fails). Run before the manager starts, so that
+//     nothing competes with it, with the same watches of ToolSets as the
+//     manager's writes reach;
 //   - steady state over three scrape intervals: API writes (the API
 //     server's own apiserver_request_total, leases left out), the
 //     manager's CPU time (/proc/<pid>/stat) and scrapes answered;

@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -92,5 +94,36 @@ func TestAtRestKnowsTheLedger(t *testing.T) {
 	}
 	if atRest(cms(stale, chunks(4))) {
 		t.Error("a chunk the index does not name is at rest")
+	}
+}
+
+func TestCompareBaselineTellsAnotherStatus(t *testing.T) {
+	want := readyStatus(7, 10)
+	manager := *want.DeepCopy()
+	manager.Revision = "sha256:" + strings.Repeat("ab", 32)
+	for i := range manager.Conditions {
+		manager.Conditions[i].LastTransitionTime = metav1.NewTime(time.Unix(1e9, 0))
+	}
+	if err := compareBaseline(manager, want); err != nil {
+		t.Fatalf("the same status but for the revision and the transition times: %v", err)
+	}
+	for name, change := range map[string]func(*v1alpha1.ToolSetStatus){
+		"a condition more": func(st *v1alpha1.ToolSetStatus) {
+			st.Conditions = append(st.Conditions, metav1.Condition{Type: "Extra", Status: metav1.ConditionFalse, Reason: "Extra"})
+		},
+		"another message":   func(st *v1alpha1.ToolSetStatus) { st.Conditions[2].Message += "." },
+		"a tool less":       func(st *v1alpha1.ToolSetStatus) { st.Tools = st.Tools[1:] },
+		"a tool's owner":    func(st *v1alpha1.ToolSetStatus) { st.Tools[0].Owner = "elsewhere" },
+		"a shorter digest":  func(st *v1alpha1.ToolSetStatus) { st.Revision = "sha256:ab" },
+		"two Pods selected": func(st *v1alpha1.ToolSetStatus) { st.Pods.Selected = 2 },
+	} {
+		other := *manager.DeepCopy()
+		change(&other)
+		if err := compareBaseline(other, want); err == nil {
+			t.Errorf("%s: the statuses compare equal", name)
+		}
+	}
+	if got := manager.Conditions[0].LastTransitionTime; got.IsZero() {
+		t.Error("compareBaseline changed the status it was given")
 	}
 }

@@ -10,10 +10,12 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/errgroup"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -212,6 +214,9 @@ func run(ctx context.Context, c config) (res result, retErr error) {
 	}
 	res.convergence = converged.Sub(lastCreated)
 	step("Converged %s after the last ToolSet was created", res.convergence.Round(time.Millisecond))
+	if err := checkBaseline(ctx, cp, c); err != nil {
+		return res, err
+	}
 	if stopProfiling != nil {
 		n := stopProfiling()
 		step("Saved %d CPU profiles of a second each, from the first create until convergence: go tool pprof %s %s",
@@ -464,7 +469,13 @@ func baseline(ctx context.Context, cp *harness.ControlPlane, c config) (time.Dur
 	return took, nil
 }
 
-func readyStatusPatch(i, tools int) ([]byte, error) {
+// readyStatus is the status the manager writes for the run's ToolSet i,
+// Ready with its tools published, but for its revision's digest and the
+// conditions' transition times: what the baseline writes, so that each of
+// its writes costs the API server what one of the manager's does (its
+// size, the conditions' CEL rules, the managed fields). checkBaseline
+// holds it to the manager's.
+func readyStatus(i, tools int) v1alpha1.ToolSetStatus {
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
 	st := v1alpha1.ToolSetStatus{
 		ObservedGeneration: 1,
@@ -473,10 +484,13 @@ func readyStatusPatch(i, tools int) ([]byte, error) {
 		PublishedTools:     int32(tools),
 	}
 	for _, cond := range []metav1.Condition{
-		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPublished, Message: fmt.Sprintf("%d tools published", tools)},
-		{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy},
-		{Type: v1alpha1.ConditionStale, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy},
-		{Type: v1alpha1.ConditionConflicted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoConflict},
+		{Type: v1alpha1.ConditionReady, Status: metav1.ConditionTrue, Reason: v1alpha1.ReasonPublished, Message: fmt.Sprintf("%d tools published from 1 Pod", tools)},
+		{Type: v1alpha1.ConditionDegraded, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy, Message: "every selected Pod was scraped and every tool is valid"},
+		{Type: v1alpha1.ConditionStale, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy, Message: "no tool is held through an outage"},
+		{Type: v1alpha1.ConditionClamped, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonWithinCeilings, Message: "the spec asks for nothing beyond the admin ceilings"},
+		{Type: v1alpha1.ConditionConflicted, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonNoConflict, Message: "this ToolSet owns every name it exposes"},
+		{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy, Message: "nothing waits for a change by the user"},
+		{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: v1alpha1.ReasonHealthy, Message: "the ToolSet is where its spec and its Pods put it"},
 	} {
 		cond.ObservedGeneration, cond.LastTransitionTime = 1, now
 		st.Conditions = append(st.Conditions, cond)
@@ -484,7 +498,46 @@ func readyStatusPatch(i, tools int) ([]byte, error) {
 	for j := range tools {
 		st.Tools = append(st.Tools, v1alpha1.ToolStatus{Name: toolName(i, j), SourceName: toolName(i, j), State: v1alpha1.ToolPublished})
 	}
-	return json.Marshal(map[string]any{"status": st})
+	return st
+}
+
+func readyStatusPatch(i, tools int) ([]byte, error) {
+	return json.Marshal(map[string]any{"status": readyStatus(i, tools)})
+}
+
+// checkBaseline compares the status the manager wrote for one of the run's
+// ToolSets with the one the baseline wrote for it (readyStatus), its
+// revision's digest and the transition times left out: a manager that
+// writes more, or less, than the baseline is not measured against the
+// same writes, and the run says so rather than give a ratio.
+func checkBaseline(ctx context.Context, cp *harness.ControlPlane, c config) error {
+	var ts v1alpha1.ToolSet
+	if err := cp.Client.Get(ctx, client.ObjectKey{Namespace: benchNamespace(0), Name: "set-0000"}, &ts); err != nil {
+		return err
+	}
+	return compareBaseline(ts.Status, readyStatus(0, c.tools))
+}
+
+// compareBaseline is checkBaseline's verdict on the status the manager
+// wrote, got, against the baseline's, want.
+func compareBaseline(got, want v1alpha1.ToolSetStatus) error {
+	got, want = *got.DeepCopy(), *want.DeepCopy()
+	if !strings.HasPrefix(got.Revision, "sha256:") || len(got.Revision) != len(want.Revision) {
+		return fmt.Errorf("the baseline writes a revision of %d bytes, the manager wrote %q", len(want.Revision), got.Revision)
+	}
+	got.Revision = want.Revision
+	for i := range got.Conditions {
+		got.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	for i := range want.Conditions {
+		want.Conditions[i].LastTransitionTime = metav1.Time{}
+	}
+	if !equality.Semantic.DeepEqual(got, want) {
+		g, _ := json.Marshal(got)
+		w, _ := json.Marshal(want)
+		return fmt.Errorf("the baseline writes a status the manager does not (update readyStatus):\nmanager:  %s\nbaseline: %s", g, w)
+	}
+	return nil
 }
 
 // hasAllTools reports whether t holds exactly the run's tools, each
