@@ -109,7 +109,8 @@ type ToolSetReconciler struct {
 	stop     context.CancelFunc
 	mu       sync.Mutex
 	memory   map[types.NamespacedName]*toolSetMemory
-	// serviceReads bounds backgroundServiceRead's reads in flight.
+	// serviceReads bounds the reads in flight of the rounds' Services
+	// (roundServiceRead, backgroundServiceRead).
 	serviceReads *semaphore.Weighted
 	// podEvents counts the Pod events of each namespace, for podsOf.
 	podEvents podEventCounts
@@ -529,15 +530,19 @@ func (r *ToolSetReconciler) Reconcile(ctx context.Context, req ctrl.Request) (_ 
 		if serviceUnsure {
 			service = types.NamespacedName{Namespace: ts.Namespace, Name: ts.Spec.Service.Name}
 		}
+		// Taken here, on the worker, where no withdraw of the ToolSet runs
+		// beside it: a round still waiting when its ToolSet is deleted must
+		// not take it again after withdraw forgot it.
+		client := r.scraper.clientFor(target)
 		run, retry, ok = r.runs.results(ctx, req.NamespacedName, key, interval+eff.timeout, firstRound,
 			func(ctx context.Context) runResults {
 				var out runResults
-				scrape := func() { out.pods = r.scraper.scrapeAll(ctx, target, pods, last) }
+				scrape := func() { out.pods = r.scraper.scrapeAllWith(ctx, client, target, pods, last) }
 				if service.Name == "" {
 					scrape()
 					return out
 				}
-				read := r.roundServiceRead(ctx, service, scrape)
+				read := r.roundServiceRead(ctx, service, eff.timeout, scrape)
 				out.service = &read
 				return out
 			})

@@ -257,7 +257,13 @@ type podResult struct {
 // time and within the manager-wide bound. last holds each Pod's previous
 // document, by UID, for conditional GETs; it is only read.
 func (s *scraper) scrapeAll(ctx context.Context, t scrapeTarget, pods []*corev1.Pod, last podDocs) []podResult {
-	client := s.clientFor(t)
+	return s.scrapeAllWith(ctx, s.clientFor(t), t, pods, last)
+}
+
+// scrapeAllWith is scrapeAll with the ToolSet's client, which clientFor
+// returned before the round began: a round that runs after its ToolSet is
+// forgotten must not take a client, and its namespace's pool, again.
+func (s *scraper) scrapeAllWith(ctx context.Context, client *http.Client, t scrapeTarget, pods []*corev1.Pod, last podDocs) []podResult {
 	results := make([]podResult, len(pods))
 	if len(pods) == 1 {
 		// Most ToolSets have one Pod: scrape it on this goroutine rather
@@ -367,7 +373,9 @@ func (s *scraper) scrapePod(ctx context.Context, c *http.Client, t scrapeTarget,
 		res.doc, res.err = s.fetch(ctx, c, t, res.url, prev.doc)
 	}
 	scrapeDuration.Observe(time.Since(start).Seconds())
-	if res.err != nil {
+	// A round ended because its ToolSet is gone, or the manager stops, is
+	// no failure of the workload's.
+	if res.err != nil && !errors.Is(ctx.Err(), context.Canceled) {
 		scrapeErrors.WithLabelValues(scrapeReason(res.err)).Inc()
 	}
 	return res

@@ -47,6 +47,8 @@ type scrapeRun struct {
 	done chan struct{}
 	// deadline is when the round ends at the latest.
 	deadline time.Time
+	// cancel ends the round early: its ToolSet is gone (forget).
+	cancel context.CancelFunc
 
 	// Guarded by scrapeRuns.mu.
 	results  runResults
@@ -119,9 +121,10 @@ func (s *scrapeRuns) results(ctx context.Context, name types.NamespacedName, key
 			return runResults{}, time.Until(run.deadline) + time.Second, false
 		}
 	default:
-		run = &scrapeRun{key: key, done: make(chan struct{}), deadline: time.Now().Add(budget)}
+		ctx, cancel := context.WithTimeout(s.ctx, budget)
+		run = &scrapeRun{key: key, done: make(chan struct{}), deadline: time.Now().Add(budget), cancel: cancel}
 		s.runs[name] = run
-		go s.run(name, run, budget, scrape)
+		go s.run(ctx, name, run, scrape)
 	}
 	s.mu.Unlock()
 
@@ -153,9 +156,8 @@ func (s *scrapeRuns) results(ctx context.Context, name types.NamespacedName, key
 	return run.results, 0, true
 }
 
-func (s *scrapeRuns) run(name types.NamespacedName, run *scrapeRun, budget time.Duration, scrape func(context.Context) runResults) {
-	ctx, cancel := context.WithTimeout(s.ctx, budget)
-	defer cancel()
+func (s *scrapeRuns) run(ctx context.Context, name types.NamespacedName, run *scrapeRun, scrape func(context.Context) runResults) {
+	defer run.cancel()
 	results := scrape(ctx)
 	s.mu.Lock()
 	run.results, run.finished = results, true
@@ -174,12 +176,14 @@ func (s *scrapeRuns) run(name types.NamespacedName, run *scrapeRun, budget time.
 }
 
 // forget drops what is kept of a ToolSet that is gone. A round in flight
-// ends on its own, and enqueues nothing.
+// is ended, so that it gives up its place in any queue for a slot, and
+// enqueues nothing.
 func (s *scrapeRuns) forget(name types.NamespacedName) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if run := s.runs[name]; run != nil {
 		run.abandoned = false
+		run.cancel()
 		delete(s.runs, name)
 	}
 }

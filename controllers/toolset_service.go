@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -176,8 +177,9 @@ type serviceRead struct {
 const maxServiceReads = 8
 
 // backgroundServiceRead is readService for a round's scrapes, off the
-// workers: it takes one of maxServiceReads slots first. A round that ends
-// while it waits gets its context's error, as a failed read.
+// workers (see roundServiceRead): it takes one of maxServiceReads slots
+// first. A round that ends while it waits gets its context's error, as a
+// failed read.
 func (r *ToolSetReconciler) backgroundServiceRead(ctx context.Context, key types.NamespacedName) serviceRead {
 	r.init()
 	if err := r.serviceReads.Acquire(ctx, 1); err != nil {
@@ -188,18 +190,32 @@ func (r *ToolSetReconciler) backgroundServiceRead(ctx context.Context, key types
 }
 
 // roundServiceRead reads the Service key for a round (see
-// backgroundServiceRead) and runs work, the round's scrapes: the read
-// beside work, on a goroutine of its own, if one of the maxServiceReads
-// slots is free and no read waits for one; else first, on this goroutine,
-// and work after it. A burst of new ToolSets whose Services the cache lacks
-// then queues one goroutine a round, not two, and each waits on the small
-// stack it started with rather than one the scrapes grew: at 5,000 such
-// ToolSets, 1,547 reads waited for a slot at once, each on a goroutine
-// beside its round's.
-func (r *ToolSetReconciler) roundServiceRead(ctx context.Context, key types.NamespacedName, work func()) serviceRead {
+// backgroundServiceRead) and runs work, the round's scrapes, which need
+// scrapes of their budget. The read runs beside work, on a goroutine of its
+// own, if one of the maxServiceReads slots is free and no read waits for
+// one; else first, on this goroutine, and work after it, so that a burst of
+// new ToolSets whose Services the cache lacks queues one goroutine a round,
+// not two, each waiting on the small stack it started with rather than one
+// the scrapes grew (at 5,000 such ToolSets, 1,547 reads waited for a slot
+// at once, each on a goroutine beside its round's, with 26 MB of stacks in
+// all). A round that has waited until only scrapes of ctx's time is left
+// stops waiting, scrapes, and then waits for its read, as every round did
+// before.
+func (r *ToolSetReconciler) roundServiceRead(ctx context.Context, key types.NamespacedName, scrapes time.Duration, work func()) serviceRead {
 	r.init()
 	if !r.serviceReads.TryAcquire(1) {
-		read := r.backgroundServiceRead(ctx, key)
+		waitCtx := ctx
+		if deadline, ok := ctx.Deadline(); ok {
+			var cancel context.CancelFunc
+			waitCtx, cancel = context.WithDeadline(ctx, deadline.Add(-scrapes))
+			defer cancel()
+		}
+		if err := r.serviceReads.Acquire(waitCtx, 1); err != nil {
+			work()
+			return r.backgroundServiceRead(ctx, key)
+		}
+		read := r.readService(ctx, key)
+		r.serviceReads.Release(1)
 		work()
 		return read
 	}

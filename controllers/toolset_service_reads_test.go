@@ -2,6 +2,7 @@ package controllers
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sync"
@@ -155,7 +156,7 @@ func TestRoundsWaitingForServiceReadsHoldOneGoroutineEach(t *testing.T) {
 	// A free slot: the read starts while the scrapes run.
 	first := make(chan serviceRead, 1)
 	go func() {
-		first <- r.roundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: "svc-first"}, func() {
+		first <- r.roundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: "svc-first"}, time.Second, func() {
 			for deadline := time.Now().Add(10 * time.Second); reader.calls.Load() < 1; time.Sleep(time.Millisecond) {
 				if time.Now().After(deadline) {
 					t.Error("the Service read did not start beside the scrapes though a slot was free")
@@ -177,7 +178,7 @@ func TestRoundsWaitingForServiceReadsHoldOneGoroutineEach(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range rounds {
 		wg.Go(func() {
-			reads[i] = r.roundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("svc-%d", i)},
+			reads[i] = r.roundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("svc-%d", i)}, time.Second,
 				func() { scraped.Add(1) })
 		})
 	}
@@ -213,5 +214,99 @@ func TestRoundsWaitingForServiceReadsHoldOneGoroutineEach(t *testing.T) {
 	}
 	if read := <-first; read.err != nil || read.svc != nil || read.name != "svc-first" {
 		t.Fatalf("the first round: %+v, want the Service missing", read)
+	}
+}
+
+// TestQueuedRoundKeepsItsScrapesBudget: a round that waits for a read slot
+// stops waiting once only its scrapes' share of its time is left, scrapes
+// with that share, and then waits for its read.
+func TestQueuedRoundKeepsItsScrapesBudget(t *testing.T) {
+	reader := &blockingReader{release: make(chan struct{})}
+	defer close(reader.release)
+	r := &ToolSetReconciler{APIReader: reader}
+	r.init()
+	defer r.stop()
+	for i := range maxServiceReads {
+		go r.backgroundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("held-%d", i)})
+	}
+	for deadline := time.Now().Add(10 * time.Second); reader.calls.Load() < maxServiceReads; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reads reached the API reader, want %d", reader.calls.Load(), maxServiceReads)
+		}
+	}
+
+	const budget, scrapes = 600 * time.Millisecond, 400 * time.Millisecond
+	ctx, cancel := context.WithTimeout(context.Background(), budget)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	var left time.Duration
+	read := r.roundServiceRead(ctx, types.NamespacedName{Namespace: "ns", Name: "late"}, scrapes, func() {
+		left = time.Until(deadline)
+	})
+	if left < scrapes-50*time.Millisecond || left > scrapes+50*time.Millisecond {
+		t.Errorf("the scrapes began with %s of the round left, want its scrapes' %s", left, scrapes)
+	}
+	if read.err == nil || read.name != "late" {
+		t.Errorf("the read of a round whose slot never came: %+v, want its context's error", read)
+	}
+}
+
+// TestAForgottenRoundEndsAndTakesNoClient: a ToolSet deleted while its
+// round waits for a read slot ends the round at once, and the round, which
+// took its client before it began, does not take it again once the
+// scraper forgot it (a pool and its transport a deleted ToolSet, each kept
+// for good).
+func TestAForgottenRoundEndsAndTakesNoClient(t *testing.T) {
+	reader := &blockingReader{release: make(chan struct{})}
+	defer close(reader.release)
+	r := &ToolSetReconciler{APIReader: reader}
+	r.init()
+	defer r.stop()
+	for i := range maxServiceReads {
+		go r.backgroundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("held-%d", i)})
+	}
+	for deadline := time.Now().Add(10 * time.Second); reader.calls.Load() < maxServiceReads; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reads reached the API reader, want %d", reader.calls.Load(), maxServiceReads)
+		}
+	}
+
+	srvs, _ := countingServers(t, 1, false, []byte(`{"tools":[]}`))
+	pods := loopbackPods(t, srvs...)
+	s := newScraper(4, 0)
+	tgt := httpTarget("gone")
+	runs := newScrapeRuns(context.Background(), time.Second)
+	client := s.clientFor(tgt)
+	var scraped []podResult
+	var read serviceRead
+	_, _, ok := runs.results(context.Background(), tgt.toolSet, "k", time.Hour, true, func(ctx context.Context) runResults {
+		read = r.roundServiceRead(ctx, types.NamespacedName{Namespace: "ns", Name: "svc"}, 10*time.Second, func() {
+			scraped = s.scrapeAllWith(ctx, client, tgt, pods, nil)
+		})
+		return runResults{pods: scraped, service: &read}
+	})
+	if ok {
+		t.Fatal("a round that waits for a read slot ended at once")
+	}
+	time.Sleep(50 * time.Millisecond)
+	// As withdraw does.
+	runs.mu.Lock()
+	run := runs.runs[tgt.toolSet]
+	runs.mu.Unlock()
+	runs.forget(tgt.toolSet)
+	s.forget(tgt.toolSet)
+	select {
+	case <-run.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the round of a forgotten ToolSet still waits for its read slot")
+	}
+	if !errors.Is(read.err, context.Canceled) {
+		t.Errorf("the forgotten round's read: %+v, want it canceled", read)
+	}
+	s.mu.Lock()
+	clients, pools := len(s.clients), len(s.pools)
+	s.mu.Unlock()
+	if clients != 0 || pools != 0 {
+		t.Errorf("after the forgotten round: %d clients and %d pools kept, want none", clients, pools)
 	}
 }
