@@ -221,19 +221,7 @@ func TestRoundsWaitingForServiceReadsHoldOneGoroutineEach(t *testing.T) {
 // stops waiting once only its scrapes' share of its time is left, scrapes
 // with that share, and then waits for its read.
 func TestQueuedRoundKeepsItsScrapesBudget(t *testing.T) {
-	reader := &blockingReader{release: make(chan struct{})}
-	defer close(reader.release)
-	r := &ToolSetReconciler{APIReader: reader}
-	r.init()
-	defer r.stop()
-	for i := range maxServiceReads {
-		go r.backgroundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("held-%d", i)})
-	}
-	for deadline := time.Now().Add(10 * time.Second); reader.calls.Load() < maxServiceReads; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d reads reached the API reader, want %d", reader.calls.Load(), maxServiceReads)
-		}
-	}
+	r := readSlotsHeld(t)
 
 	const budget, scrapes = 600 * time.Millisecond, 400 * time.Millisecond
 	ctx, cancel := context.WithTimeout(context.Background(), budget)
@@ -257,19 +245,7 @@ func TestQueuedRoundKeepsItsScrapesBudget(t *testing.T) {
 // scraper forgot it (a pool and its transport a deleted ToolSet, each kept
 // for good).
 func TestAForgottenRoundEndsAndTakesNoClient(t *testing.T) {
-	reader := &blockingReader{release: make(chan struct{})}
-	defer close(reader.release)
-	r := &ToolSetReconciler{APIReader: reader}
-	r.init()
-	defer r.stop()
-	for i := range maxServiceReads {
-		go r.backgroundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("held-%d", i)})
-	}
-	for deadline := time.Now().Add(10 * time.Second); reader.calls.Load() < maxServiceReads; time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d reads reached the API reader, want %d", reader.calls.Load(), maxServiceReads)
-		}
-	}
+	r := readSlotsHeld(t)
 
 	srvs, _ := countingServers(t, 1, false, []byte(`{"tools":[]}`))
 	pods := loopbackPods(t, srvs...)
@@ -309,4 +285,26 @@ func TestAForgottenRoundEndsAndTakesNoClient(t *testing.T) {
 	if clients != 0 || pools != 0 {
 		t.Errorf("after the forgotten round: %d clients and %d pools kept, want none", clients, pools)
 	}
+}
+
+// readSlotsHeld returns a reconciler whose every Service read slot is
+// taken by a read the API reader holds until the test ends.
+func readSlotsHeld(t *testing.T) *ToolSetReconciler {
+	t.Helper()
+	reader := &blockingReader{release: make(chan struct{})}
+	r := &ToolSetReconciler{APIReader: reader}
+	r.init()
+	t.Cleanup(func() {
+		close(reader.release)
+		r.stop()
+	})
+	for i := range maxServiceReads {
+		go r.backgroundServiceRead(context.Background(), types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("held-%d", i)})
+	}
+	for deadline := time.Now().Add(10 * time.Second); reader.calls.Load() < maxServiceReads; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d reads reached the API reader, want %d", reader.calls.Load(), maxServiceReads)
+		}
+	}
+	return r
 }
