@@ -231,8 +231,11 @@ func TestQueuedRoundKeepsItsScrapesBudget(t *testing.T) {
 	read := r.roundServiceRead(ctx, types.NamespacedName{Namespace: "ns", Name: "late"}, scrapes, func() {
 		left = time.Until(deadline)
 	})
-	if left < scrapes-50*time.Millisecond || left > scrapes+50*time.Millisecond {
-		t.Errorf("the scrapes began with %s of the round left, want its scrapes' %s", left, scrapes)
+	// Not a timing: a round that waits on to its end leaves its scrapes
+	// nothing; one that stops in time leaves them about their share, less
+	// however late this goroutine runs on a busy machine.
+	if left < scrapes/2 || left > scrapes {
+		t.Errorf("the scrapes began with %s of the round left, want about their %s", left, scrapes)
 	}
 	if read.err == nil || read.name != "late" {
 		t.Errorf("the read of a round whose slot never came: %+v, want its context's error", read)

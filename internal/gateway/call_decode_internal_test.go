@@ -91,7 +91,7 @@ func TestObjectMembersAllocatesNothingPerKey(t *testing.T) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		b.WriteString(`"k` + strings.Repeat("a", i%7) + string(rune('0'+i%10)) + `x` + itoa(i) + `":1`)
+		b.WriteString(`"k` + strings.Repeat("a", i%7) + string(rune('0'+i%10)) + `x` + strconv.Itoa(i) + `":1`)
 	}
 	b.WriteString(`}}}`)
 	msg := []byte(b.String())
@@ -109,5 +109,3 @@ func TestObjectMembersAllocatesNothingPerKey(t *testing.T) {
 		t.Error("a key repeated inside a value, which encoding/json reads too, was refused")
 	}
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }
