@@ -328,10 +328,10 @@ func (r *ToolSetReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		r.MaxConcurrentReconciles = defaultMaxConcurrentReconciles
 	}
 	r.init()
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ToolSet{}, podSelectorIndex, selectorIndexValues); err != nil {
+	if err := indexInNamespace(context.Background(), mgr.GetCache(), &v1alpha1.ToolSet{}, podSelectorIndex, selectorIndexValues); err != nil {
 		return fmt.Errorf("indexing ToolSets by Pod selector: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &v1alpha1.ToolSet{}, serviceNameIndex, serviceNameIndexValues); err != nil {
+	if err := indexInNamespace(context.Background(), mgr.GetCache(), &v1alpha1.ToolSet{}, serviceNameIndex, serviceNameIndexValues); err != nil {
 		return fmt.Errorf("indexing ToolSets by Service: %w", err)
 	}
 	// The publisher's ownership changes reach the work queue marked, so
