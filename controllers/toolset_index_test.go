@@ -22,6 +22,8 @@ var _ = Describe("A ToolSet index under the namespace only", func() {
 		Expect(err).NotTo(HaveOccurred())
 		Expect(indexInNamespace(ctx, c, &v1alpha1.ToolSet{}, "ours", serviceNameIndexValues)).To(Succeed())
 		Expect(c.IndexField(ctx, &v1alpha1.ToolSet{}, "theirs", serviceNameIndexValues)).To(Succeed())
+		Expect(indexInNamespace(ctx, c, &v1alpha1.ToolSet{}, "ours-selector", selectorIndexValues)).To(Succeed())
+		Expect(c.IndexField(ctx, &v1alpha1.ToolSet{}, "theirs-selector", selectorIndexValues)).To(Succeed())
 		cctx, stop := context.WithCancel(ctx)
 		defer stop()
 		go func() { _ = c.Start(cctx) }()
@@ -40,6 +42,16 @@ var _ = Describe("A ToolSet index under the namespace only", func() {
 				},
 			})
 		}
+		// A selector of two values in one expression: two keys.
+		createToolSet(ctx, &v1alpha1.ToolSet{
+			ObjectMeta: metav1.ObjectMeta{Namespace: one, Name: "e"},
+			Spec: v1alpha1.ToolSetSpec{
+				Selector: metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+					{Key: "app", Operator: metav1.LabelSelectorOpIn, Values: []string{"x", "y"}},
+				}},
+				Port: intstr.FromInt32(8080),
+			},
+		})
 		names := func(g Gomega, field, ns, service string) []string {
 			var list v1alpha1.ToolSetList
 			g.Expect(c.List(ctx, &list, client.InNamespace(ns), client.MatchingFields{field: service})).To(Succeed())
@@ -60,6 +72,12 @@ var _ = Describe("A ToolSet index under the namespace only", func() {
 			for _, w := range want {
 				g.Expect(names(g, "theirs", w.ns, w.service)).To(Equal(w.names), "IndexField's index, in %s for %s", w.ns, w.service)
 				g.Expect(names(g, "ours", w.ns, w.service)).To(Equal(w.names), "indexInNamespace's index, in %s for %s", w.ns, w.service)
+			}
+			for _, label := range []string{"app=x", "app=y", "app=a"} {
+				want := map[string][]string{"app=x": {"e"}, "app=y": {"e"}, "app=a": {"a"}}[label]
+				g.Expect(names(g, "theirs-selector", one, label)).To(Equal(want), "IndexField's selector index, for %s", label)
+				g.Expect(names(g, "ours-selector", one, label)).To(Equal(want), "indexInNamespace's selector index, for %s", label)
+				g.Expect(names(g, "ours-selector", two, label)).To(BeEmpty(), "another namespace, for %s", label)
 			}
 		}).Should(Succeed())
 
@@ -84,5 +102,33 @@ var _ = Describe("A ToolSet index under the namespace only", func() {
 		Expect(keysIn("field:ours", "__all_namespaces")).To(BeEmpty(), "a key across all namespaces, which no reconcile lists by")
 		Expect(keysIn("field:theirs", "__all_namespaces")).To(ContainElements("__all_namespaces/crm", "__all_namespaces/billing"),
 			"IndexField no longer keys values across namespaces: indexInNamespace saves nothing")
+	})
+})
+
+var _ = Describe("An index of a cluster-scoped kind under indexInNamespace", func() {
+	It("keys its objects as IndexField does, and lists them across the cluster", func(ctx SpecContext) {
+		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+		Expect(err).NotTo(HaveOccurred())
+		firstName := func(o client.Object) []string { return o.(*v1alpha1.ToolNamePolicy).Spec.Names[:1] }
+		Expect(indexInNamespace(ctx, c, &v1alpha1.ToolNamePolicy{}, "ours", firstName)).To(Succeed())
+		Expect(c.IndexField(ctx, &v1alpha1.ToolNamePolicy{}, "theirs", firstName)).To(Succeed())
+		cctx, stop := context.WithCancel(ctx)
+		defer stop()
+		go func() { _ = c.Start(cctx) }()
+		Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+
+		// A name no other spec's policy reserves, in a namespace of its
+		// own, so that the policy holds nothing another spec publishes.
+		ns := newNamespace(ctx)
+		name := "index-" + ns + "_tool"
+		createPolicy(ctx, "index-"+ns, []string{name}, []string{ns})
+		Eventually(func(g Gomega) {
+			for _, field := range []string{"theirs", "ours"} {
+				var list v1alpha1.ToolNamePolicyList
+				g.Expect(c.List(ctx, &list, client.MatchingFields{field: name})).To(Succeed())
+				g.Expect(list.Items).To(HaveLen(1), "the %s index", field)
+				g.Expect(list.Items[0].Name).To(Equal("index-" + ns))
+			}
+		}).Should(Succeed())
 	})
 })
