@@ -18,16 +18,12 @@ import (
 
 var _ = Describe("A ToolSet index under the namespace only", func() {
 	It("lists as IndexField's in a namespace, with one key a value instead of two", func(ctx SpecContext) {
-		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
+		c := newIndexCache()
 		Expect(indexInNamespace(ctx, c, &v1alpha1.ToolSet{}, "ours", serviceNameIndexValues)).To(Succeed())
 		Expect(c.IndexField(ctx, &v1alpha1.ToolSet{}, "theirs", serviceNameIndexValues)).To(Succeed())
 		Expect(indexInNamespace(ctx, c, &v1alpha1.ToolSet{}, "ours-selector", selectorIndexValues)).To(Succeed())
 		Expect(c.IndexField(ctx, &v1alpha1.ToolSet{}, "theirs-selector", selectorIndexValues)).To(Succeed())
-		cctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go func() { _ = c.Start(cctx) }()
-		Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+		startIndexedCache(ctx, c)
 
 		one, two := newNamespace(ctx), newNamespace(ctx)
 		for _, ts := range []struct{ ns, name, service string }{
@@ -107,15 +103,11 @@ var _ = Describe("A ToolSet index under the namespace only", func() {
 
 var _ = Describe("An index of a cluster-scoped kind under indexInNamespace", func() {
 	It("keys its objects as IndexField does, and lists them across the cluster", func(ctx SpecContext) {
-		c, err := cache.New(cfg, cache.Options{Scheme: scheme})
-		Expect(err).NotTo(HaveOccurred())
+		c := newIndexCache()
 		firstName := func(o client.Object) []string { return o.(*v1alpha1.ToolNamePolicy).Spec.Names[:1] }
 		Expect(indexInNamespace(ctx, c, &v1alpha1.ToolNamePolicy{}, "ours", firstName)).To(Succeed())
 		Expect(c.IndexField(ctx, &v1alpha1.ToolNamePolicy{}, "theirs", firstName)).To(Succeed())
-		cctx, stop := context.WithCancel(ctx)
-		defer stop()
-		go func() { _ = c.Start(cctx) }()
-		Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+		startIndexedCache(ctx, c)
 
 		// A name no other spec's policy reserves, in a namespace of its
 		// own, so that the policy holds nothing another spec publishes.
@@ -132,3 +124,21 @@ var _ = Describe("An index of a cluster-scoped kind under indexInNamespace", fun
 		}).Should(Succeed())
 	})
 })
+
+// newIndexCache is a cache of the whole cluster, whose indexes a spec adds
+// before startIndexedCache.
+func newIndexCache() cache.Cache {
+	GinkgoHelper()
+	c, err := cache.New(cfg, cache.Options{Scheme: scheme})
+	Expect(err).NotTo(HaveOccurred())
+	return c
+}
+
+// startIndexedCache starts c until the spec ends and waits for it to sync.
+func startIndexedCache(ctx context.Context, c cache.Cache) {
+	GinkgoHelper()
+	cctx, stop := context.WithCancel(ctx)
+	DeferCleanup(stop)
+	go func() { _ = c.Start(cctx) }()
+	Expect(c.WaitForCacheSync(ctx)).To(BeTrue())
+}
