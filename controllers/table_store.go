@@ -1,6 +1,7 @@
 package controllers
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -641,7 +642,7 @@ func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name st
 			return nil, fmt.Errorf("creating tool table part %s: %w", name, err)
 		}
 		s.note(name, cm.ResourceVersion)
-		s.hold(cm)
+		s.hold(keepSent(cm, data, bin))
 		return cm, nil
 	}
 	// Data and BinaryData are replaced: copying cur's would copy the
@@ -655,8 +656,24 @@ func (s *configMapTable) put(ctx context.Context, cur *corev1.ConfigMap, name st
 		return nil, fmt.Errorf("updating tool table part %s: %w", name, err)
 	}
 	s.note(name, cm.ResourceVersion)
-	s.hold(cm)
+	s.hold(keepSent(cm, data, bin))
 	return cm, nil
+}
+
+// keepSent points cm, as the API server answered a write of data and bin,
+// at data and bin again when it stored exactly them, and returns it. The
+// answer is decoded into copies of every chunk, while the chunks sent are
+// the encoder's, which it keeps for the next write, or the ones held
+// before: the store held the table twice, 4.5 MB at the end of
+// bench-scale's churn at 5,000 ToolSets. A ConfigMap that something
+// changed on its way in (a mutating webhook) is held as stored. The maps
+// are the store's own, made for the write, and nothing modifies a
+// ConfigMap held or the bytes of a chunk.
+func keepSent(cm *corev1.ConfigMap, data map[string]string, bin map[string][]byte) *corev1.ConfigMap {
+	if maps.Equal(cm.Data, data) && maps.EqualFunc(cm.BinaryData, bin, bytes.Equal) {
+		cm.Data, cm.BinaryData = data, bin
+	}
+	return cm
 }
 
 // hold records cm as the store wrote it.
