@@ -222,11 +222,15 @@ type TablePublisher struct {
 	deferred     map[types.NamespacedName]*deferredOffer
 	batched      chan struct{}
 	// inTable is the table readers see: for every name of the table last
-	// stored (or read back at start), the ToolSet its entry names, with
-	// that ToolSet's UID. A verdict Owned is Published in status only once
-	// its name is in it under the ToolSet (see Written), and every ToolSet
-	// whose names in it change is told through Changed.
-	inTable map[string]storedOwner
+	// stored (or read back at start), its entry, which names the ToolSet
+	// and its UID (see storedOwnerOf). A verdict Owned is Published in
+	// status only once its name is in it under the ToolSet (see Written),
+	// and every ToolSet whose names in it change is told through Changed.
+	// The entries are the claims' own (or, for a ToolSet gone at start, a
+	// copy of the entry read back), which nothing modifies: a pointer is a
+	// sixth of the two names and the UID, 2.7 to 5.4 MB less at 50,000
+	// names.
+	inTable map[string]*spec.TableTool
 	// unwritten are the ToolSets that Written told of a name they own that
 	// the table readers see lacks: the write that adds one tells them.
 	unwritten map[types.NamespacedName]struct{}
@@ -259,7 +263,7 @@ func (p *TablePublisher) init() {
 		p.index.Weigh = func(ts types.NamespacedName, i int) int64 { return p.claims[ts].encodedWeight(i) }
 		p.ledger = p.index.Ledger()
 		p.pending = make(map[types.NamespacedName]struct{})
-		p.inTable = make(map[string]storedOwner)
+		p.inTable = make(map[string]*spec.TableTool)
 		p.unwritten = make(map[types.NamespacedName]struct{})
 	})
 }

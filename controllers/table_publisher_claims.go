@@ -267,13 +267,6 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 	restored := make(map[types.NamespacedName]*claim)
 	dropped := 0
 	if table != nil {
-		// What readers see until the first write: the names of an entry
-		// kept are Published at once.
-		entries := make([]*spec.TableTool, len(table.Tools))
-		for i := range table.Tools {
-			entries[i] = &table.Tools[i]
-		}
-		p.inTable = ownersOf(entries)
 		for _, t := range table.Tools {
 			ts := types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}
 			id, ok := exists[ts]
@@ -297,6 +290,9 @@ func (p *TablePublisher) restore(ctx context.Context, table *spec.Table, unreada
 		slices.SortStableFunc(c.tools, compareToolNames)
 		c.tools = slices.CompactFunc(c.tools, func(a, b spec.TableTool) bool { return a.Name == b.Name })
 		c.sizes = entrySizes(c.tools)
+	}
+	if table != nil {
+		p.inTable = readBack(table, restored)
 	}
 	// Every ToolSet that exists may claim a name whose owner is gone, or
 	// that was claimed first while the old leader had not written it yet:
@@ -375,6 +371,15 @@ func (p *TablePublisher) putClaim(toolSet types.NamespacedName, c *claim, change
 		delete(p.claims, toolSet)
 	} else {
 		p.claims[toolSet] = c
+	}
+	// The names stored under this claimant point at the new claim's
+	// entries from now on, so that inTable lets go of the slice the claim
+	// replaces even when no write follows (the same tools offered again).
+	for i := range c.tools {
+		t := &c.tools[i]
+		if e := p.inTable[t.Name]; e != nil && e != t && storedOwnerOf(e) == storedOwnerOf(t) {
+			p.inTable[t.Name] = t
+		}
 	}
 	if changed == nil {
 		p.index.Put(toolSet, &c.indexed)
@@ -538,6 +543,24 @@ func compareToolNames(a, b spec.TableTool) int { return strings.Compare(a.Name, 
 func compareToolName(t spec.TableTool, name string) int { return strings.Compare(t.Name, name) }
 
 // findTool finds name in tools, sorted by name.
+// readBack is inTable for the table read back at start, what readers see
+// until the first write: the names of an entry kept are Published at once.
+// Each entry of a ToolSet kept is its restored claim's (the last of a name
+// twice, as there), and that of a ToolSet gone a copy of its own, so that
+// nothing holds the table read back.
+func readBack(table *spec.Table, restored map[types.NamespacedName]*claim) map[string]*spec.TableTool {
+	out := make(map[string]*spec.TableTool, len(table.Tools))
+	for _, t := range table.Tools {
+		c := restored[types.NamespacedName{Namespace: t.ToolSet.Namespace, Name: t.ToolSet.Name}]
+		if e, ok := findTool(c.toolsOrNil(), t.Name); ok && e.ToolSetUID == t.ToolSetUID {
+			out[t.Name] = e
+		} else {
+			out[t.Name] = ptrTo(t)
+		}
+	}
+	return out
+}
+
 func findTool(tools []spec.TableTool, name string) (*spec.TableTool, bool) {
 	i, ok := slices.BinarySearchFunc(tools, name, compareToolName)
 	if !ok {

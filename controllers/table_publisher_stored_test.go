@@ -18,7 +18,10 @@ import (
 func (p *TablePublisher) storedRebuilt(tools []*spec.TableTool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	next := ownersOf(tools)
+	next := make(map[string]*spec.TableTool, len(tools))
+	for _, e := range tools {
+		next[e.Name] = e
+	}
 	told := false
 	for ts := range p.unwritten {
 		c := p.claims[ts]
@@ -27,7 +30,7 @@ func (p *TablePublisher) storedRebuilt(tools []*spec.TableTool) {
 			continue
 		}
 		for _, t := range c.tools {
-			if o, ok := next[t.Name]; ok && o.toolSet == ts && p.inTable[t.Name] != o {
+			if e, ok := next[t.Name]; ok && storedOwnerOf(e).toolSet == ts && (p.inTable[t.Name] == nil || storedOwnerOf(p.inTable[t.Name]) != storedOwnerOf(e)) {
 				p.pending[ts] = struct{}{}
 				delete(p.unwritten, ts)
 				told = true
@@ -154,5 +157,104 @@ func BenchmarkStored(b *testing.B) {
 			b.ReportMetric(held, "held-MiB")
 			runtime.KeepAlive(p)
 		})
+	}
+}
+
+// TestStoredLetsGoOfReplacedClaims checks that inTable holds the entries of
+// the claims as they are now, not those of a claim replaced since the last
+// write: an offer of the same tools in a new slice writes nothing, and the
+// old slice must not stay live through inTable until some other write.
+func TestStoredLetsGoOfReplacedClaims(t *testing.T) {
+	p := &TablePublisher{}
+	p.init()
+	ts := types.NamespacedName{Namespace: "ns", Name: "ts"}
+	other := types.NamespacedName{Namespace: "ns", Name: "other"}
+	tools := func(uid string, names ...string) []spec.TableTool {
+		out := make([]spec.TableTool, len(names))
+		for i, n := range names {
+			out[i] = spec.TableTool{Name: n, ToolSet: spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name}, ToolSetUID: uid}
+		}
+		return out
+	}
+	first := tools("uid-1", "a", "b", "c")
+	p.mu.Lock()
+	p.putClaim(ts, &claim{uid: "uid-1", tools: first, sizes: entrySizes(first)}, nil)
+	p.mu.Unlock()
+	// "c" is stored under another ToolSet, as if the claim had lost it.
+	c := first[2]
+	c.ToolSet.Name = other.Name
+	p.stored([]*spec.TableTool{&first[0], &first[1], &c})
+
+	again := tools("uid-1", "a", "b", "c")
+	p.mu.Lock()
+	p.putClaim(ts, &claim{uid: "uid-1", tools: again, sizes: entrySizes(again)}, nil)
+	p.mu.Unlock()
+	for i, name := range []string{"a", "b"} {
+		if p.inTable[name] != &again[i] {
+			t.Errorf("inTable[%q] is not the entry of the claim as it is now", name)
+		}
+	}
+	if p.inTable["c"] != &c {
+		t.Errorf("inTable[%q] moved to a claimant its stored entry does not name", "c")
+	}
+
+	// Another object under the name: not the stored owner.
+	recreated := tools("uid-2", "a", "b", "c")
+	p.mu.Lock()
+	p.putClaim(ts, &claim{uid: "uid-2", tools: recreated, sizes: entrySizes(recreated)}, nil)
+	p.mu.Unlock()
+	if p.inTable["a"] != &again[0] {
+		t.Errorf("inTable[%q] moved to a ToolSet of another UID", "a")
+	}
+	if got := p.Written(ts); len(got) != 0 {
+		t.Errorf("Written(%s) = %v for a ToolSet created again, want none", ts, got)
+	}
+}
+
+// TestReadBackHoldsNoneOfTheTable checks inTable as restore sets it from a
+// table read back: the owner each name's last entry names, as the table
+// says; the entries of ToolSets kept are their restored claims', and no
+// entry is one of the table's own, so the table read back is not kept live.
+func TestReadBackHoldsNoneOfTheTable(t *testing.T) {
+	entry := func(name, ts, uid string) spec.TableTool {
+		return spec.TableTool{Name: name, ToolSet: spec.ObjectReference{Namespace: "ns", Name: ts}, ToolSetUID: uid}
+	}
+	table := &spec.Table{Tools: []spec.TableTool{
+		entry("a", "kept", "k"), entry("b", "kept", "k"),
+		entry("c", "gone", "g"),
+		entry("d", "kept", "k"), entry("d", "gone", "g"), // the last entry of a name stands
+		entry("e", "gone", "g"), entry("e", "kept", "k"),
+		entry("f", "kept", "old-uid"), // created again: not the claim's
+	}}
+	kept := &claim{uid: "k", tools: []spec.TableTool{entry("a", "kept", "k"), entry("b", "kept", "k"), entry("e", "kept", "k")}}
+	restored := map[types.NamespacedName]*claim{{Namespace: "ns", Name: "kept"}: kept}
+
+	got := readBack(table, restored)
+	want := map[string]storedOwner{
+		"a": {types.NamespacedName{Namespace: "ns", Name: "kept"}, "k"},
+		"b": {types.NamespacedName{Namespace: "ns", Name: "kept"}, "k"},
+		"c": {types.NamespacedName{Namespace: "ns", Name: "gone"}, "g"},
+		"d": {types.NamespacedName{Namespace: "ns", Name: "gone"}, "g"},
+		"e": {types.NamespacedName{Namespace: "ns", Name: "kept"}, "k"},
+		"f": {types.NamespacedName{Namespace: "ns", Name: "kept"}, "old-uid"},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("readBack has %d names, want %d", len(got), len(want))
+	}
+	for name, o := range want {
+		e := got[name]
+		if e == nil || e.Name != name || storedOwnerOf(e) != o {
+			t.Errorf("readBack[%q] = %+v, want under %v", name, e, o)
+		}
+		for i := range table.Tools {
+			if e == &table.Tools[i] {
+				t.Errorf("readBack[%q] is an entry of the table read back", name)
+			}
+		}
+	}
+	for i, name := range []string{"a", "b", "e"} {
+		if got[name] != &kept.tools[i] {
+			t.Errorf("readBack[%q] is not the restored claim's entry", name)
+		}
 	}
 }

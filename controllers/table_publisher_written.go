@@ -21,18 +21,6 @@ type storedOwner struct {
 	uid     types.UID
 }
 
-// ownersOf returns, for every name of tools, the ToolSet its entry names.
-func ownersOf(tools []*spec.TableTool) map[string]storedOwner {
-	out := make(map[string]storedOwner, len(tools))
-	for _, e := range tools {
-		out[e.Name] = storedOwner{
-			toolSet: types.NamespacedName{Namespace: e.ToolSet.Namespace, Name: e.ToolSet.Name},
-			uid:     types.UID(e.ToolSetUID),
-		}
-	}
-	return out
-}
-
 // stored records tools as the table readers see, the store having put it in
 // the ConfigMaps (or found it there), and tells through Changed every
 // ToolSet whose status said some name awaits the write and that now has a
@@ -51,11 +39,17 @@ func (p *TablePublisher) stored(tools []*spec.TableTool) {
 	// was not before, with those names.
 	var gained map[types.NamespacedName][]string
 	for _, e := range tools {
-		o := storedOwnerOf(e)
-		if prev, ok := p.inTable[e.Name]; ok && prev == o {
+		prev, ok := p.inTable[e.Name]
+		if prev == e {
 			continue
 		}
-		p.inTable[e.Name] = o
+		// The entry written, even under the same owner: an older one holds
+		// a claim's slice that the claim itself has let go.
+		p.inTable[e.Name] = e
+		o := storedOwnerOf(e)
+		if ok && storedOwnerOf(prev) == o {
+			continue
+		}
 		if _, ok := p.unwritten[o.toolSet]; ok {
 			if gained == nil {
 				gained = map[types.NamespacedName][]string{}
@@ -124,7 +118,7 @@ func (p *TablePublisher) Written(toolSet types.NamespacedName) map[string]bool {
 	c := p.claims[toolSet]
 	out := make(map[string]bool, len(c.toolsOrNil()))
 	for _, t := range c.toolsOrNil() {
-		if o, ok := p.inTable[t.Name]; ok && o.toolSet == toolSet && ownership.SameObject(o.uid, c.uid) {
+		if e, ok := p.inTable[t.Name]; ok && storedOwnerOf(e).toolSet == toolSet && ownership.SameObject(types.UID(e.ToolSetUID), c.uid) {
 			out[t.Name] = true
 		} else if p.ledger.Owner(t.Name) == toolSet {
 			p.unwritten[toolSet] = struct{}{}
