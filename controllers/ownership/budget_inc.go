@@ -156,14 +156,8 @@ func (x *Index) firstRound(name string) *incEntry {
 	if owned {
 		if _, claims := set.Get(rec.Owner); claims && !SameObject(rec.UID, x.claims[rec.Owner].uid()) {
 			// As Decide: the old object let go first.
-			var without Claimants
-			for ts, cl := range set.All() {
-				if ts != rec.Owner {
-					without.Set(ts, cl)
-				}
-			}
 			owner = types.NamespacedName{}
-			if o := x.rule.Resolve(Contest{Name: name, Claimants: without}); o.Owned() {
+			if o := x.rule.Resolve(Contest{Name: name, Claimants: set.without(rec.Owner)}); o.Owned() {
 				owner = o.Owner
 			} else {
 				rec = Record{}

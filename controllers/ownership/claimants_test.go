@@ -25,7 +25,12 @@ func TestClaimantsActLikeAMap(t *testing.T) {
 				c.Delete(ts)
 				delete(model, ts)
 			} else {
-				cl := Claimant{Created: time.Unix(int64(op), 0)}
+				// A claimant set again keeps its creation time or takes
+				// another; some are denied.
+				cl := Claimant{Created: time.Unix(int64(rng.IntN(2)), 0)}
+				if rng.IntN(3) == 0 {
+					cl.Denied = &Denial{Policy: "OverBudget", Reason: fmt.Sprint(op)}
+				}
 				c.Set(ts, cl)
 				model[ts] = cl
 			}
@@ -33,20 +38,91 @@ func TestClaimantsActLikeAMap(t *testing.T) {
 				t.Fatalf("round %d op %d: Len %d, want %d", round, op, c.Len(), len(model))
 			}
 			got := maps.Collect(c.All())
-			if !maps.EqualFunc(got, model, func(a, b Claimant) bool { return a.Created.Equal(b.Created) }) {
+			if !maps.EqualFunc(got, model, sameClaimant) {
 				t.Fatalf("round %d op %d: All %v, want %v", round, op, got, model)
 			}
 			for k := range keys {
 				ts := types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("ts-%d", k)}
 				cl, ok := c.Get(ts)
 				want, wantOK := model[ts]
-				if ok != wantOK || !cl.Created.Equal(want.Created) {
+				if ok != wantOK || !sameClaimant(cl, want) {
 					t.Fatalf("round %d op %d: Get(%s) = %v, %v; want %v, %v", round, op, ts, cl, ok, want, wantOK)
 				}
+			}
+			without := maps.Collect(c.without(ts).All())
+			wantWithout := maps.Clone(model)
+			delete(wantWithout, ts)
+			if !maps.EqualFunc(without, wantWithout, sameClaimant) {
+				t.Fatalf("round %d op %d: without(%s) %v, want %v", round, op, ts, without, wantWithout)
 			}
 		}
 	}
 	if n := (Claimants{}).Len(); n != 0 {
 		t.Errorf("the zero value holds %d claimants", n)
+	}
+}
+
+// sameClaimant reports whether a and b are the same claim: the same
+// creation time and the very same denial.
+func sameClaimant(a, b Claimant) bool { return a.Created.Equal(b.Created) && a.Denied == b.Denied }
+
+// TestIndexClaimantsShareTheClaimsID checks what the index's claimants
+// point at: one claimantID for every name of a claim, kept by the claim
+// that replaces it while the claimant is the same (its names need not be
+// touched), another once the claimant was created again, and none of the
+// claims themselves.
+func TestIndexClaimantsShareTheClaimsID(t *testing.T) {
+	x := NewIndex()
+	ts := types.NamespacedName{Namespace: "ns", Name: "ts"}
+	t0 := time.Unix(100, 0)
+	claim := func(created time.Time, names ...string) *Indexed {
+		return &Indexed{Created: created, UID: "uid", Names: names, Sizes: make([]int32, len(names))}
+	}
+	idsOf := func(names ...string) []*claimantID {
+		var out []*claimantID
+		for _, name := range names {
+			set := x.claimants[name]
+			if set.Len() != 1 {
+				t.Fatalf("%s has %d claimants, want 1", name, set.Len())
+			}
+			out = append(out, set.first.id)
+		}
+		return out
+	}
+	c1 := claim(t0, "a", "b", "c")
+	x.Put(ts, c1)
+	for _, id := range idsOf("a", "b", "c") {
+		if id != c1.id || id.ts != ts || !id.created.Equal(t0) {
+			t.Fatalf("a claimant of the first claim points at %+v, want its claim's %+v", id, c1.id)
+		}
+	}
+
+	c2 := claim(t0, "a", "b", "d")
+	x.Put(ts, c2)
+	if c2.id != c1.id {
+		t.Fatalf("the claim replacing another of the same claimant has an id of its own")
+	}
+	if _, ok := x.claimants["c"]; ok {
+		t.Fatalf("a name dropped from the claim still has claimants")
+	}
+	for _, id := range idsOf("a", "b", "d") {
+		if id != c2.id {
+			t.Fatalf("a claimant points at %+v, want the claim's %+v", id, c2.id)
+		}
+	}
+
+	t1 := t0.Add(time.Hour)
+	c3 := claim(t1, "a", "d")
+	x.Put(ts, c3)
+	if c3.id == c2.id || !c3.id.created.Equal(t1) {
+		t.Fatalf("the ToolSet created again kept the id of the one before")
+	}
+	for _, id := range idsOf("a", "d") {
+		if id != c3.id {
+			t.Fatalf("a claimant of the ToolSet created again points at %+v, want %+v", id, c3.id)
+		}
+	}
+	if cl, _ := x.claimants["a"].Get(ts); !cl.Created.Equal(t1) {
+		t.Fatalf("Get gives the creation time %v, want %v", cl.Created, t1)
 	}
 }

@@ -102,6 +102,11 @@ type Indexed struct {
 
 	// bytes are Sizes as Input weighs them, made once.
 	bytes []int64
+	// id is what the claimants of its names point at, set by Put: the
+	// previous claim's while the claimant is the same, so that the names
+	// it kept need not be touched, and never the claim itself, so that no
+	// name keeps a claim replaced live.
+	id *claimantID
 }
 
 // NewIndex returns an empty index under no policy.
@@ -183,6 +188,15 @@ func (x *Index) now() time.Time {
 // and is not touched at all if its claim is the same.
 func (x *Index) Put(ts types.NamespacedName, c *Indexed) {
 	old := x.claims[ts]
+	if c != nil {
+		switch {
+		case c.id != nil && c.id.ts == ts && c.id.created == c.Created:
+		case old != nil && old.id != nil && old.id.created == c.Created:
+			c.id = old.id
+		default:
+			c.id = &claimantID{ts: ts, created: c.Created}
+		}
+	}
 	if !old.weighsAs(c) {
 		x.undecided = true
 		if x.inc != nil {
@@ -236,13 +250,13 @@ func (x *Index) Put(ts types.NamespacedName, c *Indexed) {
 			return
 		}
 		set := x.claimants[name]
-		cl := Claimant{Created: c.Created}
+		e := entry{id: c.id}
 		if d, ok := c.Denied[name]; ok {
 			// Through a call, so that only a denial costs an allocation.
-			cl.Denied = ptrTo(d)
+			e.denied = ptrTo(d)
 		}
 		x.conflicts -= max(set.Len()-1, 0)
-		set.Set(ts, cl)
+		set.set(e)
 		x.conflicts += max(set.Len()-1, 0)
 		x.claimants[name] = set
 	})

@@ -130,6 +130,8 @@ type decideBuf struct {
 	weights                    []claimWeight
 	contests                   []Contest
 	backing                    []entry
+	rests                      []moreClaimants
+	claimIDs                   []claimantID
 	owners                     []Outcome
 	before                     []Record
 	entries, scratch           []Entry
@@ -241,10 +243,16 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 		}
 		return ""
 	}
-	// The claimants of every name share one backing array: a contest's
-	// few claimants need no allocation of their own.
+	// The claimants of every name share one backing array, and every
+	// claim's names one claimantID: a contest's few claimants need no
+	// allocation of their own.
 	contests := sized(buf.contests, len(names))
 	backing := sized(buf.backing, n)
+	rests := sized(buf.rests, len(names))
+	claimIDs := sized(buf.claimIDs, len(in.Claims))
+	for k := range in.Claims {
+		claimIDs[k] = claimantID{ts: in.Claims[k].ToolSet, created: in.Claims[k].Created}
+	}
 	// before is the record each name's owner is weighed against: prev's,
 	// or none where the owner in prev is gone. It starts as prev's, looked
 	// up once.
@@ -256,18 +264,18 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 		if rec, ok := prevOf(name); ok {
 			c.Owner, before[j] = rec.Owner, rec
 		}
-		if m := int(count[j]); m <= maxFewClaimants {
-			c.Claimants.few = backing[off : off : off+m]
-			off += m
+		if m := int(count[j]); m > 1 && m <= maxFewClaimants {
+			c.Claimants.rest = &rests[j]
+			rests[j].few = backing[off : off : off+m-1]
+			off += m - 1
 		}
 		for f := head[j]; f >= 0; f = next[f] {
-			cl := &in.Claims[claimOf[f]]
-			claimant := Claimant{Created: cl.Created}
-			if d, ok := cl.Denied[name]; ok {
+			e := entry{id: &claimIDs[claimOf[f]]}
+			if d, ok := in.Claims[claimOf[f]].Denied[name]; ok {
 				// Through a call, so that only a denial costs an allocation.
-				claimant.Denied = ptrTo(d)
+				e.denied = ptrTo(d)
 			}
-			c.Claimants.Set(cl.ToolSet, claimant)
+			c.Claimants.set(e)
 		}
 	}
 	owners := sized(buf.owners, len(names))
@@ -279,12 +287,7 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 				// The owner was deleted and created again under its name:
 				// the old object let go first, and the name went by the rule
 				// among the others; the new object claims as any newcomer.
-				without := Contest{Name: name, Hold: c.Hold}
-				for ts, cl := range c.Claimants.All() {
-					if ts != rec.Owner {
-						without.Claimants.Set(ts, cl)
-					}
-				}
+				without := Contest{Name: name, Hold: c.Hold, Claimants: c.Claimants.without(rec.Owner)}
 				c.Owner = types.NamespacedName{}
 				if o := r.Resolve(without); o.Owned() {
 					c.Owner = o.Owner
@@ -332,10 +335,9 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 			j := ids[name]
 			c := &contests[j]
 			owner := owners[j].Owner
-			cl, _ := c.Claimants.Get(owner)
-			orig[j] = append(orig[j], entry{ts: owner, c: cl})
-			cl.Denied = &d
-			c.Claimants.Set(owner, cl)
+			e, _ := c.Claimants.lookup(owner)
+			orig[j] = append(orig[j], e)
+			c.Claimants.set(entry{id: e.id, denied: &d})
 			if over[name] == nil {
 				over[name] = map[types.NamespacedName]Denial{}
 			}
@@ -354,7 +356,7 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 			continue
 		}
 		for _, e := range was {
-			contests[j].Claimants.Set(e.ts, e.c)
+			contests[j].Claimants.set(e)
 		}
 		delete(over, names[j])
 	}
@@ -403,13 +405,12 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 				dn, ok := dns.fits(t, e)
 				if !ok {
 					denied[ts] = *dn
-					cl, _ := c.Claimants.Get(ts)
-					cl.Denied = dn
-					c.Claimants.Set(ts, cl)
+					e, _ := c.Claimants.lookup(ts)
+					c.Claimants.set(entry{id: e.id, denied: dn})
 					continue
 				}
 				for _, e := range orig[j32] {
-					c.Claimants.Set(e.ts, e.c)
+					c.Claimants.set(e)
 				}
 				owners[j] = Outcome{Owner: ts}
 				delete(over, name)
@@ -456,7 +457,7 @@ func decide(prevOf func(string) (Record, bool), in Input, buf *decideBuf) Decisi
 			d.records[k] = NextRecord(before[j], e.ToolSet, uidOf(j, e.ToolSet), in.Now)
 		}
 		*buf = decideBuf{ids: ids, names: names, head: head, count: count, claimOf: claimOf, next: next, weights: weights,
-			contests: contests, backing: backing, owners: owners, before: before, entries: entries, scratch: scratch,
+			contests: contests, backing: backing, rests: rests, claimIDs: claimIDs, owners: owners, before: before, entries: entries, scratch: scratch,
 			at: at, records: d.records}
 		d.record = func(name string) (Record, bool) {
 			j, ok := ids[name]
