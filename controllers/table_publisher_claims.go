@@ -542,12 +542,12 @@ func compareToolNames(a, b spec.TableTool) int { return strings.Compare(a.Name, 
 
 func compareToolName(t spec.TableTool, name string) int { return strings.Compare(t.Name, name) }
 
-// findTool finds name in tools, sorted by name.
 // readBack is inTable for the table read back at start, what readers see
 // until the first write: the names of an entry kept are Published at once.
 // Each entry of a ToolSet kept is its restored claim's (the last of a name
-// twice, as there), and that of a ToolSet gone a copy of its own, so that
-// nothing holds the table read back.
+// twice, as there), and that of a ToolSet gone a copy of what inTable
+// reads of it (the name and the owner), so that nothing holds the table
+// read back, nor the schemas of ToolSets gone until the first write.
 func readBack(table *spec.Table, restored map[types.NamespacedName]*claim) map[string]*spec.TableTool {
 	out := make(map[string]*spec.TableTool, len(table.Tools))
 	for _, t := range table.Tools {
@@ -555,12 +555,13 @@ func readBack(table *spec.Table, restored map[types.NamespacedName]*claim) map[s
 		if e, ok := findTool(c.toolsOrNil(), t.Name); ok && e.ToolSetUID == t.ToolSetUID {
 			out[t.Name] = e
 		} else {
-			out[t.Name] = ptrTo(t)
+			out[t.Name] = &spec.TableTool{Name: t.Name, ToolSet: t.ToolSet, ToolSetUID: t.ToolSetUID}
 		}
 	}
 	return out
 }
 
+// findTool finds name in tools, sorted by name.
 func findTool(tools []spec.TableTool, name string) (*spec.TableTool, bool) {
 	i, ok := slices.BinarySearchFunc(tools, name, compareToolName)
 	if !ok {

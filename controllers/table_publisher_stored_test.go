@@ -1,14 +1,19 @@
 package controllers
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
+	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/toolplane/toolplane/controllers/ownership"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -150,9 +155,16 @@ func BenchmarkStored(b *testing.B) {
 			runtime.GC()
 			runtime.ReadMemStats(&after)
 			held := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / (1 << 20)
+			// One tool changed a write: its entry in turn one of two.
+			tables := [2][]*spec.TableTool{slices.Clone(table), slices.Clone(table)}
+			changed := *table[len(table)/2]
+			changed.Description = "changed"
+			tables[1][len(table)/2] = &changed
 			b.ReportAllocs()
+			i := 0
 			for b.Loop() {
-				store(table)
+				store(tables[i%2])
+				i++
 			}
 			b.ReportMetric(held, "held-MiB")
 			runtime.KeepAlive(p)
@@ -255,6 +267,215 @@ func TestReadBackHoldsNoneOfTheTable(t *testing.T) {
 	for i, name := range []string{"a", "b", "e"} {
 		if got[name] != &kept.tools[i] {
 			t.Errorf("readBack[%q] is not the restored claim's entry", name)
+		}
+	}
+}
+
+// TestReadBackKeepsOnlyTheOwnersOfToolSetsGone checks that for a ToolSet
+// gone at start inTable keeps what it reads, the name and the owner, and
+// not the entry's schemas and description until the first write.
+func TestReadBackKeepsOnlyTheOwnersOfToolSetsGone(t *testing.T) {
+	table := &spec.Table{Tools: []spec.TableTool{{Name: "c", Description: "a long description",
+		InputSchema: make([]byte, 64<<10), ToolSet: spec.ObjectReference{Namespace: "ns", Name: "gone"}, ToolSetUID: "g"}}}
+	e := readBack(table, nil)["c"]
+	if len(e.InputSchema) > 0 || e.Description != "" {
+		t.Errorf("readBack keeps %d bytes of schema and the description of an entry of a ToolSet gone", len(e.InputSchema))
+	}
+	if want := (storedOwner{types.NamespacedName{Namespace: "ns", Name: "gone"}, "g"}); storedOwnerOf(e) != want {
+		t.Errorf("readBack keeps %v as the owner, want %v", storedOwnerOf(e), want)
+	}
+}
+
+// TestStoredWriteInFlightLetsReplacedClaimGo: a write's snapshot
+// (tableTools, taken under p.mu) is recorded by stored only once the API
+// writes are done, without p.mu in between. An offer of the same tools in a
+// new slice that comes meanwhile moves inTable to the new slice (putClaim);
+// the write ending must not put it back on the slice the claim let go: the
+// offer writes nothing, so that slice would stay live through inTable until
+// some later write.
+func TestStoredWriteInFlightLetsReplacedClaimGo(t *testing.T) {
+	ctx := context.Background()
+	p := &TablePublisher{}
+	p.init()
+	close(p.loaded)
+	ts := types.NamespacedName{Namespace: "ns", Name: "ts"}
+	slice := func() []spec.TableTool {
+		out := make([]spec.TableTool, 100)
+		for i := range out {
+			out[i] = spec.TableTool{Name: fmt.Sprintf("tool-%03d", i), Description: "d",
+				ToolSet: spec.ObjectReference{Namespace: ts.Namespace, Name: ts.Name}, ToolSetUID: "uid-1"}
+		}
+		return out
+	}
+	offer := func(tools []spec.TableTool) {
+		if _, err := p.Offer(ctx, Offer{ToolSet: ts, UID: "uid-1", Created: metav1.Unix(1, 0), Tools: tools}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	freed := make(chan struct{})
+	func() {
+		first := slice()
+		runtime.AddCleanup(&first[0], func(ch chan struct{}) { close(ch) }, freed)
+		offer(first)
+		<-p.kick
+		// A write starts: its snapshot, taken under p.mu.
+		tools, _, _ := p.tableTools()
+		// While its ConfigMaps are written, the same tools come again in a
+		// new slice: nothing to write.
+		offer(slice())
+		if len(p.kick) > 0 {
+			t.Fatal("the same tools offered again kicked a write")
+		}
+		// The write ends.
+		p.stored(tools)
+	}()
+	cur := p.claims[ts].tools
+	for i := range cur {
+		if p.inTable[cur[i].Name] != &cur[i] {
+			t.Errorf("inTable[%q] = %p is not the entry of the claim as it is now, %p", cur[i].Name, p.inTable[cur[i].Name], &cur[i])
+			break
+		}
+	}
+	for range 5 {
+		runtime.GC()
+		select {
+		case <-freed:
+			runtime.KeepAlive(p)
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Error("the slice the claim replaced is still live, held by inTable; no write follows to let it go")
+	runtime.KeepAlive(p)
+}
+
+// TestStoredOwnersAsBefore checks, over random sequences of claims
+// replaced (new slices, same or other UIDs, names dropped) and writes (of
+// the claims as they are, of a stale snapshot, of fresh entries), that the
+// owners inTable names and Written's answers are those of the storedOwner
+// values the old code kept.
+func TestStoredOwnersAsBefore(t *testing.T) {
+	for _, stale := range []bool{false, true} {
+		t.Run(fmt.Sprintf("stale=%v", stale), func(t *testing.T) { storedOwnersAsBefore(t, stale) })
+	}
+}
+
+func storedOwnersAsBefore(t *testing.T, stale bool) {
+	const toolSets, names = 4, 8
+	keys := make([]types.NamespacedName, toolSets)
+	for i := range keys {
+		keys[i] = types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("ts-%d", i)}
+	}
+	for seed := range uint64(500) {
+		rng := rand.New(rand.NewPCG(seed, 99))
+		p := &TablePublisher{}
+		p.init()
+		old := map[string]storedOwner{}
+		replaced := map[*spec.TableTool]bool{}
+		var snapshot []*spec.TableTool
+		for step := range 40 {
+			switch rng.IntN(3) {
+			case 0: // a claim replaced by a new slice
+				k := keys[rng.IntN(toolSets)]
+				uid := fmt.Sprintf("%s-uid-%d", k.Name, rng.IntN(2))
+				if rng.IntN(6) == 0 {
+					uid = ""
+				}
+				c := &claim{uid: types.UID(uid)}
+				for n := range names {
+					if rng.IntN(2) == 0 {
+						c.tools = append(c.tools, spec.TableTool{Name: fmt.Sprintf("tool-%d", n),
+							ToolSet: spec.ObjectReference{Namespace: k.Namespace, Name: k.Name}, ToolSetUID: uid})
+					}
+				}
+				c.sizes = entrySizes(c.tools)
+				if prev := p.claims[k]; prev != nil {
+					for i := range prev.tools {
+						replaced[&prev.tools[i]] = true
+					}
+				}
+				p.mu.Lock()
+				p.putClaim(k, c, nil)
+				p.mu.Unlock()
+			case 1: // a snapshot of the claims as they are, written now or later
+				byName := map[string]*spec.TableTool{}
+				for _, k := range keys {
+					c := p.claims[k]
+					for i := range c.toolsOrNil() {
+						if rng.IntN(2) == 0 {
+							byName[c.tools[i].Name] = &c.tools[i]
+						}
+					}
+				}
+				snapshot = snapshot[:0:0]
+				for _, e := range byName {
+					snapshot = append(snapshot, e)
+				}
+				if !stale || rng.IntN(2) == 0 {
+					break
+				}
+				fallthrough
+			case 2: // a write, of the last snapshot or of fresh entries
+				tools := snapshot
+				if !stale {
+					tools = nil
+					seen := map[string]bool{}
+					for _, k := range keys {
+						c := p.claims[k]
+						for i := range c.toolsOrNil() {
+							if !seen[c.tools[i].Name] && rng.IntN(2) == 0 {
+								seen[c.tools[i].Name] = true
+								tools = append(tools, &c.tools[i])
+							}
+						}
+					}
+				}
+				if rng.IntN(3) == 0 {
+					tools = nil
+					for n := range names {
+						if rng.IntN(2) == 0 {
+							k := keys[rng.IntN(toolSets)]
+							tools = append(tools, &spec.TableTool{Name: fmt.Sprintf("tool-%d", n),
+								ToolSet: spec.ObjectReference{Namespace: k.Namespace, Name: k.Name}, ToolSetUID: fmt.Sprintf("%s-uid-%d", k.Name, rng.IntN(2))})
+						}
+					}
+				}
+				p.stored(tools)
+				// An entry of a replaced claim, where the claim as it is now
+				// has the name under the same owner: nothing changed, so no
+				// write is due that would let that claim's slice go.
+				for n, e := range p.inTable {
+					if !replaced[e] {
+						continue
+					}
+					if cur, ok := findTool(p.claims[storedOwnerOf(e).toolSet].toolsOrNil(), n); ok && storedOwnerOf(cur) == storedOwnerOf(e) {
+						t.Fatalf("seed %d step %d: after a write, inTable[%q] holds the entry of a claim replaced since the write's snapshot", seed, step, n)
+					}
+				}
+				old = map[string]storedOwner{}
+				for _, e := range tools {
+					old[e.Name] = storedOwnerOf(e)
+				}
+			}
+			got := map[string]storedOwner{}
+			for n, e := range p.inTable {
+				got[n] = storedOwnerOf(e)
+			}
+			if !maps.Equal(got, old) {
+				t.Fatalf("seed %d step %d: owners %v, want %v", seed, step, got, old)
+			}
+			for _, k := range keys {
+				c := p.claims[k]
+				want := map[string]bool{}
+				for _, tt := range c.toolsOrNil() {
+					if o, ok := old[tt.Name]; ok && o.toolSet == k && ownership.SameObject(o.uid, c.uid) {
+						want[tt.Name] = true
+					}
+				}
+				if w := p.Written(k); !maps.Equal(w, want) {
+					t.Fatalf("seed %d step %d: Written(%s) = %v, want %v", seed, step, k, w, want)
+				}
+			}
 		}
 	}
 }

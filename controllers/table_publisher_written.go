@@ -43,10 +43,22 @@ func (p *TablePublisher) stored(tools []*spec.TableTool) {
 		if prev == e {
 			continue
 		}
+		o := storedOwnerOf(e)
+		// The claim's entry as it is now, under the same owner: the write
+		// was taken from the claims before it started, and one replaced
+		// since (the same tools offered again, which writes nothing) has
+		// let go of the slice the write holds.
+		if c := p.claims[o.toolSet]; c != nil {
+			if t, found := findTool(c.tools, e.Name); found && storedOwnerOf(t) == o {
+				e = t
+			}
+		}
+		if prev == e {
+			continue
+		}
 		// The entry written, even under the same owner: an older one holds
 		// a claim's slice that the claim itself has let go.
 		p.inTable[e.Name] = e
-		o := storedOwnerOf(e)
 		if ok && storedOwnerOf(prev) == o {
 			continue
 		}
