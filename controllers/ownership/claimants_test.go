@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"reflect"
+	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -125,4 +128,125 @@ func TestIndexClaimantsShareTheClaimsID(t *testing.T) {
 	if cl, _ := x.claimants["a"].Get(ts); !cl.Created.Equal(t1) {
 		t.Fatalf("Get gives the creation time %v, want %v", cl.Created, t1)
 	}
+}
+
+// TestIndexedPutUnderTwoToolSets checks one *Indexed Put under two
+// ToolSets (the exported API allows it): the next claim of the first, of
+// the same creation time, must not take the other's claimantID and record
+// its new names as claimed by the other ToolSet.
+func TestIndexedPutUnderTwoToolSets(t *testing.T) {
+	x := NewIndex()
+	a := types.NamespacedName{Namespace: "ns", Name: "a"}
+	b := types.NamespacedName{Namespace: "ns", Name: "b"}
+	t0 := time.Unix(100, 0)
+	shared := &Indexed{Created: t0, Names: []string{"n"}, Sizes: []int32{1}}
+	x.Put(a, shared)
+	x.Put(b, shared) // the same claim offered by another ToolSet
+	x.Put(a, &Indexed{Created: t0, Names: []string{"n", "z"}, Sizes: []int32{1, 1}})
+	set := x.Claimants("z")
+	if _, ok := set.Get(a); !ok {
+		t.Errorf("z: %v claims it, but its claimants are %v", a, maps.Collect(set.All()))
+	}
+	if _, ok := set.Get(b); ok {
+		t.Errorf("z: %v is a claimant, but never claimed it", b)
+	}
+}
+
+// TestIndexedPutUnderTwoToolSetsOwnsNothingUnclaimed is the same through
+// Offer: no ToolSet owns a name it never claimed, nor keeps one after the
+// claimant withdraws.
+func TestIndexedPutUnderTwoToolSetsOwnsNothingUnclaimed(t *testing.T) {
+	x := NewIndex()
+	a := types.NamespacedName{Namespace: "ns", Name: "a"}
+	b := types.NamespacedName{Namespace: "ns", Name: "b"}
+	t0 := time.Unix(100, 0)
+	shared := &Indexed{Created: t0, Names: []string{"n"}, Sizes: []int32{1}}
+	x.Offer(a, shared, nil)
+	x.Offer(b, shared, nil)
+	x.Offer(a, &Indexed{Created: t0, Names: []string{"n", "z"}, Sizes: []int32{1, 1}}, nil)
+	x.Release(a, a)
+	x.Offer(b, &Indexed{Created: t0, Names: []string{"n"}, Sizes: []int32{1}}, nil)
+	if o := x.Owner("z"); o != (types.NamespacedName{}) {
+		t.Errorf("z is claimed by nobody, but owned by %v (claimants %v)", o, maps.Collect(x.Claimants("z").All()))
+	}
+}
+
+// TestDecideInAReusedBuffer checks decide with the index's reused buffer
+// against decide from scratch,
+// over random inputs with up to 14 claimants a name (first, few, many),
+// denials and budgets that bind, the buffer reused across calls of other
+// sizes.
+func TestDecideInAReusedBuffer(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	var buf decideBuf
+	names := []string{"a", "b", "c", "d", "e"}
+	budgets := []Budget{{}, {MaxToolsPerNamespace: 1}, {MaxTableBytes: 500}, {MaxToolsPerNamespace: 2, MaxTableBytes: 900}}
+	for round := range 3000 {
+		in := Input{Budget: budgets[rng.IntN(len(budgets))], Now: time.Unix(1000, 0), Hold: rng.IntN(6) == 0}
+		prev := Ledger{}
+		nts := 1 + rng.IntN(14)
+		for k := range nts {
+			ts := types.NamespacedName{Namespace: fmt.Sprintf("ns-%d", k%3), Name: fmt.Sprintf("ts-%d", k)}
+			cl := Claim{ToolSet: ts, Created: time.Unix(int64(rng.IntN(3)), 0), UID: types.UID(ts.Name)}
+			for _, n := range names {
+				if rng.IntN(3) == 0 {
+					continue
+				}
+				cl.Names = append(cl.Names, n)
+				cl.Bytes = append(cl.Bytes, int64(50+rng.IntN(300)))
+				if rng.IntN(6) == 0 {
+					if cl.Denied == nil {
+						cl.Denied = map[string]Denial{}
+					}
+					cl.Denied[n] = Denial{Policy: "p", Reason: "r"}
+				}
+				if rng.IntN(3) == 0 {
+					prev[n] = Record{Owner: ts, UID: cl.UID}
+				}
+			}
+			in.Claims = append(in.Claims, cl)
+		}
+		prevOf := func(n string) (Record, bool) { r, ok := prev[n]; return r, ok }
+		want := decide(prevOf, in, nil)
+		got := decide(prevOf, in, &buf)
+		if !reflect.DeepEqual(slices.Clone(got.Publish), want.Publish) || !reflect.DeepEqual(got.OverBudget, want.OverBudget) {
+			t.Fatalf("round %d: reused buffer\n%v %v\nwant\n%v %v", round, got.Publish, got.OverBudget, want.Publish, want.OverBudget)
+		}
+		for _, e := range want.Publish {
+			if r, _ := got.record(e.Name); r != want.Ledger[e.Name] {
+				t.Fatalf("round %d: record %s %v want %v", round, e.Name, r, want.Ledger[e.Name])
+			}
+		}
+	}
+}
+
+// TestIndexLetsAReplacedClaimGo checks that a claim replaced by one of the
+// same claimant is not kept live by the index, through its names'
+// claimantIDs or a decision's buffer.
+func TestIndexLetsAReplacedClaimGo(t *testing.T) {
+	x := NewIndex()
+	x.Budget = func() Budget { return Budget{MaxTableBytes: 10} } // binds: full decisions
+	a := types.NamespacedName{Namespace: "ns", Name: "a"}
+	b := types.NamespacedName{Namespace: "ns", Name: "b"}
+	t0 := time.Unix(100, 0)
+	collected := make(chan struct{}, 1)
+	func() {
+		c1 := &Indexed{Created: t0, Names: []string{"n", "m"}, Sizes: []int32{8, 8}, Denied: map[string]Denial{"m": {Policy: "p"}}}
+		runtime.AddCleanup(c1, func(struct{}) { collected <- struct{}{} }, struct{}{})
+		x.Offer(a, c1, nil)
+		x.Offer(b, &Indexed{Created: t0, Names: []string{"n"}, Sizes: []int32{8}}, nil)
+		x.Rebudget()
+		x.Offer(a, &Indexed{Created: t0, Names: []string{"n", "m"}, Sizes: []int32{8, 8}, Denied: map[string]Denial{"m": {Policy: "p"}}}, nil)
+		x.Rebudget()
+	}()
+	for range 5 {
+		runtime.GC()
+		select {
+		case <-collected:
+			runtime.KeepAlive(x)
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	t.Fatal("the replaced claim is still live")
 }

@@ -105,7 +105,8 @@ type Indexed struct {
 	// id is what the claimants of its names point at, set by Put: the
 	// previous claim's while the claimant is the same, so that the names
 	// it kept need not be touched, and never the claim itself, so that no
-	// name keeps a claim replaced live.
+	// name keeps a claim replaced live. An Indexed is one ToolSet's: Put
+	// one under another ToolSet and it takes an id of that one's.
 	id *claimantID
 }
 
@@ -191,7 +192,7 @@ func (x *Index) Put(ts types.NamespacedName, c *Indexed) {
 	if c != nil {
 		switch {
 		case c.id != nil && c.id.ts == ts && c.id.created == c.Created:
-		case old != nil && old.id != nil && old.id.created == c.Created:
+		case old != nil && old.id != nil && old.id.ts == ts && old.id.created == c.Created:
 			c.id = old.id
 		default:
 			c.id = &claimantID{ts: ts, created: c.Created}
@@ -351,11 +352,11 @@ func (x *Index) Contest(name string) Contest {
 	if over := x.overBudget[name]; len(over) > 0 {
 		// A copy: Claimants share their storage.
 		var with Claimants
-		for ts, cl := range set.All() {
-			if d, ok := over[ts]; ok {
-				cl.Denied = ptrTo(d)
+		for e := range set.entries() {
+			if d, ok := over[e.id.ts]; ok {
+				e.denied = ptrTo(d)
 			}
-			with.Set(ts, cl)
+			with.set(e)
 		}
 		set = with
 	}
