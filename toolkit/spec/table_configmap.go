@@ -316,10 +316,12 @@ type TableEncoder struct {
 	// members maps the SHA-256 of a segment's JSON, or of a piece of one
 	// cut to fit a chunk, to its gzip member, for the last encoding.
 	members map[[sha256.Size]byte][]byte
-	// zw compresses segments and zr reads them back; Reset between them,
-	// so that their buffers are allocated once, not per segment.
-	zw *gzip.Writer
-	zr *gzip.Reader
+	// zw compresses segments into zbuf, and zr reads them back; Reset
+	// between them, so that their buffers are allocated once, not per
+	// segment.
+	zw   *gzip.Writer
+	zbuf bytes.Buffer
+	zr   *gzip.Reader
 	// seed is that of the tools' fingerprints.
 	seed   maphash.Seed
 	seeded bool

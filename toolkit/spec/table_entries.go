@@ -627,18 +627,22 @@ func (r *encodeRun) member(key [sha256.Size]byte, raw []byte) ([]byte, error) {
 		r.used[key] = z
 		return z, nil
 	}
-	var zbuf bytes.Buffer
 	// gzip's header is fixed (no name, no time), so equal input gives equal
 	// bytes within one Go release; readers rely on digests, not on this.
-	zw := r.e.zw
-	zw.Reset(&zbuf)
+	zbuf, zw := &r.e.zbuf, r.e.zw
+	zbuf.Reset()
+	zw.Reset(zbuf)
 	if _, err := zw.Write(raw); err != nil {
 		return nil, fmt.Errorf("compressing tool table: %w", err)
 	}
 	if err := zw.Close(); err != nil {
 		return nil, fmt.Errorf("compressing tool table: %w", err)
 	}
-	z := zbuf.Bytes()
+	// A copy the member's size: a member is kept for as long as the table
+	// holds it, by the encoder and in the ConfigMaps the publisher holds
+	// (during a grace too), and a buffer grown by doubling for each held up
+	// to as much again.
+	z := bytes.Clone(zbuf.Bytes())
 	r.used[key] = z
 	return z, nil
 }

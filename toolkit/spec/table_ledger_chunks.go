@@ -366,7 +366,10 @@ func compareOwned(a, b TableLedgerOwned) int {
 // ledgerGzip compresses the chunks of one write with one gzip.Writer: at
 // BestCompression a new one allocates about 1.6 MB, 100 MB a write of 64
 // chunks.
-type ledgerGzip struct{ zw *gzip.Writer }
+type ledgerGzip struct {
+	zw  *gzip.Writer
+	buf bytes.Buffer
+}
 
 // chunk returns the gzipped JSON of the chunk of groups, each with
 // the first keep[i] of its names.
@@ -380,15 +383,17 @@ func (z *ledgerGzip) chunk(groups []TableLedgerOwned, keep []int) []byte {
 		l.Records = append(l.Records, g)
 	}
 	raw, _ := json.Marshal(&l)
-	var buf bytes.Buffer
+	z.buf.Reset()
 	if z.zw == nil {
-		z.zw, _ = gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		z.zw, _ = gzip.NewWriterLevel(&z.buf, gzip.BestCompression)
 	} else {
-		z.zw.Reset(&buf)
+		z.zw.Reset(&z.buf)
 	}
 	_, _ = z.zw.Write(raw)
 	_ = z.zw.Close()
-	return buf.Bytes()
+	// A copy the chunk's size, as the table's members (see
+	// encodeRun.member).
+	return bytes.Clone(z.buf.Bytes())
 }
 
 // DecodeTableLedgerChunks reads the ledger of tools, the table published

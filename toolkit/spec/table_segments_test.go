@@ -565,3 +565,31 @@ func TestEncodeTableCompressible(t *testing.T) {
 	}
 	t.Logf("%d tools, %d bytes of JSON: %d chunks, %d bytes stored, in %d ConfigMaps", len(tools), idx.Size, len(idx.Parts), stored, len(parts))
 }
+
+// TestEncodeTableChunksHoldNoSlack checks that every chunk of a split table
+// is a slice of its own size: chunks are kept for as long as the table
+// holds them, by the encoder and in the ConfigMaps a publisher holds, and a
+// chunk left in the buffer it was compressed into held up to as much again.
+func TestEncodeTableChunksHoldNoSlack(t *testing.T) {
+	tools := tabletest.Tools(3000)
+	parts, err := spec.NewTableEncoderChunked(4<<10, 64<<10).Encode(&spec.Table{Tools: tools}, "t", spec.TableStored{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	chunks, held := 0, 0
+	for _, p := range parts {
+		for k, c := range p.BinaryData {
+			chunks++
+			held += cap(c)
+			// Past the allocator's rounding: an eighth at most up to
+			// 32 KiB (its size classes), a page of 8 KiB beyond.
+			if cap(c) > len(c)+max(len(c)/8, 8<<10) {
+				t.Errorf("chunk %s/%s: %d bytes held for %d", p.Name, k, cap(c), len(c))
+			}
+		}
+	}
+	if chunks < 5 {
+		t.Fatalf("%d chunks; the test wants at least 5", chunks)
+	}
+	t.Logf("%d chunks, %d bytes held", chunks, held)
+}
