@@ -159,7 +159,7 @@ func (c Claimants) without(ts types.NamespacedName) Claimants {
 // Set records the claim of ts, replacing any it had.
 func (c *Claimants) Set(ts types.NamespacedName, cl Claimant) {
 	e, ok := c.lookup(ts)
-	if !ok || e.id.created != cl.Created {
+	if !ok || !e.id.created.Equal(cl.Created) {
 		e.id = &claimantID{ts: ts, created: cl.Created}
 	}
 	e.denied = cl.Denied

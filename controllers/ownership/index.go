@@ -191,8 +191,8 @@ func (x *Index) Put(ts types.NamespacedName, c *Indexed) {
 	old := x.claims[ts]
 	if c != nil {
 		switch {
-		case c.id != nil && c.id.ts == ts && c.id.created == c.Created:
-		case old != nil && old.id != nil && old.id.ts == ts && old.id.created == c.Created:
+		case c.id != nil && c.id.ts == ts && c.id.created.Equal(c.Created):
+		case old != nil && old.id != nil && old.id.ts == ts && old.id.created.Equal(c.Created):
 			c.id = old.id
 		default:
 			c.id = &claimantID{ts: ts, created: c.Created}
