@@ -15,14 +15,20 @@ import (
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
+// loadedPublisher returns p ready for offers without an API server, as if
+// it had read the table back: none.
+func loadedPublisher(p *TablePublisher) *TablePublisher {
+	p.init()
+	close(p.loaded)
+	return p
+}
+
 // benchPublisher returns a publisher that answers offers without an API
 // server, holding toolSets ToolSets of perToolSet tools each: every scrape
 // of a large cluster calls Offer, so its cost is per ToolSet, not per table.
 func benchPublisher(b *testing.B, toolSets, perToolSet int, shared bool) (*TablePublisher, []Offer) {
 	b.Helper()
-	p := &TablePublisher{}
-	p.init()
-	close(p.loaded)
+	p := loadedPublisher(&TablePublisher{})
 	offers := make([]Offer, toolSets)
 	for i := range offers {
 		ts := types.NamespacedName{Namespace: fmt.Sprintf("ns-%04d", i), Name: "tools"}
@@ -76,9 +82,7 @@ func BenchmarkOffer(b *testing.B) {
 // TestOfferRepeated re-offers the very same slice: the verdicts it gets
 // follow what others did in between, and a new slice is compared anew.
 func TestOfferRepeated(t *testing.T) {
-	p := &TablePublisher{}
-	p.init()
-	close(p.loaded)
+	p := loadedPublisher(&TablePublisher{})
 	ctx := context.Background()
 	first := Offer{ToolSet: types.NamespacedName{Namespace: "a", Name: "first"}, Created: metav1.Unix(1, 0),
 		Tools: []spec.TableTool{{Name: "shared", SourceName: "shared"}}}

@@ -47,9 +47,7 @@ func contestedOffers(perNamespace int) []Offer {
 // decides nothing.)
 func TestContestedDenialDoesNotDecideEveryOffer(t *testing.T) {
 	const perNamespace, tenants, rounds = 4, 20, 5
-	p := &TablePublisher{Budget: ownership.Budget{MaxToolsPerNamespace: perNamespace}}
-	p.init()
-	close(p.loaded)
+	p := loadedPublisher(&TablePublisher{Budget: ownership.Budget{MaxToolsPerNamespace: perNamespace}})
 	ctx := context.Background()
 	for _, o := range contestedOffers(perNamespace) {
 		if _, err := p.Offer(ctx, o); err != nil {

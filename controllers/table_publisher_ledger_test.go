@@ -102,9 +102,7 @@ func agreesWithDecide(seed uint64, steps int, names []string, budgets []ownershi
 	ctx := context.Background()
 	rng := rand.New(rand.NewPCG(seed, 0x9e3779b97f4a7c15))
 	budget := budgets[int(seed)%len(budgets)]
-	p := &TablePublisher{Budget: budget}
-	p.init()
-	close(p.loaded)
+	p := loadedPublisher(&TablePublisher{Budget: budget})
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	p.now = func() time.Time { return now }
 	var keys []types.NamespacedName

@@ -19,9 +19,7 @@ import (
 // A ToolSet that owns some of its tools gets those alone.
 func TestPublishedSharesClaim(t *testing.T) {
 	ctx := context.Background()
-	p := &TablePublisher{}
-	p.init()
-	close(p.loaded)
+	p := loadedPublisher(&TablePublisher{})
 	key := types.NamespacedName{Namespace: "ns", Name: "ts"}
 	tools := make([]spec.TableTool, 10)
 	for i := range tools {

@@ -49,15 +49,21 @@ func (p *TablePublisher) storedRebuilt(tools []*spec.TableTool) {
 	}
 }
 
+// toolSetKeys returns n ToolSets of one namespace, ts-0 to ts-<n-1>.
+func toolSetKeys(n int) []types.NamespacedName {
+	keys := make([]types.NamespacedName, n)
+	for i := range keys {
+		keys[i] = types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("ts-%d", i)}
+	}
+	return keys
+}
+
 // TestStoredInPlace checks stored against storedRebuilt over random
 // sequences of written tables: the same names under the same ToolSets, the
 // same ToolSets told and still waiting, the same notification.
 func TestStoredInPlace(t *testing.T) {
 	const toolSets, names = 6, 12
-	keys := make([]types.NamespacedName, toolSets)
-	for i := range keys {
-		keys[i] = types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("ts-%d", i)}
-	}
+	keys := toolSetKeys(toolSets)
 	for seed := range uint64(300) {
 		rng := rand.New(rand.NewPCG(seed, 27))
 		a, b := &TablePublisher{}, &TablePublisher{}
@@ -295,9 +301,7 @@ func TestReadBackKeepsOnlyTheOwnersOfToolSetsGone(t *testing.T) {
 // some later write.
 func TestStoredWriteInFlightLetsReplacedClaimGo(t *testing.T) {
 	ctx := context.Background()
-	p := &TablePublisher{}
-	p.init()
-	close(p.loaded)
+	p := loadedPublisher(&TablePublisher{})
 	ts := types.NamespacedName{Namespace: "ns", Name: "ts"}
 	slice := func() []spec.TableTool {
 		out := make([]spec.TableTool, 100)
@@ -362,10 +366,7 @@ func TestStoredOwnersAsBefore(t *testing.T) {
 
 func storedOwnersAsBefore(t *testing.T, stale bool) {
 	const toolSets, names = 4, 8
-	keys := make([]types.NamespacedName, toolSets)
-	for i := range keys {
-		keys[i] = types.NamespacedName{Namespace: "ns", Name: fmt.Sprintf("ts-%d", i)}
-	}
+	keys := toolSetKeys(toolSets)
 	for seed := range uint64(500) {
 		rng := rand.New(rand.NewPCG(seed, 99))
 		p := &TablePublisher{}

@@ -21,9 +21,7 @@ import (
 // a record for each entry. Under the race detector (make test), it also
 // fails if anything writes the entries a read still holds.
 func TestTableToolsWhileOffersChange(t *testing.T) {
-	p := &TablePublisher{}
-	p.init()
-	close(p.loaded)
+	p := loadedPublisher(&TablePublisher{})
 	const toolSets, perToolSet = 200, 10
 	offer := func(i, round int) {
 		ts := types.NamespacedName{Namespace: fmt.Sprintf("ns-%03d", i), Name: "tools"}

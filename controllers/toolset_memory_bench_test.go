@@ -76,9 +76,7 @@ func reconcilerMemory(b *testing.B, bodies [][]byte, share bool) {
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 
-		p := &TablePublisher{}
-		p.init()
-		close(p.loaded)
+		p := loadedPublisher(&TablePublisher{})
 		r := &ToolSetReconciler{Publisher: p}
 		r.init()
 		for i := range toolSets {
@@ -163,9 +161,7 @@ func BenchmarkToolSetCacheMemory(b *testing.B) {
 	const toolSets, tools = 5000, 10
 	ctx := context.Background()
 	now := time.Now()
-	p := &TablePublisher{}
-	p.init()
-	close(p.loaded)
+	p := loadedPublisher(&TablePublisher{})
 	r := &ToolSetReconciler{Publisher: p}
 	r.init()
 	bodies := make([][]byte, toolSets)

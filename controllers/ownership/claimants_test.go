@@ -130,16 +130,20 @@ func TestIndexClaimantsShareTheClaimsID(t *testing.T) {
 	}
 }
 
+// oneIndexedTwoToolSets returns an empty index, two ToolSets, a creation
+// time and one claim of it, for the specs of one *Indexed under both.
+func oneIndexedTwoToolSets() (x *Index, a, b types.NamespacedName, t0 time.Time, shared *Indexed) {
+	t0 = time.Unix(100, 0)
+	return NewIndex(), types.NamespacedName{Namespace: "ns", Name: "a"}, types.NamespacedName{Namespace: "ns", Name: "b"},
+		t0, &Indexed{Created: t0, Names: []string{"n"}, Sizes: []int32{1}}
+}
+
 // TestIndexedPutUnderTwoToolSets checks one *Indexed Put under two
 // ToolSets (the exported API allows it): the next claim of the first, of
 // the same creation time, must not take the other's claimantID and record
 // its new names as claimed by the other ToolSet.
 func TestIndexedPutUnderTwoToolSets(t *testing.T) {
-	x := NewIndex()
-	a := types.NamespacedName{Namespace: "ns", Name: "a"}
-	b := types.NamespacedName{Namespace: "ns", Name: "b"}
-	t0 := time.Unix(100, 0)
-	shared := &Indexed{Created: t0, Names: []string{"n"}, Sizes: []int32{1}}
+	x, a, b, t0, shared := oneIndexedTwoToolSets()
 	x.Put(a, shared)
 	x.Put(b, shared) // the same claim offered by another ToolSet
 	x.Put(a, &Indexed{Created: t0, Names: []string{"n", "z"}, Sizes: []int32{1, 1}})
@@ -156,11 +160,7 @@ func TestIndexedPutUnderTwoToolSets(t *testing.T) {
 // Offer: no ToolSet owns a name it never claimed, nor keeps one after the
 // claimant withdraws.
 func TestIndexedPutUnderTwoToolSetsOwnsNothingUnclaimed(t *testing.T) {
-	x := NewIndex()
-	a := types.NamespacedName{Namespace: "ns", Name: "a"}
-	b := types.NamespacedName{Namespace: "ns", Name: "b"}
-	t0 := time.Unix(100, 0)
-	shared := &Indexed{Created: t0, Names: []string{"n"}, Sizes: []int32{1}}
+	x, a, b, t0, shared := oneIndexedTwoToolSets()
 	x.Offer(a, shared, nil)
 	x.Offer(b, shared, nil)
 	x.Offer(a, &Indexed{Created: t0, Names: []string{"n", "z"}, Sizes: []int32{1, 1}}, nil)
