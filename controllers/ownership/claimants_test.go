@@ -239,7 +239,7 @@ func TestIndexLetsAReplacedClaimGo(t *testing.T) {
 		x.Offer(a, &Indexed{Created: t0, Names: []string{"n", "m"}, Sizes: []int32{8, 8}, Denied: map[string]Denial{"m": {Policy: "p"}}}, nil)
 		x.Rebudget()
 	}()
-	for range 5 {
+	for range 50 { // up to a second: the cleanup runs on a goroutine of its own after a collection
 		runtime.GC()
 		select {
 		case <-collected:
