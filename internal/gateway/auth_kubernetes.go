@@ -14,6 +14,8 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/toolplane/toolplane/internal/ttlcache"
 )
 
 // The RBAC coordinates of calling a tool: verb call on resource tools of
@@ -111,8 +113,8 @@ type KubernetesAuth struct {
 
 	once      sync.Once
 	ttl, deny time.Duration
-	tokens    *ttlCache[[32]byte, *Caller]
-	decisions *ttlCache[string, bool]
+	tokens    *ttlcache.Cache[[32]byte, *Caller]
+	decisions *ttlcache.Cache[string, bool]
 	// inflight makes concurrent identical reviews one.
 	inflight singleflight.Group
 	metrics  *metrics
@@ -131,8 +133,8 @@ func (k *KubernetesAuth) init() {
 		if n <= 0 {
 			n = DefaultAuthCacheEntries
 		}
-		k.tokens = newTTLCache[[32]byte, *Caller](max(100, n/10))
-		k.decisions = newTTLCache[string, bool](n)
+		k.tokens = ttlcache.New[[32]byte, *Caller](max(100, n/10))
+		k.decisions = ttlcache.New[string, bool](n)
 	})
 }
 
@@ -143,7 +145,7 @@ func (k *KubernetesAuth) Authenticate(ctx context.Context, token string) (*Calle
 		return nil, fmt.Errorf("%w: a token of more than %d bytes", ErrUnauthenticated, maxTokenBytes)
 	}
 	key := sha256.Sum256([]byte(token))
-	if c, ok := k.tokens.get(key); ok {
+	if c, ok := k.tokens.Get(key); ok {
 		k.count("token", "hit")
 		if c == nil {
 			return nil, fmt.Errorf("%w: token refused by the API server", ErrUnauthenticated)
@@ -173,7 +175,7 @@ func (k *KubernetesAuth) review(ctx context.Context, key [32]byte, token string)
 	}
 	st := tr.Status
 	if !st.Authenticated || (len(k.Audiences) > 0 && !slices.ContainsFunc(st.Audiences, func(a string) bool { return slices.Contains(k.Audiences, a) })) {
-		k.tokens.put(key, nil, k.ttl)
+		k.tokens.Put(key, nil, k.ttl)
 		return nil, fmt.Errorf("%w: token refused by the API server", ErrUnauthenticated)
 	}
 	c := &Caller{User: st.User.Username, UID: st.User.UID, Groups: st.User.Groups, AuthMode: "kubernetes"}
@@ -183,7 +185,7 @@ func (k *KubernetesAuth) review(ctx context.Context, key [32]byte, token string)
 			c.Extra[k] = v
 		}
 	}
-	k.tokens.put(key, c, k.ttl)
+	k.tokens.Put(key, c, k.ttl)
 	return c, nil
 }
 
@@ -191,7 +193,7 @@ func (k *KubernetesAuth) review(ctx context.Context, key [32]byte, token string)
 func (k *KubernetesAuth) Allowed(ctx context.Context, c *Caller, namespace, name string) (bool, error) {
 	k.init()
 	key := decisionKey(c.Key(), namespace, name)
-	if ok, hit := k.decisions.get(key); hit {
+	if ok, hit := k.decisions.Get(key); hit {
 		k.count("access", "hit")
 		return ok, nil
 	}
@@ -235,14 +237,14 @@ func (k *KubernetesAuth) access(ctx context.Context, key string, c *Caller, name
 	if allowed {
 		ttl = k.ttl
 	}
-	k.decisions.put(key, allowed, ttl)
+	k.decisions.Put(key, allowed, ttl)
 	return allowed, nil
 }
 
 // Cached implements [DecisionCache].
 func (k *KubernetesAuth) Cached(callerKey, namespace, name string) (allowed, ok bool) {
 	k.init()
-	allowed, ok = k.decisions.get(decisionKey(callerKey, namespace, name))
+	allowed, ok = k.decisions.Get(decisionKey(callerKey, namespace, name))
 	if ok {
 		k.count("access", "hit")
 	}
@@ -285,55 +287,4 @@ func (k *KubernetesAuth) countShared(kind string, shared bool) {
 
 func decisionKey(callerKey, namespace, name string) string {
 	return callerKey + "\x00" + namespace + "\x00" + name
-}
-
-// ttlCache is a map whose entries expire, bounded to max entries: when
-// full it drops the expired ones, and if that leaves it more than three
-// quarters full, arbitrary others down to that, so that a full cache (many
-// callers of a large table) costs some callers some questions again, not
-// every caller all of them at once.
-type ttlCache[K comparable, V any] struct {
-	mu      sync.Mutex
-	max     int
-	entries map[K]ttlEntry[V]
-}
-
-type ttlEntry[V any] struct {
-	v       V
-	expires time.Time
-}
-
-func newTTLCache[K comparable, V any](max int) *ttlCache[K, V] {
-	return &ttlCache[K, V]{max: max, entries: map[K]ttlEntry[V]{}}
-}
-
-func (c *ttlCache[K, V]) get(k K) (V, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.entries[k]
-	if !ok || time.Now().After(e.expires) {
-		var zero V
-		return zero, false
-	}
-	return e.v, true
-}
-
-func (c *ttlCache[K, V]) put(k K, v V, ttl time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	now := time.Now()
-	if len(c.entries) >= c.max {
-		for key, e := range c.entries {
-			if now.After(e.expires) {
-				delete(c.entries, key)
-			}
-		}
-		for key := range c.entries {
-			if len(c.entries) <= c.max*3/4 {
-				break
-			}
-			delete(c.entries, key)
-		}
-	}
-	c.entries[k] = ttlEntry[V]{v: v, expires: now.Add(ttl)}
 }

@@ -26,6 +26,8 @@ import (
 	authenticationcel "k8s.io/apiserver/pkg/authentication/cel"
 	"k8s.io/apiserver/plugin/pkg/authenticator/token/oidc"
 	certutil "k8s.io/client-go/util/cert"
+
+	"github.com/toolplane/toolplane/internal/ttlcache"
 )
 
 // AuthModeOIDC is [Caller.AuthMode] of a caller whose JWT an issuer of
@@ -277,7 +279,7 @@ type OIDCAuth struct {
 	// tokens keeps the callers of accepted JWTs by the token's SHA-256,
 	// for Kubernetes' TTL and never past the token's exp: a refused token
 	// is not kept, so forged ones cannot fill it.
-	tokens *ttlCache[[32]byte, *Caller]
+	tokens *ttlcache.Cache[[32]byte, *Caller]
 }
 
 // Authenticate implements [Authenticator].
@@ -290,10 +292,10 @@ func (a *OIDCAuth) Authenticate(ctx context.Context, token string) (*Caller, err
 		if n <= 0 {
 			n = DefaultAuthCacheEntries
 		}
-		a.tokens = newTTLCache[[32]byte, *Caller](max(100, n/10))
+		a.tokens = ttlcache.New[[32]byte, *Caller](max(100, n/10))
 	})
 	key := sha256.Sum256([]byte(token))
-	if c, ok := a.tokens.get(key); ok {
+	if c, ok := a.tokens.Get(key); ok {
 		return c, nil
 	}
 	c, mine, err := a.JWT.Authenticate(ctx, token)
@@ -305,7 +307,7 @@ func (a *OIDCAuth) Authenticate(ctx context.Context, token string) (*Caller, err
 		return nil, fmt.Errorf("%w: token refused by its issuer", ErrUnauthenticated)
 	case mine:
 		if ttl := min(a.Kubernetes.DecisionTTL(), time.Until(expiry(token))); ttl > 0 {
-			a.tokens.put(key, c, ttl)
+			a.tokens.Put(key, c, ttl)
 		}
 		return c, nil
 	case a.Review:
