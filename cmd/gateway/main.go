@@ -29,9 +29,9 @@ import (
 	"k8s.io/client-go/rest"
 	certutil "k8s.io/client-go/util/cert"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/metrics/filters"
 
 	"github.com/toolplane/toolplane/internal/gateway"
+	"github.com/toolplane/toolplane/internal/metricsauth"
 	"github.com/toolplane/toolplane/toolkit/search"
 	"github.com/toolplane/toolplane/toolkit/search/embedding"
 )
@@ -499,7 +499,7 @@ func (f resolveFlag) dialer(clusterDomain string) func(ctx context.Context, netw
 
 // secureMetrics puts the metrics server behind the API server's
 // authentication and authorization, as the manager's --metrics-secure does
-// with the same controller-runtime filter: a caller needs a token the API
+// with the same filter (internal/metricsauth): a caller needs a token the API
 // server accepts (TokenReview) and the right to GET /metrics
 // (SubjectAccessReview). It serves HTTPS with a self-signed certificate
 // made at start, HTTP/2 off (Rapid Reset, CVE-2023-44487).
@@ -508,7 +508,7 @@ func secureMetrics(cfg *rest.Config, s *http.Server, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("securing metrics: %w", err)
 	}
-	filter, err := filters.WithAuthenticationAndAuthorization(cfg, httpClient)
+	filter, err := metricsauth.WithAuthenticationAndAuthorization(cfg, httpClient)
 	if err != nil {
 		return fmt.Errorf("securing metrics: %w", err)
 	}

@@ -1,0 +1,259 @@
+package metricsauth_test
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/toolplane/toolplane/internal/metricsauth"
+	"github.com/toolplane/toolplane/test/harness"
+)
+
+// reviews counts the reviews sent to the API server, and holds each
+// TokenReview at gate while gate is set.
+type reviews struct {
+	tokens, access, inFlight, maxInFlight atomic.Int64
+	mu                                    sync.Mutex
+	gate                                  chan struct{}
+}
+
+func (rv *reviews) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(r *http.Request) (*http.Response, error) {
+		switch {
+		case strings.HasSuffix(r.URL.Path, "/tokenreviews"):
+			rv.tokens.Add(1)
+			n := rv.inFlight.Add(1)
+			defer rv.inFlight.Add(-1)
+			for {
+				m := rv.maxInFlight.Load()
+				if n <= m || rv.maxInFlight.CompareAndSwap(m, n) {
+					break
+				}
+			}
+			rv.mu.Lock()
+			gate := rv.gate
+			rv.mu.Unlock()
+			if gate != nil {
+				<-gate
+			}
+		case strings.HasSuffix(r.URL.Path, "/subjectaccessreviews"):
+			rv.access.Add(1)
+		}
+		return rt.RoundTrip(r)
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// The filter against a real API server: who is refused and how, what is
+// asked once, and what a flood of forged tokens can hold.
+func TestFilter(t *testing.T) {
+	cp, err := harness.StartControlPlane(filepath.Join("..", "..", "config", "crd", "bases"), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	ctx := t.Context()
+	kube := kubernetes.NewForConfigOrDie(cp.Config)
+	must(t, cp.CreateNamespace(ctx, "monitoring"))
+	_, err = kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: "monitoring"}},
+	}, metav1.CreateOptions{})
+	must(t, err)
+	token := func(name string) string {
+		t.Helper()
+		_, err := kube.CoreV1().ServiceAccounts("monitoring").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+		must(t, err)
+		tr, err := kube.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		must(t, err)
+		return tr.Status.Token
+	}
+	prometheus, stranger := token("prometheus"), token("stranger")
+
+	rv := &reviews{}
+	cfg := rest.CopyConfig(cp.Config)
+	cfg.Wrap(rv.wrap)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	must(t, err)
+	f, err := metricsauth.New(cfg, httpClient)
+	must(t, err)
+	srv := httptest.NewServer(f.Wrap(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = io.WriteString(w, "the metrics")
+	})))
+	t.Cleanup(srv.Close)
+	get := func(method, path, auth string) (int, string, http.Header) {
+		t.Helper()
+		req, err := http.NewRequestWithContext(ctx, method, srv.URL+path, nil)
+		must(t, err)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		must(t, err)
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		must(t, err)
+		return resp.StatusCode, string(body), resp.Header
+	}
+	expect := func(method, path, auth string, want int) string {
+		t.Helper()
+		code, body, _ := get(method, path, auth)
+		if code != want {
+			t.Fatalf("%s %s: %d %q, want %d", method, path, code, body, want)
+		}
+		if want != http.StatusOK && strings.Contains(body, "the metrics") {
+			t.Fatalf("%s %s answered %d and served the metrics", method, path, code)
+		}
+		return body
+	}
+
+	t.Run("no token is 401 and asks nothing", func(t *testing.T) {
+		for _, auth := range []string{"", "Basic dXNlcjpwYXNz", "Bearer", "Bearer a b", "Bearer " + strings.Repeat("x", 17<<10)} {
+			code, _, h := get(http.MethodGet, "/metrics", auth)
+			if code != http.StatusUnauthorized || h.Get("WWW-Authenticate") == "" {
+				t.Errorf("Authorization %.20q: %d, WWW-Authenticate %q; want 401 with a challenge", auth, code, h.Get("WWW-Authenticate"))
+			}
+		}
+		if n := rv.tokens.Load(); n != 0 {
+			t.Errorf("%d TokenReviews for requests without a token to review", n)
+		}
+	})
+
+	t.Run("a token the API server refuses is 401, reviewed once", func(t *testing.T) {
+		before := rv.tokens.Load()
+		for range 3 {
+			expect(http.MethodGet, "/metrics", "Bearer not-a-token", http.StatusUnauthorized)
+		}
+		if n := rv.tokens.Load() - before; n != 1 {
+			t.Errorf("%d TokenReviews of one refused token asked three times, want 1", n)
+		}
+	})
+
+	t.Run("a ServiceAccount without the grant is 403", func(t *testing.T) {
+		body := expect(http.MethodGet, "/metrics", "Bearer "+stranger, http.StatusForbidden)
+		if !strings.Contains(body, "system:serviceaccount:monitoring:stranger") {
+			t.Errorf("403 body %q does not name the user denied", body)
+		}
+	})
+
+	t.Run("the grant serves get on /metrics, asked once, and nothing else", func(t *testing.T) {
+		tokens, access := rv.tokens.Load(), rv.access.Load()
+		for range 3 {
+			if body := expect(http.MethodGet, "/metrics", "Bearer "+prometheus, http.StatusOK); body != "the metrics" {
+				t.Fatalf("served %q", body)
+			}
+		}
+		if n, m := rv.tokens.Load()-tokens, rv.access.Load()-access; n != 1 || m != 1 {
+			t.Errorf("%d TokenReviews and %d SubjectAccessReviews for one scraper thrice, want 1 and 1", n, m)
+		}
+		expect(http.MethodPost, "/metrics", "Bearer "+prometheus, http.StatusForbidden)
+		expect(http.MethodGet, "/debug/pprof/", "bearer "+prometheus, http.StatusForbidden)
+		expect(http.MethodGet, "/"+strings.Repeat("m", 2<<10), "Bearer "+prometheus, http.StatusNotFound)
+	})
+
+	t.Run("forged tokens past the cache's bound do not drop a scraper's review", func(t *testing.T) {
+		// Clients without a rate limit, so that thousands of reviews take
+		// seconds: what is under test is the cache, not the limit.
+		unlimited := rest.CopyConfig(cfg)
+		unlimited.QPS = -1
+		kube := kubernetes.NewForConfigOrDie(unlimited)
+		f := metricsauth.NewWithClients(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews())
+		h := f.Wrap(logr.Discard(), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+		serve := func(token string) int {
+			req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/metrics", nil)
+			req.Header.Set("Authorization", "Bearer "+token)
+			w := httptest.NewRecorder()
+			h.ServeHTTP(w, req)
+			return w.Code
+		}
+		if code := serve(prometheus); code != http.StatusOK {
+			t.Fatalf("the scraper: %d", code)
+		}
+		for i := range 3000 {
+			if code := serve(fmt.Sprintf("forged-%d", i)); code != http.StatusUnauthorized {
+				t.Fatalf("forged token %d: %d", i, code)
+			}
+		}
+		before := rv.tokens.Load()
+		if code := serve(prometheus); code != http.StatusOK {
+			t.Fatalf("the scraper after the flood: %d", code)
+		}
+		if n := rv.tokens.Load() - before; n != 0 {
+			t.Errorf("the scraper's token was reviewed again after 3,000 forged ones: they dropped its review from the cache")
+		}
+	})
+
+	t.Run("a flood of forged tokens holds a bounded number of reviews, and the cached scraper is served", func(t *testing.T) {
+		gate := make(chan struct{})
+		rv.mu.Lock()
+		rv.gate = gate
+		rv.mu.Unlock()
+		const flood = 40
+		codes := make(chan int, flood)
+		for i := range flood {
+			go func() {
+				code, _, _ := get(http.MethodGet, "/metrics", fmt.Sprintf("Bearer forged-%d", i))
+				codes <- code
+			}()
+		}
+		var busy int
+		deadline := time.After(30 * time.Second)
+		for busy < flood-8 {
+			select {
+			case code := <-codes:
+				if code != http.StatusServiceUnavailable {
+					t.Fatalf("a forged token answered %d while the reviews were full, want 503", code)
+				}
+				busy++
+			case <-deadline:
+				t.Fatalf("%d forged tokens answered 503 in 30 s, want %d", busy, flood-8)
+			}
+		}
+		if body := expect(http.MethodGet, "/metrics", "Bearer "+prometheus, http.StatusOK); body != "the metrics" {
+			t.Fatalf("served %q", body)
+		}
+		rv.mu.Lock()
+		rv.gate = nil
+		rv.mu.Unlock()
+		close(gate)
+		for range 8 {
+			if code := <-codes; code != http.StatusUnauthorized {
+				t.Errorf("a forged token reviewed answered %d, want 401", code)
+			}
+		}
+		if m := rv.maxInFlight.Load(); m > 8 {
+			t.Errorf("%d TokenReviews in flight at once, want at most 8", m)
+		}
+	})
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
