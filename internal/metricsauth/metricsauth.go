@@ -10,8 +10,14 @@
 // k8s.io/apiserver's delegating authenticator and authorizer, which bring
 // CEL, OpenTelemetry and an informer for every API group, 30 MB of the
 // manager's 83 and some 15 MiB of its resident pages. It also bounds what
-// the other does not: the reviews in flight, the rate of each kind, and
-// the size of a token and of a path.
+// the other does not: the reviews in flight and the rate of each kind, in
+// lanes that a caller without credentials cannot fill for a scraper the
+// API server accepted before; the questions asked (GET and HEAD of the
+// metrics path only); and the size of a token.
+//
+// What a flood of forged tokens can still do is delay the first review of
+// a token never seen (a scraper's first, or its next after the kubelet
+// rotates it): such tokens share one lane, as they share the API server.
 package metricsauth
 
 import (
@@ -21,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -46,7 +53,21 @@ const (
 	AllowTTL = 5 * time.Minute
 	// DenyTTL is how long a decision that denies is reused.
 	DenyTTL = 30 * time.Second
+	// KnownTTL is how long a token the API server accepted is reviewed
+	// again, once its review expires, in the lane of known tokens: a
+	// ServiceAccount token the kubelet projects lives an hour.
+	KnownTTL = time.Hour
 )
+
+// Options tune a Filter; zero values take the defaults.
+type Options struct {
+	// TokenTTL, AllowTTL, DenyTTL and KnownTTL default to the constants
+	// of those names.
+	TokenTTL, AllowTTL, DenyTTL, KnownTTL time.Duration
+	// Paths are the paths served; any other is answered 404 without a
+	// question to the API server. Empty means /metrics.
+	Paths []string
+}
 
 // Bounds on what callers can make the filter hold or ask.
 const (
@@ -56,19 +77,19 @@ const (
 	// maxTokenBytes bounds a token sent for review: a ServiceAccount token
 	// is about a kilobyte.
 	maxTokenBytes = 16 << 10
-	// maxPathBytes bounds a path sent for review.
-	maxPathBytes = 1 << 10
-	// maxInFlight bounds the reviews in flight at once. A request that
-	// needs one more is answered 503 at once rather than queued: a flood
-	// of forged tokens holds no more than this many requests open, and a
-	// scraper whose answers are cached is not held behind it.
+	// maxInFlight bounds the reviews in flight at once in each lane: the
+	// TokenReviews of tokens never accepted (which anyone who reaches the
+	// port can send), those of tokens accepted before, and the
+	// SubjectAccessReviews (which need an accepted token). A request that
+	// needs one more in its lane is answered 503 at once rather than
+	// queued: a flood holds no more than this many requests open, and
+	// never a slot of another lane.
 	maxInFlight = 8
 	// reviewTimeout bounds one review, its wait for the rate limit
 	// included.
 	reviewTimeout = 10 * time.Second
-	// reviewQPS and reviewBurst bound each kind of review sent to the API
-	// server, TokenReviews (which anyone who reaches the port can cause)
-	// apart from SubjectAccessReviews (which need an accepted token).
+	// reviewQPS and reviewBurst bound the reviews each lane sends to the
+	// API server.
 	reviewQPS   = 5
 	reviewBurst = 10
 )
@@ -77,23 +98,34 @@ var errBusy = errors.New("too many reviews in flight")
 
 // Filter authenticates and authorizes requests with the API server.
 type Filter struct {
-	tokens authenticationclient.TokenReviewInterface
-	access authorizationclient.SubjectAccessReviewInterface
+	opts Options
+	// unknown, known and access are the three lanes: the TokenReviews of
+	// tokens never accepted, those of tokens accepted within KnownTTL, and
+	// the SubjectAccessReviews. Each has its slots and its client, whose
+	// rate limit is its own.
+	unknown, known, access lane
 	// accepted and refused are the tokens reviewed, apart: a flood of
 	// forged tokens fills refused and never drops a scraper's from
-	// accepted.
+	// accepted. known are the tokens accepted within KnownTTL.
 	accepted  *ttlcache.Cache[[32]byte, *authenticationv1.UserInfo]
 	refused   *ttlcache.Cache[[32]byte, struct{}]
+	seen      *ttlcache.Cache[[32]byte, struct{}]
 	decisions *ttlcache.Cache[[32]byte, bool]
 	inflight  singleflight.Group
-	slots     chan struct{}
+}
+
+type lane struct {
+	name   string
+	tokens authenticationclient.TokenReviewInterface
+	access authorizationclient.SubjectAccessReviewInterface
+	slots  chan struct{}
 }
 
 // WithAuthenticationAndAuthorization is a metricsserver.Options
 // FilterProvider, in place of controller-runtime's filter of that name.
 // cfg's rate limit is not used: each kind of review has its own.
 func WithAuthenticationAndAuthorization(cfg *rest.Config, httpClient *http.Client) (metricsserver.Filter, error) {
-	f, err := New(cfg, httpClient)
+	f, err := New(cfg, httpClient, Options{})
 	if err != nil {
 		return nil, err
 	}
@@ -103,43 +135,72 @@ func WithAuthenticationAndAuthorization(cfg *rest.Config, httpClient *http.Clien
 }
 
 // New returns a Filter that sends its reviews with cfg's credentials over
-// httpClient.
-func New(cfg *rest.Config, httpClient *http.Client) (*Filter, error) {
+// httpClient, each lane at reviewQPS.
+func New(cfg *rest.Config, httpClient *http.Client, opts Options) (*Filter, error) {
 	limited := func() *rest.Config {
 		c := rest.CopyConfig(cfg)
 		c.QPS, c.Burst, c.RateLimiter = reviewQPS, reviewBurst, nil
 		return c
 	}
-	authn, err := authenticationclient.NewForConfigAndClient(limited(), httpClient)
+	unknown, err := authenticationclient.NewForConfigAndClient(limited(), httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("a TokenReview client: %w", err)
 	}
-	authz, err := authorizationclient.NewForConfigAndClient(limited(), httpClient)
+	known, err := authenticationclient.NewForConfigAndClient(limited(), httpClient)
+	if err != nil {
+		return nil, fmt.Errorf("a TokenReview client: %w", err)
+	}
+	access, err := authorizationclient.NewForConfigAndClient(limited(), httpClient)
 	if err != nil {
 		return nil, fmt.Errorf("a SubjectAccessReview client: %w", err)
 	}
-	return NewWithClients(authn.TokenReviews(), authz.SubjectAccessReviews()), nil
+	return NewWithClients(unknown.TokenReviews(), known.TokenReviews(), access.SubjectAccessReviews(), opts), nil
 }
 
-// NewWithClients returns a Filter that sends its reviews with these
-// clients, whose rate limits bound the reviews per second.
-func NewWithClients(tokens authenticationclient.TokenReviewInterface, access authorizationclient.SubjectAccessReviewInterface) *Filter {
+// NewWithClients returns a Filter that sends the TokenReviews of tokens
+// never accepted with unknown, those of tokens accepted before with known,
+// and its SubjectAccessReviews with access: give each its own rate limit.
+func NewWithClients(unknown, known authenticationclient.TokenReviewInterface, access authorizationclient.SubjectAccessReviewInterface, opts Options) *Filter {
+	for _, d := range []struct {
+		v   *time.Duration
+		def time.Duration
+	}{{&opts.TokenTTL, TokenTTL}, {&opts.AllowTTL, AllowTTL}, {&opts.DenyTTL, DenyTTL}, {&opts.KnownTTL, KnownTTL}} {
+		if *d.v <= 0 {
+			*d.v = d.def
+		}
+	}
+	if len(opts.Paths) == 0 {
+		opts.Paths = []string{"/metrics"}
+	}
 	return &Filter{
-		tokens:    tokens,
-		access:    access,
+		opts:      opts,
+		unknown:   lane{name: "u", tokens: unknown, slots: make(chan struct{}, maxInFlight)},
+		known:     lane{name: "k", tokens: known, slots: make(chan struct{}, maxInFlight)},
+		access:    lane{name: "a", access: access, slots: make(chan struct{}, maxInFlight)},
 		accepted:  ttlcache.New[[32]byte, *authenticationv1.UserInfo](maxEntries),
 		refused:   ttlcache.New[[32]byte, struct{}](maxEntries),
+		seen:      ttlcache.New[[32]byte, struct{}](maxEntries),
 		decisions: ttlcache.New[[32]byte, bool](maxEntries),
-		slots:     make(chan struct{}, maxInFlight),
 	}
 }
 
-// Wrap serves next only to requests whose bearer token the API server
-// accepts, from a user it allows the request's verb (its method in lower
-// case) on its path. It answers 401 without an accepted token, 403 to a
-// user not allowed, and 503 when the API server cannot be asked.
+// Wrap serves next only to GET and HEAD requests of one of the paths
+// served, whose bearer token the API server accepts, from a user it allows
+// the request's verb (its method in lower case) on its path. It answers
+// 404 to another path and 405 to another method, both without asking; 401
+// without an accepted token, 403 to a user not allowed, and 503 when the
+// API server cannot be asked. next does not see the Authorization header.
 func (f *Filter) Wrap(log logr.Logger, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !slices.Contains(f.opts.Paths, r.URL.Path) {
+			http.NotFound(w, r)
+			return
+		}
+		if r.Method != http.MethodGet && r.Method != http.MethodHead {
+			w.Header().Set("Allow", "GET, HEAD")
+			http.Error(w, "Method Not Allowed", http.StatusMethodNotAllowed)
+			return
+		}
 		token, ok := bearerToken(r)
 		if !ok || len(token) > maxTokenBytes {
 			w.Header().Set("WWW-Authenticate", "Bearer")
@@ -156,10 +217,6 @@ func (f *Filter) Wrap(log logr.Logger, next http.Handler) http.Handler {
 			http.Error(w, "Unauthorized", http.StatusUnauthorized)
 			return
 		}
-		if len(r.URL.Path) > maxPathBytes {
-			http.NotFound(w, r)
-			return
-		}
 		allowed, err := f.authorize(r.Context(), user, strings.ToLower(r.Method), r.URL.Path)
 		if err != nil {
 			unavailable(w, log, "Authorization failed", err)
@@ -170,6 +227,7 @@ func (f *Filter) Wrap(log logr.Logger, next http.Handler) http.Handler {
 			http.Error(w, fmt.Sprintf("Authorization denied for user %s", user.Username), http.StatusForbidden)
 			return
 		}
+		r.Header.Del("Authorization")
 		next.ServeHTTP(w, r)
 	})
 }
@@ -185,7 +243,8 @@ func unavailable(w http.ResponseWriter, log logr.Logger, msg string, err error) 
 }
 
 // authenticate returns the user a TokenReview says token is, or nil if
-// the API server refuses it.
+// the API server refuses it. A token accepted within KnownTTL is reviewed
+// in the known lane.
 func (f *Filter) authenticate(ctx context.Context, token string) (*authenticationv1.UserInfo, error) {
 	key := sha256.Sum256([]byte(token))
 	if u, ok := f.accepted.Get(key); ok {
@@ -194,17 +253,22 @@ func (f *Filter) authenticate(ctx context.Context, token string) (*authenticatio
 	if _, ok := f.refused.Get(key); ok {
 		return nil, nil
 	}
-	v, err := f.review(ctx, "t"+string(key[:]), func(ctx context.Context) (any, error) {
-		tr, err := f.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
+	l := &f.unknown
+	if _, ok := f.seen.Get(key); ok {
+		l = &f.known
+	}
+	v, err := f.review(ctx, l, string(key[:]), func(ctx context.Context) (any, error) {
+		tr, err := l.tokens.Create(ctx, &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}, metav1.CreateOptions{})
 		if err != nil {
 			return nil, err
 		}
 		if !tr.Status.Authenticated {
-			f.refused.Put(key, struct{}{}, TokenTTL)
+			f.refused.Put(key, struct{}{}, f.opts.TokenTTL)
 			return (*authenticationv1.UserInfo)(nil), nil
 		}
 		u := &tr.Status.User
-		f.accepted.Put(key, u, TokenTTL)
+		f.accepted.Put(key, u, f.opts.TokenTTL)
+		f.seen.Put(key, struct{}{}, f.opts.KnownTTL)
 		return u, nil
 	})
 	if err != nil {
@@ -226,7 +290,7 @@ func (f *Filter) authorize(ctx context.Context, user *authenticationv1.UserInfo,
 	if ok, hit := f.decisions.Get(key); hit {
 		return ok, nil
 	}
-	v, err := f.review(ctx, "a"+string(key[:]), func(ctx context.Context) (any, error) {
+	v, err := f.review(ctx, &f.access, string(key[:]), func(ctx context.Context) (any, error) {
 		sar := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 			NonResourceAttributes: &authorizationv1.NonResourceAttributes{Path: path, Verb: verb},
 			User:                  user.Username,
@@ -239,14 +303,14 @@ func (f *Filter) authorize(ctx context.Context, user *authenticationv1.UserInfo,
 				sar.Spec.Extra[k] = authorizationv1.ExtraValue(v)
 			}
 		}
-		res, err := f.access.Create(ctx, sar, metav1.CreateOptions{})
+		res, err := f.access.access.Create(ctx, sar, metav1.CreateOptions{})
 		if err != nil {
 			return nil, err
 		}
 		allowed := res.Status.Allowed && !res.Status.Denied
-		ttl := DenyTTL
+		ttl := f.opts.DenyTTL
 		if allowed {
-			ttl = AllowTTL
+			ttl = f.opts.AllowTTL
 		}
 		f.decisions.Put(key, allowed, ttl)
 		return allowed, nil
@@ -257,14 +321,14 @@ func (f *Filter) authorize(ctx context.Context, user *authenticationv1.UserInfo,
 	return v.(bool), nil
 }
 
-// review runs ask once for all concurrent callers of key, in one of the
-// filter's slots, bounded by reviewTimeout. It outlives a caller that goes
-// away (so its answer is cached for the next), never the timeout.
-func (f *Filter) review(ctx context.Context, key string, ask func(context.Context) (any, error)) (any, error) {
-	ch := f.inflight.DoChan(key, func() (any, error) {
+// review runs ask once for all concurrent callers of key in lane l, in
+// one of l's slots, bounded by reviewTimeout. It outlives a caller that
+// goes away (so its answer is cached for the next), never the timeout.
+func (f *Filter) review(ctx context.Context, l *lane, key string, ask func(context.Context) (any, error)) (any, error) {
+	ch := f.inflight.DoChan(l.name+key, func() (any, error) {
 		select {
-		case f.slots <- struct{}{}:
-			defer func() { <-f.slots }()
+		case l.slots <- struct{}{}:
+			defer func() { <-l.slots }()
 		default:
 			return nil, errBusy
 		}

@@ -99,7 +99,7 @@ func TestFilter(t *testing.T) {
 	cfg.Wrap(rv.wrap)
 	httpClient, err := rest.HTTPClientFor(cfg)
 	must(t, err)
-	f, err := metricsauth.New(cfg, httpClient)
+	f, err := metricsauth.New(cfg, httpClient, metricsauth.Options{})
 	must(t, err)
 	srv := httptest.NewServer(f.Wrap(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = io.WriteString(w, "the metrics")
@@ -170,9 +170,15 @@ func TestFilter(t *testing.T) {
 		if n, m := rv.tokens.Load()-tokens, rv.access.Load()-access; n != 1 || m != 1 {
 			t.Errorf("%d TokenReviews and %d SubjectAccessReviews for one scraper thrice, want 1 and 1", n, m)
 		}
-		expect(http.MethodPost, "/metrics", "Bearer "+prometheus, http.StatusForbidden)
-		expect(http.MethodGet, "/debug/pprof/", "bearer "+prometheus, http.StatusForbidden)
+		tokens, access = rv.tokens.Load(), rv.access.Load()
+		expect(http.MethodPost, "/metrics", "Bearer "+prometheus, http.StatusMethodNotAllowed)
+		expect("GETX", "/metrics", "Bearer "+prometheus, http.StatusMethodNotAllowed)
+		expect(http.MethodGet, "/debug/pprof/", "bearer "+prometheus, http.StatusNotFound)
+		expect(http.MethodGet, "/metrics/", "Bearer "+prometheus, http.StatusNotFound)
 		expect(http.MethodGet, "/"+strings.Repeat("m", 2<<10), "Bearer "+prometheus, http.StatusNotFound)
+		if n, m := rv.tokens.Load()-tokens, rv.access.Load()-access; n != 0 || m != 0 {
+			t.Errorf("%d TokenReviews and %d SubjectAccessReviews for methods and paths not served, want none", n, m)
+		}
 	})
 
 	t.Run("forged tokens past the cache's bound do not drop a scraper's review", func(t *testing.T) {
@@ -181,7 +187,7 @@ func TestFilter(t *testing.T) {
 		unlimited := rest.CopyConfig(cfg)
 		unlimited.QPS = -1
 		kube := kubernetes.NewForConfigOrDie(unlimited)
-		f := metricsauth.NewWithClients(kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews())
+		f := metricsauth.NewWithClients(kube.AuthenticationV1().TokenReviews(), kube.AuthenticationV1().TokenReviews(), kube.AuthorizationV1().SubjectAccessReviews(), metricsauth.Options{})
 		h := f.Wrap(logr.Discard(), http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
 		serve := func(token string) int {
 			req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/metrics", nil)
