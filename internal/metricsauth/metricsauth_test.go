@@ -1,10 +1,12 @@
 package metricsauth_test
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -65,40 +67,11 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // The filter against a real API server: who is refused and how, what is
 // asked once, and what a flood of forged tokens can hold.
 func TestFilter(t *testing.T) {
-	cp, err := harness.StartControlPlane(filepath.Join("..", "..", "config", "crd", "bases"), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	e := setup(t)
 	ctx := t.Context()
-	kube := kubernetes.NewForConfigOrDie(cp.Config)
-	must(t, cp.CreateNamespace(ctx, "monitoring"))
-	_, err = kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{})
-	must(t, err)
-	_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: "monitoring"}},
-	}, metav1.CreateOptions{})
-	must(t, err)
-	token := func(name string) string {
-		t.Helper()
-		_, err := kube.CoreV1().ServiceAccounts("monitoring").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-		must(t, err)
-		tr, err := kube.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		must(t, err)
-		return tr.Status.Token
-	}
-	prometheus, stranger := token("prometheus"), token("stranger")
+	prometheus, stranger := e.prometheus, e.stranger
 
-	rv := &reviews{}
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.Wrap(rv.wrap)
-	httpClient, err := rest.HTTPClientFor(cfg)
-	must(t, err)
+	rv, cfg, httpClient := e.counted(t)
 	f, err := metricsauth.New(cfg, httpClient, metricsauth.Options{})
 	must(t, err)
 	srv := httptest.NewServer(f.Wrap(logr.Discard(), http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -255,6 +228,115 @@ func TestFilter(t *testing.T) {
 			t.Errorf("%d TokenReviews in flight at once, want at most 8", m)
 		}
 	})
+}
+
+// env is the package's one API server, with the metrics-reader
+// ClusterRole bound to ServiceAccount monitoring/prometheus, and a token
+// of it and of monitoring/stranger (no grant).
+type env struct {
+	cp                   *harness.ControlPlane
+	kube                 kubernetes.Interface
+	prometheus, stranger string
+}
+
+var (
+	sharedOnce sync.Once
+	shared     *env
+	sharedErr  error
+	sharedDir  string
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared != nil {
+		_ = shared.cp.Stop()
+	}
+	if sharedDir != "" {
+		_ = os.RemoveAll(sharedDir)
+	}
+	os.Exit(code)
+}
+
+// setup starts the package's API server, once.
+func setup(t *testing.T) *env {
+	t.Helper()
+	sharedOnce.Do(func() { shared, sharedErr = start() })
+	if sharedErr != nil {
+		t.Fatal(sharedErr)
+	}
+	return shared
+}
+
+func start() (e *env, err error) {
+	if sharedDir, err = os.MkdirTemp("", "metricsauth"); err != nil {
+		return nil, err
+	}
+	cp, err := harness.StartControlPlane(filepath.Join("..", "..", "config", "crd", "bases"), sharedDir)
+	if err != nil {
+		return nil, err
+	}
+	e = &env{cp: cp, kube: kubernetes.NewForConfigOrDie(cp.Config)}
+	shared = e // stopped by TestMain whatever follows
+	ctx := context.Background()
+	if err := cp.CreateNamespace(ctx, "monitoring"); err != nil {
+		return nil, err
+	}
+	if _, err := e.kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
+		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
+	}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	if _, err := e.kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: "monitoring"}},
+	}, metav1.CreateOptions{}); err != nil {
+		return nil, err
+	}
+	for name, tok := range map[string]*string{"prometheus": &e.prometheus, "stranger": &e.stranger} {
+		if _, err := e.kube.CoreV1().ServiceAccounts("monitoring").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+			return nil, err
+		}
+		tr, err := e.kube.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+		if err != nil {
+			return nil, err
+		}
+		*tok = tr.Status.Token
+	}
+	return e, nil
+}
+
+// counted returns a config of e's API server whose reviews rv counts, and
+// an HTTP client of it.
+func (e *env) counted(t *testing.T) (*reviews, *rest.Config, *http.Client) {
+	t.Helper()
+	rv := &reviews{}
+	cfg := rest.CopyConfig(e.cp.Config)
+	cfg.Wrap(rv.wrap)
+	httpClient, err := rest.HTTPClientFor(cfg)
+	must(t, err)
+	return rv, cfg, httpClient
+}
+
+// flood runs 8 clients, each calling send with its number and a count of
+// its own until stop: a new request as soon as its last is answered.
+func flood(ctx context.Context, send func(ctx context.Context, client, i int)) (stop func(), sent *atomic.Int64) {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	sent = new(atomic.Int64)
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ctx.Err() == nil; i++ {
+				send(ctx, g, i)
+				sent.Add(1)
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	return func() { cancel(); wg.Wait() }, sent
 }
 
 func must(t *testing.T, err error) {

@@ -6,63 +6,26 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/go-logr/logr"
-	authenticationv1 "k8s.io/api/authentication/v1"
-	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
 	"github.com/toolplane/toolplane/internal/metricsauth"
-	"github.com/toolplane/toolplane/test/harness"
 )
 
 // Attacks on the filter that worked, against a real API server: a hostile
 // caller who reaches the metrics port denied service to a scraper whose
 // answers were cached.
 func TestRedTeam(t *testing.T) {
-	cp, err := harness.StartControlPlane(filepath.Join("..", "..", "config", "crd", "bases"), t.TempDir())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+	e := setup(t)
 	ctx := t.Context()
-	kube := kubernetes.NewForConfigOrDie(cp.Config)
-	must(t, cp.CreateNamespace(ctx, "monitoring"))
-	_, err = kube.RbacV1().ClusterRoles().Create(ctx, &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
-		Rules:      []rbacv1.PolicyRule{{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}},
-	}, metav1.CreateOptions{})
-	must(t, err)
-	_, err = kube.RbacV1().ClusterRoleBindings().Create(ctx, &rbacv1.ClusterRoleBinding{
-		ObjectMeta: metav1.ObjectMeta{Name: "metrics-reader"},
-		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "metrics-reader"},
-		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Name: "prometheus", Namespace: "monitoring"}},
-	}, metav1.CreateOptions{})
-	must(t, err)
-	token := func(name string) string {
-		t.Helper()
-		_, err := kube.CoreV1().ServiceAccounts("monitoring").Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
-		must(t, err)
-		tr, err := kube.CoreV1().ServiceAccounts("monitoring").CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
-		must(t, err)
-		return tr.Status.Token
-	}
 	// stranger is any workload's ServiceAccount: no grant on /metrics.
-	prometheus, stranger := token("prometheus"), token("stranger")
+	prometheus, stranger := e.prometheus, e.stranger
 
-	rv := &reviews{}
-	cfg := rest.CopyConfig(cp.Config)
-	cfg.Wrap(rv.wrap)
-	httpClient, err := rest.HTTPClientFor(cfg)
-	must(t, err)
+	rv, cfg, httpClient := e.counted(t)
 	metrics := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "the metrics") })
 	serveWith := func(h http.Handler) func(ctx context.Context, method, path, token string) int {
 		return func(ctx context.Context, method, path, token string) int {
@@ -132,21 +95,10 @@ func TestRedTeam(t *testing.T) {
 		if code := serve(ctx, http.MethodGet, "/metrics", prometheus); code != http.StatusOK {
 			t.Fatalf("the scraper before the flood: %d", code)
 		}
-		flood, stop := context.WithCancel(ctx)
-		var wg sync.WaitGroup
-		var sent atomic.Int64
-		for g := range 8 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for i := 0; flood.Err() == nil; i++ {
-					serve(flood, http.MethodGet, "/metrics", fmt.Sprintf("forged-%d-%d", g, i))
-					sent.Add(1)
-					time.Sleep(time.Millisecond)
-				}
-			}()
-		}
-		defer func() { stop(); wg.Wait() }()
+		stop, sent := flood(ctx, func(ctx context.Context, g, i int) {
+			serve(ctx, http.MethodGet, "/metrics", fmt.Sprintf("forged-%d-%d", g, i))
+		})
+		defer stop()
 		start := time.Now()
 		lastServed, denied, busy := start, 0, 0
 		for time.Since(start) < 3*allowTTL {
