@@ -107,7 +107,8 @@ type Filter struct {
 	unknown, known, access lane
 	// accepted and refused are the tokens reviewed, apart: a flood of
 	// forged tokens fills refused and never drops a scraper's from
-	// accepted. known are the tokens accepted within KnownTTL.
+	// accepted. seen are the tokens accepted within KnownTTL, which the
+	// known lane reviews again.
 	accepted  *ttlcache.Cache[[32]byte, *authenticationv1.UserInfo]
 	refused   *ttlcache.Cache[[32]byte, struct{}]
 	seen      *ttlcache.Cache[[32]byte, struct{}]
@@ -234,9 +235,11 @@ func (f *Filter) Wrap(log logr.Logger, next http.Handler) http.Handler {
 }
 
 // unavailable answers 503: the API server could not be asked (or too many
-// questions are in flight), which says nothing of the caller.
+// questions are in flight), which says nothing of the caller. It logs only
+// what the API server answered: a full lane or a caller gone away are the
+// callers' doing, and as many lines as they like.
 func unavailable(w http.ResponseWriter, log logr.Logger, msg string, err error) {
-	if !errors.Is(err, errBusy) {
+	if !errors.Is(err, errBusy) && !errors.Is(err, context.Canceled) {
 		log.Error(err, msg)
 	}
 	w.Header().Set("Retry-After", "1")

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/go-logr/logr/funcr"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -337,6 +338,50 @@ func flood(ctx context.Context, send func(ctx context.Context, client, i int)) (
 		}()
 	}
 	return func() { cancel(); wg.Wait() }, sent
+}
+
+// A caller who goes away while its token is reviewed is no error of the
+// filter's: logging one per request would let anyone write as many lines
+// as they open requests.
+func TestCallersGoneLogNothing(t *testing.T) {
+	e := setup(t)
+	rv, cfg, httpClient := e.counted(t)
+	f, err := metricsauth.New(cfg, httpClient, metricsauth.Options{})
+	must(t, err)
+	var logged atomic.Int64
+	log := funcr.New(func(_, _ string) { logged.Add(1) }, funcr.Options{})
+	h := f.Wrap(log, http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	gate := make(chan struct{})
+	rv.mu.Lock()
+	rv.gate = gate
+	rv.mu.Unlock()
+	defer func() {
+		rv.mu.Lock()
+		rv.gate = nil
+		rv.mu.Unlock()
+		close(gate)
+	}()
+	for i := range 5 {
+		ctx, cancel := context.WithCancel(t.Context())
+		req := httptest.NewRequestWithContext(ctx, http.MethodGet, "/metrics", nil)
+		req.Header.Set("Authorization", fmt.Sprintf("Bearer gone-%d", i))
+		w := httptest.NewRecorder()
+		done := make(chan struct{})
+		go func() { defer close(done); h.ServeHTTP(w, req) }()
+		for deadline := time.Now().Add(10 * time.Second); rv.inFlight.Load() < int64(i+1); time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("review %d never reached the API server", i)
+			}
+		}
+		cancel()
+		<-done
+		if w.Code != http.StatusServiceUnavailable {
+			t.Errorf("a caller gone: %d, want 503", w.Code)
+		}
+	}
+	if n := logged.Load(); n != 0 {
+		t.Errorf("%d lines logged for 5 callers who went away", n)
+	}
 }
 
 func must(t *testing.T, err error) {
