@@ -248,9 +248,9 @@ func main() {
 // metricsOptions serves metrics over HTTPS behind the API server's
 // authentication and authorization when secure, as the kubebuilder scaffold
 // does, with internal/metricsauth in place of controller-runtime's filter
-// (the same answers and cache times, without k8s.io/apiserver's 30 MB of
-// binary): the metrics name every ToolSet, so they are not for anonymous
-// eyes.
+// (the same questions and cache times, bounded, without k8s.io/apiserver's
+// 30 MB of binary): the metrics name every ToolSet, so they are not for
+// anonymous eyes.
 // Without a certificate in the default directory the server makes a
 // self-signed one, which a scraper that authenticates by token accepts with
 // insecureSkipVerify. HTTP/2 is off: its Rapid Reset and stream-exhaustion
