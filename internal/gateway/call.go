@@ -336,13 +336,14 @@ func decodeTextResult(b []byte) *mcp.CallToolResult {
 	if bytes.Count(b, []byte{'{'})+bytes.Count(b, []byte{'['}) > sdkMaxDepth {
 		return nil
 	}
-	members, ok := objectMembers(b, 4)
+	var known [4]member
+	members, ok := objectMembers(b, known[:0])
 	if !ok {
 		return nil
 	}
 	var res mcp.CallToolResult
 	for _, m := range members {
-		switch m.key {
+		switch string(m.key) {
 		case "content":
 			content, ok := textBlocks(m.value)
 			if !ok {
@@ -429,14 +430,15 @@ func textBlocks(raw []byte) ([]mcp.Content, bool) {
 		if err != nil {
 			return nil, false
 		}
-		members, ok := objectMembers(blk, 2)
+		var known [2]member
+		members, ok := objectMembers(blk, known[:0])
 		if !ok || len(members) != 2 {
 			return nil, false
 		}
 		var typed, text bool
 		tc := &mcp.TextContent{}
 		for _, m := range members {
-			switch m.key {
+			switch string(m.key) {
 			case "type":
 				typed = string(m.value) == `"text"`
 			case "text":

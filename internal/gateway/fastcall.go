@@ -156,7 +156,8 @@ func (g *Gateway) fastCallOf(r *http.Request) *fastCall {
 // object) and _meta, each at most once and spelled exactly; ok is false for
 // anything else, or for a _meta that the SDK acts on (see metaFast).
 func fastParams(raw json.RawMessage, pv string, modern bool) (*mcp.CallToolParamsRaw, bool) {
-	members, ok := objectMembers(raw, 3) // name, arguments, _meta
+	var known [3]member // name, arguments, _meta
+	members, ok := objectMembers(raw, known[:0])
 	if !ok {
 		return nil, false
 	}
@@ -164,7 +165,7 @@ func fastParams(raw json.RawMessage, pv string, modern bool) (*mcp.CallToolParam
 	// A 2026-07-28 call must carry its _meta triple.
 	named, metaOK := false, !modern
 	for _, m := range members {
-		switch m.key {
+		switch string(m.key) {
 		case "name":
 			name, ok := plainString(m.value)
 			if !ok {
@@ -280,17 +281,21 @@ func contains(list []string, s string) bool {
 	return false
 }
 
+// member is one member of an object that objectMembers read: its key,
+// unquoted, and its value, each a slice of the object's bytes.
 type member struct {
-	key   string
+	key   []byte
 	value json.RawMessage
 }
 
 // objectMembers returns the members of the JSON object raw, in order,
-// with keys spelled as sent; ok is false if raw is not an object (or has
-// anything but white space after it), has one of its keys twice, holds
-// invalid UTF-8, or has more than max members. max is the number of keys
-// the caller knows: a member past them is one it leaves to the SDK
-// anyway, and it bounds the search for a repeated key.
+// with keys spelled as sent, appended to into (whose length is zero); ok
+// is false if raw is not an object (or has anything but white space after
+// it), has one of its keys twice, holds invalid UTF-8, or has more than
+// cap(into) members. cap(into) is the number of keys the caller knows: a
+// member past them is one it leaves to the SDK anyway, and it bounds the
+// search for a repeated key. Keys and values are slices of raw, and into
+// is the caller's (an array on its stack): a call allocates nothing.
 //
 // It reads raw with jsontext, the tokenizer of encoding/json/v2, which
 // allocates nothing of its own, where encoding/json's streaming Decoder
@@ -301,24 +306,27 @@ type member struct {
 // before. Keys repeated inside the values are left as encoding/json leaves
 // them (memberOptions): jsontext's own search for them builds a map of
 // every key of a large object, 16 MiB for a request of 1 MiB.
-func objectMembers(raw []byte, max int) ([]member, bool) {
+func objectMembers(raw []byte, into []member) ([]member, bool) {
 	mr := readerOf(raw)
 	defer mr.release()
 	dec := mr.dec
 	if t, err := dec.ReadToken(); err != nil || t.Kind() != '{' {
 		return nil, false
 	}
-	out := make([]member, 0, max)
+	out, max := into[:0], cap(into)
 	for dec.PeekKind() == '"' {
 		if len(out) == max {
 			return nil, false
 		}
-		// The key as sent: without escapes, which decoders read alike.
+		// The key as sent: without escapes, which decoders read alike. A
+		// slice of raw, as the value below: whatever the decoder's own
+		// buffer holds goes back to the pool with it.
 		name, err := dec.ReadValue()
 		if err != nil {
 			return nil, false
 		}
-		key, ok := plainBytes(name)
+		nameEnd := int(dec.InputOffset())
+		key, ok := plainBytes(raw[nameEnd-len(name) : nameEnd : nameEnd])
 		if !ok {
 			return nil, false
 		}
@@ -327,14 +335,14 @@ func objectMembers(raw []byte, max int) ([]member, bool) {
 			return nil, false
 		}
 		for _, m := range out {
-			if m.key == string(key) {
+			if bytes.Equal(m.key, key) {
 				return nil, false
 			}
 		}
 		// The value as sent, a slice of raw: the decoder checked it, and
 		// nothing is copied.
 		end := int(dec.InputOffset())
-		out = append(out, member{key: string(key), value: raw[end-len(v) : end : end]})
+		out = append(out, member{key: key, value: raw[end-len(v) : end : end]})
 	}
 	if t, err := dec.ReadToken(); err != nil || t.Kind() != '}' {
 		return nil, false

@@ -46,14 +46,15 @@ func plainRequest(msg []byte) *jsonrpc.Request {
 	if bytes.Count(msg, []byte{'{'})+bytes.Count(msg, []byte{'['}) > sdkMaxDepth {
 		return nil
 	}
-	members, ok := objectMembers(msg, 4)
+	var known [4]member
+	members, ok := objectMembers(msg, known[:0])
 	if !ok || len(members) != 4 {
 		return nil
 	}
 	req := &jsonrpc.Request{}
 	var version, hasID, hasMethod bool
 	for _, m := range members {
-		switch m.key {
+		switch string(m.key) {
 		case "jsonrpc":
 			v, ok := plainString(m.value)
 			if !ok || v != "2.0" {

@@ -95,17 +95,62 @@ func FuzzPlainRequest(f *testing.F) {
 // objectMembers gives each value as sent, white space around it left out.
 func TestObjectMembersGiveTheValuesAsSent(t *testing.T) {
 	raw := []byte("{ \"a\" : 12 , \"b\":\t\"s\"\n, \"c\" : [ 1 , 2 ] , \"d\":true ,\"e\" : { } }")
-	members, ok := objectMembers(raw, 5)
+	members, ok := objectMembers(raw, make([]member, 0, 5))
 	if !ok {
 		t.Fatal("not read")
 	}
 	want := map[string]string{"a": "12", "b": `"s"`, "c": "[ 1 , 2 ]", "d": "true", "e": "{ }"}
 	for _, m := range members {
-		if string(m.value) != want[m.key] {
-			t.Errorf("%s = %q, want %q", m.key, m.value, want[m.key])
+		if string(m.value) != want[string(m.key)] {
+			t.Errorf("%s = %q, want %q", m.key, m.value, want[string(m.key)])
 		}
 	}
 	if len(members) != len(want) {
 		t.Errorf("%d members, want %d", len(members), len(want))
 	}
+}
+
+// objectMembers allocates nothing: its keys and values are slices of the
+// bytes it reads, held in the caller's array. They stay what they were
+// after its pooled decoder has read other bytes, and belong to those bytes
+// alone.
+func TestObjectMembersAreSlicesOfTheBytesRead(t *testing.T) {
+	raw := []byte(`{"name":"crm_echo","arguments":{"text":"ab"},"_meta":{}}`)
+	var known [3]member
+	members, ok := objectMembers(raw, known[:0])
+	if !ok || len(members) != 3 {
+		t.Fatalf("not read: %v", ok)
+	}
+	// The decoder goes back to the pool and reads other bytes.
+	var other [2]member
+	if _, ok := objectMembers([]byte(`{"XXXX":"YYYYYYYY","ZZZZZZZZZ":[0,0,0,0,0,0]}`), other[:0]); !ok {
+		t.Fatal("the other object is not read")
+	}
+	want := [][2]string{{"name", `"crm_echo"`}, {"arguments", `{"text":"ab"}`}, {"_meta", `{}`}}
+	for i, m := range members {
+		if string(m.key) != want[i][0] || string(m.value) != want[i][1] {
+			t.Errorf("member %d is %s: %s after the decoder read other bytes, want %s: %s", i, m.key, m.value, want[i][0], want[i][1])
+		}
+		for _, b := range [][]byte{m.key, m.value} {
+			if len(b) > 0 && !within(raw, b) {
+				t.Errorf("member %d: %q is not a slice of the bytes read", i, b)
+			}
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() {
+		var known [3]member
+		objectMembers(raw, known[:0])
+	}); n != 0 {
+		t.Errorf("objectMembers of a params object: %.0f allocations, want none", n)
+	}
+}
+
+// within reports whether b lies inside raw's bytes.
+func within(raw, b []byte) bool {
+	for i := range raw {
+		if &raw[i] == &b[0] {
+			return i+len(b) <= len(raw)
+		}
+	}
+	return false
 }
