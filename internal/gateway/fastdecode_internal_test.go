@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"bytes"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -153,4 +154,56 @@ func within(raw, b []byte) bool {
 		}
 	}
 	return false
+}
+
+// fastMeta reads a 2026-07-28 call's _meta as metaFast's map read it: the
+// SDK's triple checked and left out, every other member decoded, and
+// anything it does not serve refused; the SDK client's own _meta costs no
+// allocation.
+func TestFastMetaChecksTheTripleAndKeepsTheRest(t *testing.T) {
+	const pv = "2026-07-28"
+	triple := `"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},"io.modelcontextprotocol/clientCapabilities":{}`
+	for _, tc := range []struct {
+		meta   string
+		modern bool
+		ok     bool
+		kept   map[string]any
+	}{
+		{`{` + triple + `}`, true, true, nil},
+		{`{` + triple + `,"traceparent":"00-x","com.example/n":[1.5,{"a":null}]}`, true, true, map[string]any{"traceparent": "00-x", "com.example/n": []any{1.5, map[string]any{"a": nil}}}},
+		{`{"traceparent":"00-x"}`, false, true, map[string]any{"traceparent": "00-x"}},
+		{`{}`, false, true, nil},
+		{`{}`, true, false, nil},
+		{`{` + triple + `}`, false, false, nil},
+		{`{` + triple + `,"progressToken":1}`, true, false, nil},
+		{`{"progressToken":"p"}`, false, false, nil},
+		{`{` + triple + `,"io.modelcontextprotocol/logLevel":"debug"}`, true, false, nil},
+		{`{` + strings.Replace(triple, `"2026-07-28"`, `"2026-08-01"`, 1) + `}`, true, false, nil},
+		{`{` + strings.Replace(triple, `"2026-07-28"`, `20260728`, 1) + `}`, true, false, nil},
+		{`{` + strings.Replace(triple, `"version":"1"`, `"version":1`, 1) + `}`, true, false, nil},
+		{`{` + strings.Replace(triple, `"version":"1"`, `"icons":"x"`, 1) + `}`, true, false, nil},
+		{`{` + strings.Replace(triple, `{"name":"t","version":"1"}`, `null`, 1) + `}`, true, false, nil},
+		{`{` + strings.Replace(triple, `"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"},`, ``, 1) + `}`, true, true, nil},
+		{`{` + strings.Replace(triple, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":true},"experimental":{},"extensions":{"x":{}}}`, 1) + `}`, true, true, nil},
+		{`{` + strings.Replace(triple, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":{"roots":{"listChanged":1}}`, 1) + `}`, true, false, nil},
+		{`{` + strings.Replace(triple, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":{"elicitation":{}}`, 1) + `}`, true, false, nil},
+		{`{` + strings.Replace(triple, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":{"experimental":null}`, 1) + `}`, true, false, nil},
+		{`{` + strings.Replace(triple, `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":[]`, 1) + `}`, true, false, nil},
+		{`{` + strings.Replace(triple, `"io.modelcontextprotocol/clientCapabilities":{}`, ``, 1) + `"}`, true, false, nil},
+		{`{"a":1,"a":2}`, false, false, nil},
+		{`[]`, false, false, nil},
+	} {
+		meta, ok := fastMeta([]byte(tc.meta), pv, tc.modern)
+		if ok != tc.ok {
+			t.Errorf("%s (modern %v): ok %v, want %v", tc.meta, tc.modern, ok, tc.ok)
+			continue
+		}
+		if ok && !reflect.DeepEqual(meta, tc.kept) {
+			t.Errorf("%s: kept %#v, want %#v", tc.meta, meta, tc.kept)
+		}
+	}
+	raw := []byte(`{` + triple + `}`)
+	if n := testing.AllocsPerRun(100, func() { fastMeta(raw, pv, true) }); n != 0 {
+		t.Errorf("fastMeta of the SDK client's _meta: %.0f allocations, want none", n)
+	}
 }
