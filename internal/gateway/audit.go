@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 
@@ -202,19 +201,20 @@ func (a *auditLog) flush(wait time.Duration) {
 	}
 }
 
-// requestIDKey carries a call's request id in its context.
-type requestIDKey struct{}
-
 // requestIDFrom returns the id the gateway gave the call of ctx (its audit
 // line's requestId), or "".
 func requestIDFrom(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if ci := callInfoFrom(ctx); ci != nil {
+		return ci.requestID
+	}
+	return ""
 }
 
 // callInfo is what g.call tells callTool about a routed call for its audit
-// line, through the call's context.
+// line, through the call's context, and the call's request id: one value
+// of the context for both (the id's own cost two allocations a call).
 type callInfo struct {
+	requestID   string
 	outcome     string
 	resultBytes int64
 }
@@ -238,7 +238,7 @@ type callAudit struct {
 func (g *Gateway) beginCall(ctx context.Context, name string, header http.Header, c *Caller, args json.RawMessage) (context.Context, *callAudit) {
 	a := &callAudit{start: time.Now(), args: args}
 	id := rand.Text()
-	ctx = context.WithValue(ctx, requestIDKey{}, id)
+	a.info.requestID = id
 	ctx = context.WithValue(ctx, callInfoKey{}, &a.info)
 	a.rec = auditRecord{
 		RequestID:     id,
@@ -252,7 +252,7 @@ func (g *Gateway) beginCall(ctx context.Context, name string, header http.Header
 	}
 	if g.audit != nil {
 		p := g.opts.Propagator
-		if sc := trace.SpanContextFromContext(p.Extract(context.Background(), propagation.HeaderCarrier(header))); sc.HasTraceID() {
+		if sc := trace.SpanContextFromContext(p.Extract(context.Background(), headerCarrier(header))); sc.HasTraceID() {
 			a.rec.TraceID = sc.TraceID().String()
 		}
 	}

@@ -17,7 +17,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolplane/toolplane/toolkit/discovery"
@@ -139,9 +138,9 @@ func (g *Gateway) backendHeader(ctx context.Context, c *Caller, tool *spec.Table
 	// The gateway's span of the call parents the workload's; without one
 	// (no trace anywhere) the caller's header passes on as it came.
 	if !trace.SpanContextFromContext(ctx).IsValid() {
-		ctx = p.Extract(ctx, propagation.HeaderCarrier(traceHeader(ctx, header)))
+		ctx = p.Extract(ctx, headerCarrier(traceHeader(ctx, header)))
 	}
-	p.Inject(ctx, propagation.HeaderCarrier(out))
+	p.Inject(ctx, headerCarrier(out))
 	// The ToolSet's own token (never the caller's), which route has
 	// checked goes over https to the ToolSet's endpoint only.
 	if b := backendFrom(ctx); b != nil && b.token != "" {

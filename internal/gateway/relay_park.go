@@ -115,7 +115,7 @@ func (g *Gateway) parkable(ctx context.Context, c *Caller, route, name string, a
 	// It reports what it read to a call info of its own: the request that
 	// started it may be over (and audited) when it ends; the request that
 	// gets its result takes the figure (waitParked).
-	own := &callInfo{}
+	own := &callInfo{requestID: requestIDFrom(ctx)}
 	bctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(ctx), callInfoKey{}, own))
 	pc.cancel, pc.done = cancel, bctx.Done()
 	rl.setPark(pc)
