@@ -107,23 +107,39 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 	return res
 }
 
+// callSlot is a call slot that acquire took, with its place in its
+// namespace's share; release gives both back, once. The zero callSlot
+// holds none. It is a value, not a closure: a call's slot cost three
+// allocations.
+type callSlot struct {
+	slots chan struct{}
+	share *callShare
+}
+
+func (s callSlot) held() bool { return s.slots != nil }
+
+func (s callSlot) release() {
+	<-s.slots
+	s.share.release()
+}
+
 // acquire takes a call slot within ctx; if it cannot, it says why as an
 // outcome and a detail.
-func (g *Gateway) acquire(ctx context.Context) (release func(), outcome, detail string) {
+func (g *Gateway) acquire(ctx context.Context) (slot callSlot, outcome, detail string) {
 	// First the call's namespace's share of the slots (call_share.go).
 	mine, outcome, detail := g.acquireShare(ctx)
-	if mine == nil {
-		return nil, outcome, detail
+	if outcome != "" {
+		return callSlot{}, outcome, detail
 	}
 	select {
 	case g.slots <- struct{}{}:
-		return func() { <-g.slots; mine() }, "", ""
+		return callSlot{slots: g.slots, share: mine}, "", ""
 	case <-ctx.Done():
-		mine()
+		mine.release()
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, outcomeBusy, fmt.Sprintf("the gateway stayed at its limit of %d concurrent calls for the call timeout of %s", cap(g.slots), g.opts.CallTimeout)
+			return callSlot{}, outcomeBusy, fmt.Sprintf("the gateway stayed at its limit of %d concurrent calls for the call timeout of %s", cap(g.slots), g.opts.CallTimeout)
 		}
-		return nil, outcomeUnreachable, "the call was cancelled"
+		return callSlot{}, outcomeUnreachable, "the call was cancelled"
 	}
 }
 
@@ -156,11 +172,11 @@ func (g *Gateway) backendHeader(ctx context.Context, c *Caller, tool *spec.Table
 // header is the caller's, for its answer's memory ledger. It returns nil,
 // the outcome and why when there is no result to pass on.
 func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessage, header, out http.Header) (*mcp.CallToolResult, string, string) {
-	release, outcome, detail := g.acquire(ctx)
-	if release == nil {
+	slot, outcome, detail := g.acquire(ctx)
+	if !slot.held() {
 		return nil, outcome, detail
 	}
-	defer release()
+	defer slot.release()
 	if len(bytes.TrimSpace(args)) == 0 || string(args) == "null" {
 		args = json.RawMessage("{}")
 	}
@@ -221,11 +237,11 @@ func (g *Gateway) roundTrip(ctx context.Context, url string, args json.RawMessag
 // server keeps sessions, and the header out. The result passes on as the
 // SDK decodes it, every content type included.
 func (g *Gateway) mcpRoundTrip(ctx context.Context, url, name string, args json.RawMessage, header, out http.Header) (*mcp.CallToolResult, string, string) {
-	release, outcome, detail := g.acquire(ctx)
-	if release == nil {
+	slot, outcome, detail := g.acquire(ctx)
+	if !slot.held() {
 		return nil, outcome, detail
 	}
-	defer release()
+	defer slot.release()
 	// The replies are charged to the results' budget as the SDK reads them,
 	// and stay charged until the caller's answer is written.
 	client := clientFor(ctx, g.client)

@@ -308,11 +308,11 @@ func (g *Gateway) createTask(ctx context.Context, tc *taskCreate, s *snapshot, i
 	if err != nil {
 		return nil, outcomeBadReply, err.Error()
 	}
-	release, outcome, detail := g.acquire(ctx)
-	if release == nil {
+	slot, outcome, detail := g.acquire(ctx)
+	if !slot.held() {
 		return nil, outcome, detail
 	}
-	defer release()
+	defer slot.release()
 	mt, done := g.meter(ctx, header)
 	defer done()
 	conn, err := g.dialTask(ctx, mt, url, out, "", true)
@@ -628,11 +628,11 @@ func (g *Gateway) forwardTask(ctx context.Context, c *Caller, s *snapshot, i int
 
 // taskRoundTrip is forwardTask's exchange with the backend.
 func (g *Gateway) taskRoundTrip(ctx context.Context, url string, st *sealedTask, method, id string, header, out http.Header) (json.RawMessage, string, *jsonrpc.Error) {
-	release, outcome, detail := g.acquire(ctx)
-	if release == nil {
+	slot, outcome, detail := g.acquire(ctx)
+	if !slot.held() {
 		return nil, outcome, taskError(codeServerBusy, "%s", detail)
 	}
-	defer release()
+	defer slot.release()
 	client, done := g.meter(ctx, header)
 	defer done()
 	conn, err := g.dialTask(ctx, client, url, out, st.session, false)
