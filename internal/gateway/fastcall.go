@@ -82,13 +82,15 @@ func (g *Gateway) serveFastCall(w http.ResponseWriter, r *http.Request) bool {
 	ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
 	res, err := g.answerCall(ctx, req, stamp)
 	resp := &jsonrpc.Response{ID: fc.id}
+	ab := getAnswerBuffer()
+	defer ab.put()
 	if err != nil {
 		resp.Error = err
 	} else {
 		if fc.modern {
 			g.annotateServerInfo(res)
 		}
-		raw, merr := marshalResult(res)
+		raw, merr := ab.marshalResult(res)
 		if merr != nil {
 			// As the SDK's connection does with a result it cannot encode.
 			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result failed"}
@@ -96,6 +98,8 @@ func (g *Gateway) serveFastCall(w http.ResponseWriter, r *http.Request) bool {
 		resp.Result = raw
 	}
 	data, err := jsonrpc.EncodeMessage(resp)
+	// The result's bytes are ab's, and in data now: ab is the event's next.
+	resp.Result = nil
 	if err != nil {
 		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the answer failed"}})
 	}
@@ -112,23 +116,68 @@ func (g *Gateway) serveFastCall(w http.ResponseWriter, r *http.Request) bool {
 		_, _ = w.Write(data)
 		return true
 	}
-	b := make([]byte, 0, len("event: message\ndata: \n\n")+len(data))
-	b = append(b, "event: message\ndata: "...)
-	b = append(b, data...)
-	b = append(b, "\n\n"...)
+	ab.buf.Reset()
+	ab.buf.WriteString("event: message\ndata: ")
+	ab.buf.Write(data)
+	ab.buf.WriteString("\n\n")
 	// Unlike the SDK, no flush: the event is the whole answer, and the
 	// server writes it as the handler returns, in one write with a
 	// Content-Length rather than two chunked ones (a tenth of a replica's
-	// CPU in make bench-gateway's profile).
-	_, _ = w.Write(b)
+	// CPU in make bench-gateway's profile). Write keeps nothing of the
+	// bytes, which go back to the pool as serveFastCall returns.
+	_, _ = w.Write(ab.buf.Bytes())
 	return true
+}
+
+// answerBuffer holds a fast call's result as marshalResult encodes it,
+// until the answer around it is encoded, and then the answer's event
+// until it is written: two buffers and an encoder a call that the pool
+// keeps. Nothing that holds its bytes outlives the call's put.
+type answerBuffer struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var answerBuffers = sync.Pool{New: func() any {
+	ab := &answerBuffer{}
+	ab.enc = json.NewEncoder(&ab.buf)
+	ab.enc.SetEscapeHTML(false)
+	return ab
+}}
+
+// maxPooledAnswer bounds the buffer an answerBuffer keeps in the pool:
+// one large result must not hold its size for good.
+const maxPooledAnswer = 64 << 10
+
+func getAnswerBuffer() *answerBuffer { return answerBuffers.Get().(*answerBuffer) }
+
+// put gives ab back to the pool, empty; ab and what its bytes were are
+// not to be used after.
+func (ab *answerBuffer) put() {
+	if ab.buf.Cap() > maxPooledAnswer {
+		return
+	}
+	ab.buf.Reset()
+	answerBuffers.Put(ab)
+}
+
+// marshalResult encodes res as the SDK's connection does, without HTML
+// escaping, into ab: the bytes are ab's, valid until it is reset or put.
+func (ab *answerBuffer) marshalResult(res *mcp.CallToolResult) (json.RawMessage, error) {
+	ab.buf.Reset()
+	if err := ab.enc.Encode(res); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(ab.buf.Bytes(), "\n"), nil
 }
 
 // fastCallOf returns r's tools/call if the fast path takes it, else nil.
 func (g *Gateway) fastCallOf(r *http.Request) *fastCall {
 	h := r.Header
 	switch {
-	case r.Method != http.MethodPost, h.Get("Mcp-Session-Id") != "", len(h.Values("Last-Event-ID")) > 0:
+	// Last-Event-Id as http.Header stores it: Values would canonicalize
+	// "Last-Event-ID" into a new string at every call.
+	case r.Method != http.MethodPost, h.Get("Mcp-Session-Id") != "", len(h["Last-Event-Id"]) > 0:
 		return nil
 	case !g.opts.AllowAnyHostOnLoopback && hostRefused(r):
 		return nil
@@ -454,18 +503,6 @@ func (g *Gateway) annotateServerInfo(res *mcp.CallToolResult) {
 	}
 }
 
-// marshalResult encodes res as the SDK's connection does: without HTML
-// escaping.
-func marshalResult(res *mcp.CallToolResult) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(res); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
 // errorStatus is the HTTP status SEP-2575 gives a protocol-level error in
 // the 2026-07-28 era, as the SDK maps them; 0 for an SSE answer.
 func errorStatus(modern bool, err error) int {
@@ -486,7 +523,18 @@ func errorStatus(modern bool, err error) int {
 // refuse r: a request to a loopback address whose Host is not loopback.
 func hostRefused(r *http.Request) bool {
 	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	return ok && a != nil && isLoopback(a.String()) && !isLoopback(r.Host)
+	return ok && a != nil && loopbackAddr(a) && !isLoopback(r.Host)
+}
+
+// loopbackAddr is isLoopback(a.String()), without building the string
+// (two allocations) for a TCP address, the server's: its IP is loopback
+// exactly when the IP in its string is (a zone does not change it, and an
+// IP that is none is neither).
+func loopbackAddr(a net.Addr) bool {
+	if t, ok := a.(*net.TCPAddr); ok {
+		return t.IP.IsLoopback()
+	}
+	return isLoopback(a.String())
 }
 
 // isLoopback is the SDK's test of a loopback address or host.

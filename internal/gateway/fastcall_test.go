@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -340,4 +342,92 @@ func FuzzFastCall(f *testing.F) {
 			t.Errorf("body %q: the fast path answered\n%+v\nthe SDK\n%+v", body, got, want)
 		}
 	})
+}
+
+// Calls that the fast path answers at once each get their own answer: the
+// buffers it pools (answerBuffer) are never shared by two calls, nor
+// reused while an answer is written. Results of many sizes interleave,
+// some past what the pool keeps.
+func TestFastCallsAtOnceEachGetTheirOwnAnswer(t *testing.T) {
+	fx := newFastFixture(t)
+	w := newFastWorld(t, fx, true)
+	before := fastTotal(w)
+	const callers, calls = 8, 25
+	errs := make(chan error, callers*calls)
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := range calls {
+				era := eras[(i+j)%len(eras)]
+				text := fmt.Sprintf("[%d-%d]", i, j) + strings.Repeat("x", (i*j*4099)%(100<<10))
+				req, err := http.NewRequest(http.MethodPost, w.plain+"/mcp", strings.NewReader(callBody(era, strconv.Itoa(i*1000+j), "crm_echo", fmt.Sprintf(`{"text":%q,"count":1}`, text), "")))
+				if err != nil {
+					errs <- err
+					return
+				}
+				for k, v := range eraHeader(era, "crm_echo") {
+					req.Header.Set(k, v)
+				}
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					errs <- err
+					return
+				}
+				b, err := io.ReadAll(resp.Body)
+				resp.Body.Close()
+				want := fmt.Sprintf(`"id":%d,`, i*1000+j)
+				if err != nil || resp.StatusCode != http.StatusOK || !strings.Contains(string(b), want) ||
+					strings.Count(string(b), `"echo":"`+text+`"`) != 1 || !strings.HasSuffix(string(b), "}\n\n") {
+					errs <- fmt.Errorf("call %d-%d (%s): %d %.300s: %w", i, j, era, resp.StatusCode, b, err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if n := fastTotal(w) - before; n != callers*calls {
+		t.Errorf("the fast path answered %d of %d calls", n, callers*calls)
+	}
+}
+
+// scribblingWriter records an answer, and before it copies each write,
+// writes over the buffer the next fast call would take from the pool.
+type scribblingWriter struct{ *httptest.ResponseRecorder }
+
+func (w scribblingWriter) Write(p []byte) (int, error) {
+	gateway.ScribbleOnAPooledAnswer()
+	return w.ResponseRecorder.Write(p)
+}
+
+// The fast path's pooled buffer is not back in the pool while its answer
+// is written: one that were would be written over by the next call's use
+// of it (here, on the same goroutine, while the answer is copied).
+func TestFastCallWritesItsAnswerBeforeItsBufferIsReused(t *testing.T) {
+	fx := newFastFixture(t)
+	w := newFastWorld(t, fx, true)
+	g := w.gateways[0] // plain
+	for _, era := range eras {
+		for _, size := range []int{1, 4 << 10, 40 << 10} {
+			before := gateway.FastCalls(g)
+			text := strings.Repeat("y", size)
+			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(callBody(era, "1", "crm_echo", `{"text":"`+text+`","count":1}`, "")))
+			for k, v := range eraHeader(era, "crm_echo") {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			g.ServeHTTP(scribblingWriter{rec}, req)
+			body := rec.Body.String()
+			if gateway.FastCalls(g) != before+1 {
+				t.Fatalf("%s, %d bytes: not a fast call: %d %.300s", era, size, rec.Code, body)
+			}
+			if rec.Code != http.StatusOK || strings.Contains(body, "#") || !strings.Contains(body, `"echo":"`+text+`"`) {
+				t.Errorf("%s, %d bytes: the answer was written over: %d %.300s", era, size, rec.Code, body)
+			}
+		}
+	}
 }
