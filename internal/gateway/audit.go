@@ -15,6 +15,7 @@ import (
 	"k8s.io/apiserver/pkg/authentication/serviceaccount"
 
 	"github.com/toolplane/toolplane/toolkit"
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // The audit log (Options.AuditLog) has one JSON line per tools/call that
@@ -261,7 +262,7 @@ func (g *Gateway) beginCall(ctx context.Context, name string, header http.Header
 
 // endCall writes the call's audit line and counts it by the caller's
 // namespace.
-func (g *Gateway) endCall(a *callAudit, c *Caller, tool *toolRef) {
+func (g *Gateway) endCall(a *callAudit, c *Caller, tool *spec.TableTool) {
 	g.metrics.callerCalls.WithLabelValues(callerNamespace(c), a.rec.Decision).Inc()
 	if g.audit == nil {
 		return
@@ -270,7 +271,7 @@ func (g *Gateway) endCall(a *callAudit, c *Caller, tool *toolRef) {
 	a.rec.DurationMs = float64(time.Since(a.start).Microseconds()) / 1000
 	a.rec.ResultBytes = a.info.resultBytes
 	if tool != nil {
-		a.rec.ToolSet = tool.toolSet
+		a.rec.ToolSet = tool.ToolSet.String()
 		if g.opts.AuditArguments {
 			a.rec.Arguments = g.redactors.redact(tool, a.args)
 			if len(a.rec.Arguments) > maxAuditArguments {
@@ -279,12 +280,6 @@ func (g *Gateway) endCall(a *callAudit, c *Caller, tool *toolRef) {
 		}
 	}
 	g.audit.write(&a.rec)
-}
-
-// toolRef is what an audit line needs of the table entry of a call.
-type toolRef struct {
-	name, toolSet, digest string
-	schema                json.RawMessage
 }
 
 // redactors keeps a [toolkit.Redactor] per tool schema, so that
@@ -297,17 +292,17 @@ type redactors struct {
 
 const maxRedactors = 4096
 
-func (r *redactors) redact(t *toolRef, args json.RawMessage) json.RawMessage {
-	key := t.name + "\x00" + t.digest
-	if t.digest == "" {
-		key = t.name + "\x00" + string(t.schema)
+func (r *redactors) redact(t *spec.TableTool, args json.RawMessage) json.RawMessage {
+	key := t.Name + "\x00" + t.SchemaDigest
+	if t.SchemaDigest == "" {
+		key = t.Name + "\x00" + string(t.InputSchema)
 	}
 	r.mu.Lock()
 	red, ok := r.m[key]
 	r.mu.Unlock()
 	if !ok {
 		var err error
-		if red, err = toolkit.NewRedactor(t.schema); err != nil {
+		if red, err = toolkit.NewRedactor(t.InputSchema); err != nil {
 			red = nil // Redact of a nil Redactor redacts everything
 		}
 		r.mu.Lock()

@@ -10,6 +10,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // middleware answers tools/list and tools/call from the table and passes
@@ -152,8 +154,9 @@ func (g *Gateway) callTool(ctx context.Context, req *mcp.CallToolRequest) (*mcp.
 
 // decideCall is callTool's decision and call; it fills in a's decision and
 // outcome, and returns the tool's entry for the audit line (nil for an
-// unknown tool).
-func (g *Gateway) decideCall(ctx context.Context, req *mcp.CallToolRequest, header http.Header, caller *Caller, a *callAudit) (*mcp.CallToolResult, *toolRef, error) {
+// unknown tool): the table's own, which nothing changes, so that a call
+// without an audit log copies nothing of it.
+func (g *Gateway) decideCall(ctx context.Context, req *mcp.CallToolRequest, header http.Header, caller *Caller, a *callAudit) (*mcp.CallToolResult, *spec.TableTool, error) {
 	s := g.snapshot()
 	v := viewFrom(header)
 	name := req.Params.Name
@@ -164,19 +167,18 @@ func (g *Gateway) decideCall(ctx context.Context, req *mcp.CallToolRequest, head
 		return nil, nil, unknownTool(name)
 	}
 	tool := &s.table.Tools[i]
-	ref := &toolRef{name: tool.Name, toolSet: tool.ToolSet.String(), digest: tool.SchemaDigest, schema: tool.InputSchema}
 	if g.opts.Auth != nil {
 		allowed, err := g.permits(ctx, caller, s, i)
 		if err != nil {
 			g.metrics.calls.WithLabelValues(tool.Name, outcomeAuthError).Inc()
 			a.rec.Decision, a.rec.Reason, a.rec.Outcome = decisionError, clip(err.Error(), 512), outcomeAuthError
-			return nil, ref, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing the call: " + err.Error()}
+			return nil, tool, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing the call: " + err.Error()}
 		}
 		if !allowed {
 			// A tool the caller may not call is as absent as in its lists.
 			g.metrics.calls.WithLabelValues(tool.Name, outcomeDenied).Inc()
 			a.rec.Decision, a.rec.Reason, a.rec.Outcome = decisionDenied, reasonNotPermitted, outcomeDenied
-			return nil, ref, unknownTool(name)
+			return nil, tool, unknownTool(name)
 		}
 	}
 	if l := g.limitCall(limitKeyOf(caller, header), s, i); l != nil {
@@ -186,12 +188,12 @@ func (g *Gateway) decideCall(ctx context.Context, req *mcp.CallToolRequest, head
 		a.rec.RetryAfterSeconds = l.retryAfter()
 		res := errorResult(l.message(tool.Name, tool.ToolSet.String()))
 		res.Meta = mcp.Meta{retryAfterMeta: l.retryAfter()}
-		return res, ref, nil
+		return res, tool, nil
 	}
 	a.rec.Decision = decisionAllowed
 	res := g.call(ctx, caller, s, i, req.Params.Arguments, header)
 	a.rec.Outcome = a.info.outcome
-	return res, ref, nil
+	return res, tool, nil
 }
 
 // retryAfterMeta is the _meta key of a rate-limited result that says, in
