@@ -109,7 +109,7 @@ func (g *Gateway) routeBackend(ctx context.Context, tool *spec.TableTool, route 
 	if !ok {
 		return nil, outcomeCircuitOpen, why
 	}
-	b := &backend{toolSet: tool.ToolSet}
+	b := backend{toolSet: tool.ToolSet}
 	if g.backends != nil {
 		got, err := g.backends.get(ctx, tool.ToolSet, route)
 		if err != nil {
@@ -118,8 +118,7 @@ func (g *Gateway) routeBackend(ctx context.Context, tool *spec.TableTool, route 
 			}
 			return nil, outcomeCredentials, err.Error()
 		}
-		c := *got
-		b = &c
+		b = *got
 	}
 	b.probe = probe
 	return b.forCall(route, g.client), "", ""
@@ -452,16 +451,23 @@ func (b *backend) forCall(route string, def *http.Client) *backend {
 	if base == nil {
 		base = def
 	}
-	c := *base
-	rt := c.Transport
+	cb := &callBackend{backend: *b, client: *base}
+	rt := cb.client.Transport
 	if rt == nil {
 		rt = http.DefaultTransport
 	}
-	ct := &callTransport{base: rt, host: host, token: b.token != ""}
-	c.Transport = ct
-	out := *b
-	out.client, out.transport = &c, ct
-	return &out
+	cb.transport.base, cb.transport.host, cb.transport.token = rt, host, b.token != ""
+	cb.client.Transport = &cb.transport
+	cb.backend.client, cb.backend.transport = &cb.client, &cb.transport
+	return &cb.backend
+}
+
+// callBackend is what forCall makes for one call, in one allocation where
+// it was three: the backend, its client, and the client's transport.
+type callBackend struct {
+	backend
+	client    http.Client
+	transport callTransport
 }
 
 // refused turns a call the workload refused with an HTTP error status into
