@@ -82,15 +82,13 @@ func (g *Gateway) serveFastCall(w http.ResponseWriter, r *http.Request) bool {
 	ctx = withReviewBudget(ctx, g.opts.MaxReviewsPerRequest)
 	res, err := g.answerCall(ctx, req, stamp)
 	resp := &jsonrpc.Response{ID: fc.id}
-	ab := getAnswerBuffer()
-	defer ab.put()
 	if err != nil {
 		resp.Error = err
 	} else {
 		if fc.modern {
 			g.annotateServerInfo(res)
 		}
-		raw, merr := ab.marshalResult(res)
+		raw, merr := marshalResult(res)
 		if merr != nil {
 			// As the SDK's connection does with a result it cannot encode.
 			resp.Error = &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the result failed"}
@@ -98,8 +96,6 @@ func (g *Gateway) serveFastCall(w http.ResponseWriter, r *http.Request) bool {
 		resp.Result = raw
 	}
 	data, err := jsonrpc.EncodeMessage(resp)
-	// The result's bytes are ab's, and in data now: ab is the event's next.
-	resp.Result = nil
 	if err != nil {
 		data, _ = jsonrpc.EncodeMessage(&jsonrpc.Response{ID: fc.id, Error: &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "encoding the answer failed"}})
 	}
@@ -116,7 +112,8 @@ func (g *Gateway) serveFastCall(w http.ResponseWriter, r *http.Request) bool {
 		_, _ = w.Write(data)
 		return true
 	}
-	ab.buf.Reset()
+	ab := getAnswerBuffer()
+	defer ab.put()
 	ab.buf.WriteString("event: message\ndata: ")
 	ab.buf.Write(data)
 	ab.buf.WriteString("\n\n")
@@ -129,21 +126,14 @@ func (g *Gateway) serveFastCall(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// answerBuffer holds a fast call's result as marshalResult encodes it,
-// until the answer around it is encoded, and then the answer's event
-// until it is written: two buffers and an encoder a call that the pool
-// keeps. Nothing that holds its bytes outlives the call's put.
+// answerBuffer holds a fast call's answer as an SSE event until it is
+// written: a buffer a call that the pool keeps. Nothing that holds its
+// bytes outlives the call's put.
 type answerBuffer struct {
 	buf bytes.Buffer
-	enc *json.Encoder
 }
 
-var answerBuffers = sync.Pool{New: func() any {
-	ab := &answerBuffer{}
-	ab.enc = json.NewEncoder(&ab.buf)
-	ab.enc.SetEscapeHTML(false)
-	return ab
-}}
+var answerBuffers = sync.Pool{New: func() any { return &answerBuffer{} }}
 
 // maxPooledAnswer bounds the buffer an answerBuffer keeps in the pool:
 // one large result must not hold its size for good.
@@ -161,14 +151,16 @@ func (ab *answerBuffer) put() {
 	answerBuffers.Put(ab)
 }
 
-// marshalResult encodes res as the SDK's connection does, without HTML
-// escaping, into ab: the bytes are ab's, valid until it is reset or put.
-func (ab *answerBuffer) marshalResult(res *mcp.CallToolResult) (json.RawMessage, error) {
-	ab.buf.Reset()
-	if err := ab.enc.Encode(res); err != nil {
-		return nil, err
+// marshalResult encodes res as the SDK's connection does, with an encoder
+// that does not escape HTML: that encoder calls res's MarshalJSON and
+// compacts what it returns, which json.Marshal wrote compact already, so
+// the bytes are MarshalJSON's own. Calling it directly spares the
+// encoder's scan and copy of every result.
+func marshalResult(res *mcp.CallToolResult) (json.RawMessage, error) {
+	if res == nil {
+		return json.RawMessage("null"), nil
 	}
-	return bytes.TrimRight(ab.buf.Bytes(), "\n"), nil
+	return res.MarshalJSON()
 }
 
 // fastCallOf returns r's tools/call if the fast path takes it, else nil.

@@ -1,8 +1,12 @@
 package gateway
 
 import (
+	"bytes"
+	"encoding/json"
 	"net"
 	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // loopbackAddr says of a TCP address what isLoopback says of its string.
@@ -23,6 +27,32 @@ func TestLoopbackAddrIsIsLoopbackOfTheString(t *testing.T) {
 	} {
 		if got, want := loopbackAddr(a), isLoopback(a.String()); got != want {
 			t.Errorf("%s: %v, isLoopback of its string %v", a, got, want)
+		}
+	}
+}
+
+// marshalResult writes the bytes the SDK's connection writes of a result:
+// its encoder's, which does not escape HTML, less the newline.
+func TestMarshalResultIsTheConnectionsEncoding(t *testing.T) {
+	text := func(s string) []mcp.Content { return []mcp.Content{&mcp.TextContent{Text: s}} }
+	for _, res := range []*mcp.CallToolResult{
+		nil,
+		{Content: text("plain")},
+		{Content: text("<b>&amp;</b> \u2028 \u2029 é \x7f \"q\" \\ \n\t"), IsError: true},
+		{Content: []mcp.Content{}, StructuredContent: json.RawMessage(`{ "a" : [1, 2.50, "<x>"], "big":9007199254740993 }`)},
+		{Content: text("m"), Meta: mcp.Meta{"io.modelcontextprotocol/serverInfo": &mcp.Implementation{Name: "g&w", Version: "1"}, "k": []any{1.5, "<", nil}}},
+		stampComplete(&mcp.CallToolResult{Content: text("stamped")}),
+	} {
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(res); err != nil {
+			t.Fatal(err)
+		}
+		want := bytes.TrimRight(buf.Bytes(), "\n")
+		got, err := marshalResult(res)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("marshalResult:\n got %s (%v)\nwant %s", got, err, want)
 		}
 	}
 }
