@@ -48,8 +48,8 @@ const (
 	// headroom.
 	gatewayRSSBound = 200 << 20
 	// chartGoMemLimit is the GOMEMLIMIT the chart sets for a 256Mi limit at
-	// its goMemLimitPercent of 90.
-	chartGoMemLimit = "GOMEMLIMIT=241591910"
+	// its goMemLimitPercent of 65.
+	chartGoMemLimit = "GOMEMLIMIT=174483046"
 )
 
 var (
@@ -102,7 +102,7 @@ var _ = BeforeSuite(func() {
 
 	By("starting the manager")
 	mgr = &harness.Manager{Bin: managerBin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace,
-		Env: []string{"GOMEMLIMIT=241591910"}, LogPath: filepath.Join(workDir, "manager.log")}
+		Env: []string{chartGoMemLimit}, LogPath: filepath.Join(workDir, "manager.log")}
 	Expect(mgr.Start(ctx)).To(Succeed())
 })
 

@@ -75,7 +75,7 @@ var _ = Describe("config/default", func() {
 				return c.Env[i]
 			}
 			Expect(env(c)).To(Equal(env(wc)), name)
-			Expect(env(c).Value).To(Equal(strconv.FormatInt(c.Resources.Limits.Memory().Value()*9/10, 10)), "%s: 90%% of the limit", name)
+			Expect(env(c).Value).To(Equal(strconv.FormatInt(c.Resources.Limits.Memory().Value()*65/100, 10)), "%s: 65%% of the limit", name)
 		}
 	})
 })

@@ -89,9 +89,9 @@ var _ = Describe("The chart's HA and extension values", func() {
 			}
 			return "unset"
 		}
-		Expect(goMemLimit()).To(Equal("241591910"), "90% of 256Mi")
+		Expect(goMemLimit()).To(Equal("174483046"), "65% of 256Mi")
 		Expect(goMemLimit("--set", "resources.limits.memory=1Gi", "--set", "goMemLimitPercent=75")).To(Equal("805306368"))
-		Expect(goMemLimit("--set", "resources.limits.memory=0.5G")).To(Equal("450000000"))
+		Expect(goMemLimit("--set", "resources.limits.memory=0.5G")).To(Equal("325000000"))
 		Expect(goMemLimit("--set", "goMemLimitPercent=0")).To(Equal("unset"))
 		Expect(goMemLimit("--set", "resources.limits=null")).To(Equal("unset"), "no limit, no GOMEMLIMIT")
 		out, err := helm("template", "t", chartDir, "--set", "resources.limits.memory=256e6")

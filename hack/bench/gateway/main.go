@@ -94,7 +94,7 @@ func main() {
 	flag.IntVar(&c.latencyRate, "latency-rate", 0, "The latency phases' offered rate in requests per second; 0 derives it from --latency-load.")
 	flag.StringVar(&c.workDir, "work-dir", "", "Where the kubeconfig and the processes' logs go (default: a temporary directory, removed after a successful run).")
 	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "A directory to write each replica's CPU profile of the gateway throughput phase to (gateway-N.cpu.pprof), taken over --pprof-bind-address; empty takes none.")
-	flag.StringVar(&c.gatewayEnv, "gateway-env", "", "NAME=value pairs, comma-separated, added to the replicas' environment (for example GOGC=200,GOMEMLIMIT=241591910); empty adds none.")
+	flag.StringVar(&c.gatewayEnv, "gateway-env", "", "NAME=value pairs, comma-separated, added to the replicas' environment (for example GOGC=200,GOMEMLIMIT=174483046); empty adds none.")
 	flag.BoolVar(&c.pin, "pin", false, "Run the generator and the workload on one CPU and the two replicas on another, on both paths (as in a cluster where the gateway has nodes of its own), and say so in the figure line with pinned=1; needs two CPUs.")
 	flag.Parse()
 	if c.tools <= 0 || c.namespaces <= 0 || c.clients <= 0 || c.duration <= 0 || c.warmup < 0 ||

@@ -25,7 +25,7 @@ func TestResolveGoMemLimitFromTheChartsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(filepath.Join(wd, "..", "..", ".."))
-	for flag, want := range map[string]string{"chart": "241591910", "": "", "0": "", "300MiB": "300MiB"} {
+	for flag, want := range map[string]string{"chart": "174483046", "": "", "0": "", "300MiB": "300MiB"} {
 		got, err := resolveGoMemLimit(flag)
 		if err != nil || got != want {
 			t.Errorf("resolveGoMemLimit(%q) = %q, %v; want %q", flag, got, err, want)
