@@ -517,6 +517,12 @@ const (
 	maxIdlePerToolSet = 16
 	// minIdleConnTimeout is the shortest time an idle connection is kept.
 	minIdleConnTimeout = 30 * time.Second
+	// maxIdleConnTimeout is the longest. spec.interval is the tenant's to
+	// set, with no upper bound: twice an interval of days would hold its
+	// Pods' reservations of the scraper's idle bound (connPool) for as
+	// long, scraped or not, and every other ToolSet would connect anew each
+	// round. A workload's server closes an idle connection well before.
+	maxIdleConnTimeout = 5 * time.Minute
 )
 
 // httpClient builds a client of the ToolSet's scrapes, as newClient, that
@@ -554,8 +560,14 @@ func (t scrapeTarget) newTransport(idle, perHost int) *http.Transport {
 	return tr
 }
 
-// idleTimeout is how long an idle connection is kept: two intervals.
-func (t scrapeTarget) idleTimeout() time.Duration { return max(2*t.interval, minIdleConnTimeout) }
+// idleTimeout is how long an idle connection is kept: two intervals, within
+// minIdleConnTimeout and maxIdleConnTimeout.
+func (t scrapeTarget) idleTimeout() time.Duration {
+	if t.interval >= maxIdleConnTimeout/2 {
+		return maxIdleConnTimeout
+	}
+	return max(2*t.interval, minIdleConnTimeout)
+}
 
 // clientOver returns a client of the ToolSet's scrapes over rt: it refuses
 // redirects to another host.

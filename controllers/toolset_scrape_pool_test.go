@@ -248,6 +248,43 @@ func TestScrapeReservationsExpire(t *testing.T) {
 	}
 }
 
+// TestScrapeReservationsOfALongIntervalExpire: a ToolSet whose interval is
+// days long holds its Pods' reservations no longer than maxIdleConnTimeout,
+// not two intervals; another namespace's Pods get them then.
+func TestScrapeReservationsOfALongIntervalExpire(t *testing.T) {
+	srvs, conns := countingServers(t, 2, false, encodeDoc(t, tool("a")))
+	pods := loopbackPods(t, srvs...)
+	s := newScraper(4, 0)
+	s.idle = 1
+	rare, next := httpTargetIn("a", "rare"), httpTargetIn("b", "next")
+	rare.interval = 72 * time.Hour
+	if got := rare.idleTimeout(); got != maxIdleConnTimeout {
+		t.Errorf("idle timeout of a 72h interval: %s, want %s", got, maxIdleConnTimeout)
+	}
+	scrapeRound(t, s, rare, pods[:1])
+	scrapeRound(t, s, next, pods[1:])
+	// rare's Pod is not scraped again for maxIdleConnTimeout, a tiny part
+	// of its interval.
+	s.mu.Lock()
+	for _, h := range s.clients[rare.toolSet].hosts {
+		h.used = h.used.Add(-maxIdleConnTimeout)
+	}
+	s.swept = time.Time{}
+	s.mu.Unlock()
+	for range 3 {
+		scrapeRound(t, s, next, pods[1:])
+	}
+	// rare's connection, next's first (closed: the bound was rare's), and
+	// the one next kept once rare's reservation expired; while rare held
+	// it, next connected anew every round.
+	if got := conns.opened.Load(); got != 3 {
+		t.Errorf("after the 72h ToolSet's reservation expired: %d connections opened, want 3", got)
+	}
+	if s.reserved != 1 {
+		t.Errorf("%d idle connections reserved, want the bound 1", s.reserved)
+	}
+}
+
 // TestScrapeClientIsRebuiltWhenTLSChanges keeps a ToolSet's TLS connections
 // from round to round while its TLS settings stay, and drops them when the CA
 // bundle changes: a connection verified under one bundle is never used
