@@ -542,7 +542,14 @@ func isLoopback(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
+// baseMediaType is v's media type without parameters, lower case, as
+// mime.ParseMediaType reads it; "" if it cannot. The spelling every client
+// sends is its own answer, without the map of parameters ParseMediaType
+// makes.
 func baseMediaType(v string) string {
+	if v == "application/json" {
+		return v
+	}
 	t, _, err := mime.ParseMediaType(v)
 	if err != nil {
 		return ""
@@ -555,7 +562,7 @@ func baseMediaType(v string) string {
 func acceptsJSONAndStream(values []string) bool {
 	var jsonOK, streamOK bool
 	for _, value := range values {
-		for _, raw := range strings.Split(value, ",") {
+		for raw := range strings.SplitSeq(value, ",") {
 			base, _, _ := strings.Cut(strings.TrimSpace(raw), ";")
 			switch strings.ToLower(strings.TrimSpace(base)) {
 			case "application/json", "application/*":

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"encoding/json"
+	"mime"
 	"net"
 	"testing"
 
@@ -54,5 +55,24 @@ func TestMarshalResultIsTheConnectionsEncoding(t *testing.T) {
 		if err != nil || !bytes.Equal(got, want) {
 			t.Errorf("marshalResult:\n got %s (%v)\nwant %s", got, err, want)
 		}
+	}
+}
+
+// baseMediaType's shortcut answers as mime.ParseMediaType does.
+func TestBaseMediaTypeOfTheCommonSpelling(t *testing.T) {
+	for _, v := range []string{"application/json", "application/json; charset=utf-8", "Application/JSON", "application/json ", "", "application/"} {
+		want := ""
+		if mt, _, err := mime.ParseMediaType(v); err == nil {
+			want = mt
+		}
+		if got := baseMediaType(v); got != want {
+			t.Errorf("%q: %q, want %q", v, got, want)
+		}
+	}
+	if n := testing.AllocsPerRun(100, func() { baseMediaType("application/json") }); n != 0 {
+		t.Errorf("%.0f allocations, want none", n)
+	}
+	if n := testing.AllocsPerRun(100, func() { acceptsJSONAndStream([]string{"application/json, text/event-stream"}) }); n != 0 {
+		t.Errorf("acceptsJSONAndStream: %.0f allocations, want none", n)
 	}
 }
