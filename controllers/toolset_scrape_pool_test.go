@@ -218,10 +218,7 @@ func TestScrapeConnectionsStayWithinTheBound(t *testing.T) {
 // scrape used for its pool's idle timeout to the next address that needs
 // one: Pods that went away do not hold the bound.
 func TestScrapeReservationsExpire(t *testing.T) {
-	srvs, conns := countingServers(t, 2, false, encodeDoc(t, tool("a")))
-	pods := loopbackPods(t, srvs...)
-	s := newScraper(4, 0)
-	s.idle = 1
+	s, conns, pods := boundOfOne(t)
 	gone, next := httpTargetIn("a", "gone"), httpTargetIn("b", "next")
 	scrapeRound(t, s, gone, pods[:1])
 	for range 2 {
@@ -231,20 +228,43 @@ func TestScrapeReservationsExpire(t *testing.T) {
 		t.Fatalf("with the bound reserved: %d connections opened, want 3", got)
 	}
 	// The first Pod is not scraped again for longer than the idle timeout.
-	s.mu.Lock()
-	for _, h := range s.clients[gone.toolSet].hosts {
-		h.used = h.used.Add(-gone.idleTimeout())
-	}
-	s.swept = time.Time{} // and the last sweep as long ago
-	s.mu.Unlock()
+	ageReservations(s, gone, gone.idleTimeout())
 	for range 3 {
 		scrapeRound(t, s, next, pods[1:])
 	}
-	if got := conns.opened.Load(); got != 4 {
-		t.Errorf("after the first Pod's reservation expired: %d connections opened, want 4", got)
+	wantReserved(t, s, conns, 4, "after the first Pod's reservation expired")
+}
+
+// boundOfOne starts two Pods' servers, and a scraper whose idle bound is one
+// connection.
+func boundOfOne(t *testing.T) (*scraper, *connCounts, []*corev1.Pod) {
+	srvs, conns := countingServers(t, 2, false, encodeDoc(t, tool("a")))
+	pods := loopbackPods(t, srvs...)
+	s := newScraper(4, 0)
+	s.idle = 1
+	return s, conns, pods
+}
+
+// ageReservations makes the addresses of t's pool look unscraped for d, and
+// the last sweep of the bound as long ago.
+func ageReservations(s *scraper, t scrapeTarget, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, h := range s.clients[t.toolSet].hosts {
+		h.used = h.used.Add(-d)
+	}
+	s.swept = time.Time{}
+}
+
+// wantReserved checks the connections opened so far, and that the bound,
+// 1, is reserved.
+func wantReserved(t *testing.T, s *scraper, conns *connCounts, opened int64, when string) {
+	t.Helper()
+	if got := conns.opened.Load(); got != opened {
+		t.Errorf("%s: %d connections opened, want %d", when, got, opened)
 	}
 	if s.reserved != 1 {
-		t.Errorf("%d idle connections reserved, want the bound 1", s.reserved)
+		t.Errorf("%s: %d idle connections reserved, want the bound 1", when, s.reserved)
 	}
 }
 
@@ -252,10 +272,7 @@ func TestScrapeReservationsExpire(t *testing.T) {
 // days long holds its Pods' reservations no longer than maxIdleConnTimeout,
 // not two intervals; another namespace's Pods get them then.
 func TestScrapeReservationsOfALongIntervalExpire(t *testing.T) {
-	srvs, conns := countingServers(t, 2, false, encodeDoc(t, tool("a")))
-	pods := loopbackPods(t, srvs...)
-	s := newScraper(4, 0)
-	s.idle = 1
+	s, conns, pods := boundOfOne(t)
 	rare, next := httpTargetIn("a", "rare"), httpTargetIn("b", "next")
 	rare.interval = 72 * time.Hour
 	if got := rare.idleTimeout(); got != maxIdleConnTimeout {
@@ -265,24 +282,14 @@ func TestScrapeReservationsOfALongIntervalExpire(t *testing.T) {
 	scrapeRound(t, s, next, pods[1:])
 	// rare's Pod is not scraped again for maxIdleConnTimeout, a tiny part
 	// of its interval.
-	s.mu.Lock()
-	for _, h := range s.clients[rare.toolSet].hosts {
-		h.used = h.used.Add(-maxIdleConnTimeout)
-	}
-	s.swept = time.Time{}
-	s.mu.Unlock()
+	ageReservations(s, rare, maxIdleConnTimeout)
 	for range 3 {
 		scrapeRound(t, s, next, pods[1:])
 	}
 	// rare's connection, next's first (closed: the bound was rare's), and
 	// the one next kept once rare's reservation expired; while rare held
 	// it, next connected anew every round.
-	if got := conns.opened.Load(); got != 3 {
-		t.Errorf("after the 72h ToolSet's reservation expired: %d connections opened, want 3", got)
-	}
-	if s.reserved != 1 {
-		t.Errorf("%d idle connections reserved, want the bound 1", s.reserved)
-	}
+	wantReserved(t, s, conns, 3, "after the 72h ToolSet's reservation expired")
 }
 
 // TestScrapeClientIsRebuiltWhenTLSChanges keeps a ToolSet's TLS connections
