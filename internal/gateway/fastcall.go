@@ -17,6 +17,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
 // The fast path answers the hot request, one stateless tools/call, from the
@@ -198,6 +200,9 @@ func (g *Gateway) fastCallOf(r *http.Request) *fastCall {
 // object) and _meta, each at most once and spelled exactly; ok is false for
 // anything else, or for a _meta that the SDK acts on (see fastMeta).
 func fastParams(raw json.RawMessage, pv string, modern bool) (*mcp.CallToolParamsRaw, bool) {
+	if !numbersFit(raw) {
+		return nil, false
+	}
 	var known [3]member // name, arguments, _meta
 	members, ok := objectMembers(raw, known[:0])
 	if !ok {
@@ -230,6 +235,38 @@ func fastParams(raw json.RawMessage, pv string, modern bool) (*mcp.CallToolParam
 		}
 	}
 	return p, named && metaOK
+}
+
+// numbersFit reports whether every number in raw, which is valid JSON, is
+// one spec.NumberFits: the SDK decodes a call's params, its arguments and
+// the capabilities in its _meta, into Go values, and a number that no
+// float64 holds (1e400) fails that decoding, which the SDK answers with an
+// error where the fast path would call the tool. Such a call is the SDK's.
+// NumberFits is stricter than a float64's range (no nonzero number below
+// the smallest float64, at most MaxNumberDigits digits), which sends a few
+// more calls to the SDK, never fewer. It reads raw once; a number of more
+// than 32 bytes allocates its string.
+func numbersFit(raw []byte) bool {
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			for i++; i < len(raw) && raw[i] != '"'; i++ {
+				if raw[i] == '\\' {
+					i++
+				}
+			}
+		case c == '-' || '0' <= c && c <= '9':
+			j := i + 1
+			for j < len(raw) && strings.IndexByte("0123456789.eE+-", raw[j]) >= 0 {
+				j++
+			}
+			if !spec.NumberFits(string(raw[i:j])) {
+				return false
+			}
+			i = j - 1
+		}
+	}
+	return true
 }
 
 // maxFastMeta bounds the members of a _meta the fast path reads: the

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"mime"
 	"net"
+	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -74,5 +75,26 @@ func TestBaseMediaTypeOfTheCommonSpelling(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(100, func() { acceptsJSONAndStream([]string{"application/json, text/event-stream"}) }); n != 0 {
 		t.Errorf("acceptsJSONAndStream: %.0f allocations, want none", n)
+	}
+}
+
+// TestNumbersFitReadsStringsAsStrings: numbersFit looks at numbers only,
+// never at digits inside a string, whatever its escapes.
+func TestNumbersFitReadsStringsAsStrings(t *testing.T) {
+	for raw, want := range map[string]bool{
+		`{"a":1,"b":[-2.5e10,0,1e-300]}`:         true,
+		`{"a":1e400}`:                            false,
+		`{"a":[1,2,-1e999]}`:                     false,
+		`{"a":"1e400"}`:                          true,
+		`{"a":"\"1e400","b":1}`:                  true,
+		`{"a":"x\\","b":1e400}`:                  false,
+		`{"a":"x\\\"1e400\"","b":2}`:             true,
+		`{"a":-0e999}`:                           true,
+		`{"a":` + strings.Repeat("9", 309) + `}`: false,
+		`{"1e400":{"b":true}}`:                   true,
+	} {
+		if got := numbersFit([]byte(raw)); got != want {
+			t.Errorf("numbersFit(%s) = %t, want %t", raw, got, want)
+		}
 	}
 }
