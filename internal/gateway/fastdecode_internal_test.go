@@ -138,10 +138,12 @@ func TestObjectMembersAreSlicesOfTheBytesRead(t *testing.T) {
 			}
 		}
 	}
+	// objectMembers' decoder comes from a pool, which the race detector
+	// empties at random.
 	if n := testing.AllocsPerRun(100, func() {
 		var known [3]member
 		objectMembers(raw, known[:0])
-	}); n != 0 {
+	}); n != 0 && !raceEnabled {
 		t.Errorf("objectMembers of a params object: %.0f allocations, want none", n)
 	}
 }
@@ -203,7 +205,7 @@ func TestFastMetaChecksTheTripleAndKeepsTheRest(t *testing.T) {
 		}
 	}
 	raw := []byte(`{` + triple + `}`)
-	if n := testing.AllocsPerRun(100, func() { fastMeta(raw, pv, true) }); n != 0 {
+	if n := testing.AllocsPerRun(100, func() { fastMeta(raw, pv, true) }); n != 0 && !raceEnabled {
 		t.Errorf("fastMeta of the SDK client's _meta: %.0f allocations, want none", n)
 	}
 }
