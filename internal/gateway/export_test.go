@@ -22,8 +22,7 @@ func SetFastCall(g *Gateway, on bool) { g.noFastCall.Store(!on) }
 // back.
 func ScribbleOnAPooledAnswer() {
 	ab := getAnswerBuffer()
-	ab.buf.Reset()
-	ab.buf.Write(bytes.Repeat([]byte{'#'}, ab.buf.Cap()))
+	ab.b = append(ab.b[:0], bytes.Repeat([]byte{'#'}, cap(ab.b))...)
 	ab.put()
 }
 

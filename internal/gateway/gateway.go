@@ -60,6 +60,9 @@ type Gateway struct {
 	snap   atomic.Pointer[snapshot]
 	server *mcp.Server
 	impl   *mcp.Implementation // the server's, as results of 2026-07-28 name it
+	// answerMeta is the _meta that annotateServerInfo gives a result, as
+	// appendAnswer writes it (fastanswer.go).
+	answerMeta []byte
 	// noFastCall turns serveFastCall off, for the tests that compare it
 	// with the SDK (fastcall.go).
 	noFastCall atomic.Bool
@@ -183,6 +186,7 @@ func New(opts *Options) *Gateway {
 	// The SDK logs every stateless request at Info: one line per call.
 	sdkLogger := slog.New(minLevel{Handler: o.Logger.Handler(), min: slog.LevelWarn})
 	g.impl = &mcp.Implementation{Name: o.Name, Version: o.Version}
+	g.answerMeta = answerMeta(g.impl)
 	g.server = mcp.NewServer(
 		g.impl,
 		&mcp.ServerOptions{
