@@ -185,20 +185,94 @@ func (rt *recorder) RoundTrip(r *http.Request) (*http.Response, error) {
 	return rt.base.RoundTrip(r)
 }
 
-// metrics are one phase's figures, for every request and per era.
+// metrics are one path's figures over the rounds of a phase, for every
+// request and per era: latencies, counts and status codes from vegeta,
+// which merges results of any number of attacks; throughput from the
+// rounds' own time (vegeta's own Throughput would count the time between
+// them).
 type metrics struct {
 	all  *vegeta.Metrics
 	eras map[string]*vegeta.Metrics
+	// active is the rounds' time, each from its first request to its last
+	// answer, summed.
+	active time.Duration
+}
+
+func newMetrics() metrics {
+	return metrics{all: &vegeta.Metrics{}, eras: map[string]*vegeta.Metrics{era2026: {}, era2025: {}}}
+}
+
+func (m metrics) close() {
+	m.all.Close()
+	for _, e := range m.eras {
+		e.Close()
+	}
+}
+
+// throughput is calls answered a second in the rounds, all of them
+// (era "") or of one era. Every call counts: a failed one fails its phase.
+func (m metrics) throughput(era string) float64 {
+	if m.active <= 0 {
+		return 0
+	}
+	n := m.all.Requests
+	if era != "" {
+		n = m.eras[era].Requests
+	}
+	return float64(n) / m.active.Seconds()
+}
+
+// path is one of the two ways to the tool that a phase compares, and the
+// CPU counters of the processes that serve it.
+type path struct {
+	name string
+	tr   targeter
+	cpu  func() []time.Duration
+}
+
+// interleave runs the phase name over paths in rounds, one path after
+// the other, each round du/rounds long, at rate (see attack), and returns
+// each path's metrics and the CPU its processes spent in its rounds.
+// Alternating spreads a drift in what the machine gives the bench (another
+// tenant of its host, a CPU's clock) over every path alike, where one
+// path's du after the other's would charge it to one.
+func interleave(ctx context.Context, name string, paths []path, rate, clients, rounds int, du time.Duration) ([]metrics, [][]time.Duration, error) {
+	ms := make([]metrics, len(paths))
+	cpus := make([][]time.Duration, len(paths))
+	for i := range paths {
+		ms[i] = newMetrics()
+	}
+	slice := du / time.Duration(rounds)
+	for range rounds {
+		for i, p := range paths {
+			before := p.cpu()
+			if err := attack(ctx, name+"-"+p.name, p.tr, rate, clients, slice, &ms[i]); err != nil {
+				return nil, nil, err
+			}
+			after := p.cpu()
+			if cpus[i] == nil {
+				cpus[i] = make([]time.Duration, len(after))
+			}
+			for j := range after {
+				cpus[i][j] += after[j] - before[j]
+			}
+		}
+	}
+	for _, m := range ms {
+		m.close()
+	}
+	return ms, cpus, nil
 }
 
 // attack runs tr for du: closed-loop with clients workers as fast as the
 // path answers when rate is 0, else open-loop at rate requests per second.
-// A failed call fails it.
-func attack(ctx context.Context, name string, tr targeter, rate, clients int, du time.Duration) (metrics, error) {
+// It adds every result, and the time from its first request to its last
+// answer, to m. A failed call fails it.
+func attack(ctx context.Context, name string, tr targeter, rate, clients int, du time.Duration, m *metrics) error {
 	// At most clients connections to each host, all kept alive: as many
 	// as clients closed-loop callers need, and what each replica's
 	// --max-conns-per-client (64) admits from the one loopback address.
-	// They are closed when the phase ends, so that one phase's idle
+	// They are closed when the attack ends, so that one attack's idle
 	// connections do not count against the next's.
 	ht := &http.Transport{
 		DialContext:         (&net.Dialer{KeepAlive: 30 * time.Second}).DialContext,
@@ -220,9 +294,11 @@ func attack(ctx context.Context, name string, tr targeter, rate, clients int, du
 		opts = append(opts, vegeta.MaxWorkers(uint64(16*clients)))
 	}
 	atk := vegeta.NewAttacker(opts...)
-	m := metrics{all: &vegeta.Metrics{}, eras: map[string]*vegeta.Metrics{era2026: {}, era2025: {}}}
-	var failed int
-	var first error
+	var (
+		failed, n  int
+		first      error
+		start, end time.Time
+	)
 	results := atk.Attack(tr.next, pace, du, name)
 	for {
 		select {
@@ -230,23 +306,28 @@ func attack(ctx context.Context, name string, tr targeter, rate, clients int, du
 			atk.Stop()
 			for range results {
 			}
-			return m, ctx.Err()
+			return ctx.Err()
 		case r, ok := <-results:
 			if !ok {
-				m.all.Close()
-				for _, e := range m.eras {
-					e.Close()
+				if n > 0 {
+					m.active += end.Sub(start)
 				}
 				if failed > 0 {
-					return m, fmt.Errorf("%s: %d of %d calls failed; the first: %w", name, failed, m.all.Requests, first)
+					return fmt.Errorf("%s: %d of %d calls failed; the first: %w", name, failed, n, first)
 				}
-				return m, nil
+				return nil
 			}
 			if err := tr.check(r); err != nil {
 				failed++
 				if first == nil {
 					first = err
 				}
+			}
+			if n++; n == 1 || r.Timestamp.Before(start) {
+				start = r.Timestamp
+			}
+			if e := r.End(); e.After(end) {
+				end = e
 			}
 			r.Body = nil
 			m.all.Add(r)

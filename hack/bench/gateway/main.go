@@ -27,6 +27,13 @@
 //     less the direct path's;
 //   - rss_mib: the larger of the two replicas' peak RSS (VmHWM).
 //
+// Each measured phase takes turns: --rounds rounds of each path, direct
+// then gateway, each --duration/--rounds long, and a path's figures are
+// those of all its rounds (its throughput is its calls over its rounds'
+// time). On a shared machine, whose speed drifts over seconds as its
+// host's other tenants come and go, a path measured only after the other
+// would take the drift as its own; taking turns gives both the same.
+//
 // What the ratio measures depends on where the processes run:
 //
 //   - by default every process (the generator, the workload, both
@@ -75,6 +82,7 @@ type config struct {
 	warmup      time.Duration
 	latencyLoad float64
 	latencyRate int
+	rounds      int
 	workDir     string
 	cpuProfile  string
 	pin         bool
@@ -89,6 +97,7 @@ func main() {
 	flag.IntVar(&c.namespaces, "namespaces", 10, "How many namespaces (each a ToolSet owner with its own Service) the tools are spread over.")
 	flag.IntVar(&c.clients, "clients", 32, "How many concurrent clients the throughput phases run, and how many connections each path may use.")
 	flag.DurationVar(&c.duration, "duration", 10*time.Second, "How long each measured phase lasts (throughput and latency, per path).")
+	flag.IntVar(&c.rounds, "rounds", 5, "How many rounds each path's share of a measured phase is split into, the two paths taking turns: direct, gateway, direct, … (see --duration).")
 	flag.DurationVar(&c.warmup, "warmup", 2*time.Second, "How long each path is warmed up before it is measured; not counted.")
 	flag.Float64Var(&c.latencyLoad, "latency-load", 0.5, "The latency phases' offered rate, as a share of the lower of the two measured throughputs.")
 	flag.IntVar(&c.latencyRate, "latency-rate", 0, "The latency phases' offered rate in requests per second; 0 derives it from --latency-load.")
@@ -97,9 +106,9 @@ func main() {
 	flag.StringVar(&c.gatewayEnv, "gateway-env", "", "NAME=value pairs, comma-separated, added to the replicas' environment (for example GOGC=200,GOMEMLIMIT=174483046); empty adds none.")
 	flag.BoolVar(&c.pin, "pin", false, "Run the generator and the workload on one CPU and the two replicas on another, on both paths (as in a cluster where the gateway has nodes of its own), and say so in the figure line with pinned=1; needs two CPUs.")
 	flag.Parse()
-	if c.tools <= 0 || c.namespaces <= 0 || c.clients <= 0 || c.duration <= 0 || c.warmup < 0 ||
+	if c.tools <= 0 || c.namespaces <= 0 || c.clients <= 0 || c.duration <= 0 || c.rounds <= 0 || c.warmup < 0 ||
 		c.latencyLoad <= 0 || c.latencyLoad > 1 || c.latencyRate < 0 {
-		fmt.Fprintln(os.Stderr, "bench-gateway: --tools, --namespaces, --clients and --duration must be positive, --warmup and --latency-rate not negative, --latency-load in (0, 1]")
+		fmt.Fprintln(os.Stderr, "bench-gateway: --tools, --namespaces, --clients, --duration and --rounds must be positive, --warmup and --latency-rate not negative, --latency-load in (0, 1]")
 		os.Exit(2)
 	}
 	ctrllog.SetLogger(logr.Discard())

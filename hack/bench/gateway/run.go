@@ -155,64 +155,56 @@ func run(ctx context.Context, c config) (res result, err error) {
 	}
 
 	step("warming up each path for %s", c.warmup)
-	for _, p := range []struct {
-		name string
-		tr   targeter
-	}{{"direct", direct}, {"gateway", gateway}} {
-		if _, err := attack(ctx, p.name+"-warmup", p.tr, 0, c.clients, c.warmup); err != nil {
+	paths := []path{
+		{name: "direct", tr: direct, cpu: func() []time.Duration { return []time.Duration{cpuOf(wl.Pid())} }},
+		{name: "gateway", tr: gateway, cpu: func() []time.Duration {
+			return []time.Duration{cpuOf(gws[0].Pid()) + cpuOf(gws[1].Pid()), cpuOf(wl.Pid())}
+		}},
+	}
+	for _, p := range paths {
+		m := newMetrics()
+		if err := attack(ctx, p.name+"-warmup", p.tr, 0, c.clients, c.warmup, &m); err != nil {
 			return res, err
 		}
 	}
 
-	step("throughput: %d clients for %s per path", c.clients, c.duration)
-	wlCPU := cpuOf(wl.Pid())
-	dThr, err := attack(ctx, "direct", direct, 0, c.clients, c.duration)
-	if err != nil {
-		return res, err
-	}
-	wlCPU = cpuOf(wl.Pid()) - wlCPU
-	profiled := startProfiles(ctx, c.cpuProfile, pprofAddrs, c.duration)
-	gwCPU, wlGwCPU := cpuOf(gws[0].Pid())+cpuOf(gws[1].Pid()), cpuOf(wl.Pid())
-	gThr, err := attack(ctx, "gateway", gateway, 0, c.clients, c.duration)
-	gwCPU, wlGwCPU = cpuOf(gws[0].Pid())+cpuOf(gws[1].Pid())-gwCPU, cpuOf(wl.Pid())-wlGwCPU
+	step("throughput: %d clients for %s per path, in %d rounds of each", c.clients, c.duration, c.rounds)
+	// The profiles span both paths' rounds; the replicas idle in the
+	// direct ones.
+	profiled := startProfiles(ctx, c.cpuProfile, pprofAddrs, 2*c.duration)
+	thr, cpu, err := interleave(ctx, "throughput", paths, 0, c.clients, c.rounds, c.duration)
 	err = errors.Join(err, profiled())
 	if err := errors.Join(err, checkRefusals(ctx, gws)); err != nil {
 		return res, err
 	}
+	dThr, gThr := thr[0], thr[1]
 	// CPU per call, which a shared machine distorts far less than the
 	// rates: the workload's on the direct path; the replicas' and the
 	// workload's on the gateway path.
 	if dThr.all.Requests > 0 && gThr.all.Requests > 0 {
 		step("throughput: CPU per call: direct: workload %.0f µs; gateway: replicas %.0f µs, workload %.0f µs",
-			perCall(wlCPU, dThr.all.Requests), perCall(gwCPU, gThr.all.Requests), perCall(wlGwCPU, gThr.all.Requests))
+			perCall(cpu[0][0], dThr.all.Requests), perCall(cpu[1][0], gThr.all.Requests), perCall(cpu[1][1], gThr.all.Requests))
 	}
-	res.rpsDirect, res.rpsGateway = dThr.all.Throughput, gThr.all.Throughput
+	res.rpsDirect, res.rpsGateway = dThr.throughput(""), gThr.throughput("")
 	step("throughput: direct %.0f/s, gateway %.0f/s (2026-07-28 %.0f/s, 2025-11-25 %.0f/s)",
-		res.rpsDirect, res.rpsGateway, gThr.eras[era2026].Throughput, gThr.eras[era2025].Throughput)
+		res.rpsDirect, res.rpsGateway, gThr.throughput(era2026), gThr.throughput(era2025))
 
 	rate := c.latencyRate
 	if rate == 0 {
 		rate = max(1, int(c.latencyLoad*min(res.rpsDirect, res.rpsGateway)))
 	}
-	step("latency: %d requests/s offered to each path for %s", rate, c.duration)
-	wlCPU = cpuOf(wl.Pid())
-	dLat, err := attack(ctx, "direct", direct, rate, c.clients, c.duration)
-	if err != nil {
-		return res, err
-	}
-	wlCPU = cpuOf(wl.Pid()) - wlCPU
-	gwCPU, wlGwCPU = cpuOf(gws[0].Pid())+cpuOf(gws[1].Pid()), cpuOf(wl.Pid())
-	gLat, err := attack(ctx, "gateway", gateway, rate, c.clients, c.duration)
-	gwCPU, wlGwCPU = cpuOf(gws[0].Pid())+cpuOf(gws[1].Pid())-gwCPU, cpuOf(wl.Pid())-wlGwCPU
+	step("latency: %d requests/s offered to each path for %s, in %d rounds of each", rate, c.duration, c.rounds)
+	lat, cpu, err := interleave(ctx, "latency", paths, rate, c.clients, c.rounds, c.duration)
 	if err := errors.Join(err, checkRefusals(ctx, gws)); err != nil {
 		return res, err
 	}
+	dLat, gLat := lat[0], lat[1]
 	// The same, at the same rate on both paths: the workload's CPU per
 	// call depends on how busy it is (at a lower rate each call wakes it
 	// on its own), which the throughput phases' rates differ in.
 	if dLat.all.Requests > 0 && gLat.all.Requests > 0 {
 		step("latency: CPU per call: direct: workload %.0f µs; gateway: replicas %.0f µs, workload %.0f µs",
-			perCall(wlCPU, dLat.all.Requests), perCall(gwCPU, gLat.all.Requests), perCall(wlGwCPU, gLat.all.Requests))
+			perCall(cpu[0][0], dLat.all.Requests), perCall(cpu[1][0], gLat.all.Requests), perCall(cpu[1][1], gLat.all.Requests))
 	}
 	res.p50Added = gLat.all.Latencies.P50 - dLat.all.Latencies.P50
 	res.p99Added = gLat.all.Latencies.P99 - dLat.all.Latencies.P99
