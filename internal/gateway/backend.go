@@ -443,9 +443,13 @@ func (t *callTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 // forCall returns b for one call to route: a copy whose client's transport
 // is a callTransport of its own.
 func (b *backend) forCall(route string, def *http.Client) *backend {
+	// The host bounds where the ToolSet's token may go; without a token
+	// nothing reads it, and parsing route was a call's third URL parse.
 	host := ""
-	if u, err := url.Parse(route); err == nil {
-		host = u.Host
+	if b.token != "" {
+		if u, err := url.Parse(route); err == nil {
+			host = u.Host
+		}
 	}
 	base := b.client
 	if base == nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolplane/toolplane/toolkit/discovery"
@@ -88,7 +89,7 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 	if ci := callInfoFrom(ctx); ci != nil {
 		ci.outcome = outcome
 	}
-	g.metrics.calls.WithLabelValues(tool.Name, outcome).Inc()
+	g.callsOf(s, i, outcome).Inc()
 	g.metrics.duration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	if res == nil {
 		// A call failed fast by an open circuit is logged as the circuit
@@ -105,6 +106,23 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 		g.logger.Debug("Called a tool", "tool", tool.Name, "toolSet", tool.ToolSet.String(), "outcome", outcome, "duration", elapsed)
 	}
 	return res
+}
+
+// callsOf is the calls counter of tool i of s with outcome. The snapshot
+// keeps each tool's for the outcome of most calls, ok, which the counter
+// vector would find by hashing the tool's name and the outcome at every
+// call; the vector's children are never deleted, so a kept one stays the
+// one it would find.
+func (g *Gateway) callsOf(s *snapshot, i int, outcome string) prometheus.Counter {
+	if outcome != outcomeOK {
+		return g.metrics.calls.WithLabelValues(s.table.Tools[i].Name, outcome)
+	}
+	if c := s.okCalls[i].Load(); c != nil {
+		return *c
+	}
+	c := g.metrics.calls.WithLabelValues(s.table.Tools[i].Name, outcomeOK)
+	s.okCalls[i].Store(&c)
+	return c
 }
 
 // callSlot is a call slot that acquire took, with its place in its
