@@ -13,13 +13,14 @@ import (
 // Response whose Result is the result's MarshalJSON. For the result it
 // answers most, a toolkit workload's text blocks, that costs the SDK an
 // encoding of every block, of the result around them, and of the
-// envelope, each scanned again by the next (an eighth of a replica's
-// work on the fast path in BenchmarkCallOnTheWire's profile). appendAnswer
-// writes those bytes directly for that result, and only for it: every
-// string whose encoding is not its own bytes between quotes is encoded
-// by encoding/json, and anything else of the result goes to the SDK's
-// encoder. fastanswer_test.go compares the two, byte for byte, over
-// every member and kind of string, and fuzzes them.
+// envelope, each scanned again by the next: 1.8 to 2.8 µs and 8 to 11
+// allocations a call, against 0.15 µs and 2 here (BenchmarkAnswer).
+// appendAnswer writes those bytes directly for that result, and only for
+// it: every string whose encoding is not its own bytes between quotes is
+// encoded by encoding/json, and anything else of the result goes to the
+// SDK's encoder. fastanswer_internal_test.go compares the two, byte for
+// byte, over every member and kind of string, and fuzzes them;
+// redteam_answer_test.go compares whole answers with the SDK path's.
 
 // resultTypeField is the index of CallToolResult's unexported resultType,
 // which its MarshalJSON writes and nothing exported reads; -1 if the SDK
