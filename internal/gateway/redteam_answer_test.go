@@ -164,18 +164,26 @@ func TestRedTeamAnswerHostileRepliesAsTheSDK(t *testing.T) {
 	replies := rtAnswerReplies()
 	r := new(routes)
 	sdk, fast := rtPair(t, r, table(rawWorkload(t, r, replies)), gateway.Options{})
+	if took := rtAnswerEach(t, sdk, fast, "raw", "7", "reply", replies); took != 2*len(replies) {
+		t.Errorf("the fast path took %d of %d calls", took, 2*len(replies))
+	}
+}
+
+// rtAnswerEach compares, in both eras, a call of tool with id for each of
+// cases (the workload answers argument {"case":n} with cases[n]), and
+// returns how many of the calls the fast path took.
+func rtAnswerEach(t *testing.T, sdk, fast *rtGateway, tool, id, what string, cases []string) int {
+	t.Helper()
 	took := 0
 	for _, era := range eras {
-		for n := range replies {
-			h, body := eraHeader(era, "raw"), callBody(era, "7", "raw", fmt.Sprintf(`{"case":%d}`, n), "")
-			if rtAnswerCompare(t, sdk, fast, h, body, fmt.Sprintf("%s reply %d %.120q", era, n, replies[n])) {
+		for n := range cases {
+			h, body := eraHeader(era, tool), callBody(era, id, tool, fmt.Sprintf(`{"case":%d}`, n), "")
+			if rtAnswerCompare(t, sdk, fast, h, body, fmt.Sprintf("%s %s %d %.120q", era, what, n, cases[n])) {
 				took++
 			}
 		}
 	}
-	if took != 2*len(replies) {
-		t.Errorf("the fast path took %d of %d calls", took, 2*len(replies))
-	}
+	return took
 }
 
 // TestRedTeamAnswerIDsAsTheSDK: ids of every form a caller may send, with
@@ -309,16 +317,7 @@ func TestRedTeamAnswerHostileMCPServerAsTheSDK(t *testing.T) {
 	)
 	r := new(routes)
 	sdk, fast := rtPair(t, r, table(rtHostileMCP(t, r, results)), gateway.Options{CallTimeout: 20 * time.Second})
-	took := 0
-	for _, era := range eras {
-		for n := range results {
-			h, body := eraHeader(era, "hmcp"), callBody(era, "5", "hmcp", fmt.Sprintf(`{"case":%d}`, n), "")
-			if rtAnswerCompare(t, sdk, fast, h, body, fmt.Sprintf("%s MCP result %d %.120q", era, n, results[n])) {
-				took++
-			}
-		}
-	}
-	if took == 0 {
+	if took := rtAnswerEach(t, sdk, fast, "hmcp", "5", "MCP result", results); took == 0 {
 		t.Error("the fast path took none of the calls")
 	}
 }
@@ -388,12 +387,7 @@ func TestRedTeamAnswerRandomRepliesAsTheSDK(t *testing.T) {
 	replies := rtAnswerRandomReplies(600)
 	r := new(routes)
 	sdk, fast := rtPair(t, r, table(rawWorkload(t, r, replies)), gateway.Options{})
-	for _, era := range eras {
-		for n := range replies {
-			h, body := eraHeader(era, "raw"), callBody(era, "9", "raw", fmt.Sprintf(`{"case":%d}`, n), "")
-			if !rtAnswerCompare(t, sdk, fast, h, body, fmt.Sprintf("%s random reply %d %.200q", era, n, replies[n])) {
-				t.Errorf("%s random reply %d: the fast path did not take it", era, n)
-			}
-		}
+	if took := rtAnswerEach(t, sdk, fast, "raw", "9", "random reply", replies); took != 2*len(replies) {
+		t.Errorf("the fast path took %d of %d calls", took, 2*len(replies))
 	}
 }
