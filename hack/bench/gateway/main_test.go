@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bufio"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -72,10 +74,16 @@ func TestPinBindsEveryThreadOfAProcess(t *testing.T) {
 		t.Skip(err)
 	}
 	// A Go process has several threads by the time it is up: the test
-	// binary itself, run again as a child that waits.
+	// binary itself, run again as a child that says so once its test runs
+	// (a time to wait instead was too short under -race on a loaded
+	// machine: the child had one thread yet).
 	cmd := exec.Command(os.Args[0], "-test.run", "^TestHelperWaits$")
 	cmd.Env = append(os.Environ(), "BENCH_GATEWAY_HELPER=1")
 	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +91,9 @@ func TestPinBindsEveryThreadOfAProcess(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = stdin.Close(); _ = cmd.Wait() }()
-	time.Sleep(200 * time.Millisecond)
+	if line, err := bufio.NewReader(stdout).ReadString('\n'); err != nil || line != helperReady+"\n" {
+		t.Fatalf("the helper said %q, %v", line, err)
+	}
 	if err := pin(cmd.Process.Pid, plan.gateway); err != nil {
 		t.Fatal(err)
 	}
@@ -108,5 +118,9 @@ func TestHelperWaits(t *testing.T) {
 	if os.Getenv("BENCH_GATEWAY_HELPER") != "1" {
 		t.Skip("a helper process")
 	}
+	fmt.Println(helperReady)
 	_, _ = io.Copy(io.Discard, os.Stdin)
 }
+
+// helperReady is what TestHelperWaits prints once it runs.
+const helperReady = "helper ready"
