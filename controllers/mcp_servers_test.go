@@ -53,6 +53,17 @@ type nodeServer struct {
 // base is the server's root URL.
 func (s *nodeServer) base() string { return "http://127.0.0.1:" + strconv.Itoa(int(s.port)) }
 
+// tail is the end of what the server wrote to its stderr, for a failure's
+// message.
+func (s *nodeServer) tail() string {
+	const keep = 600
+	log := s.log.String()
+	if len(log) > keep {
+		log = "…" + log[len(log)-keep:]
+	}
+	return log
+}
+
 // stop ends the process this test started, and no other.
 func (s *nodeServer) stop() {
 	_ = s.stdin.Close()

@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
+	"github.com/toolplane/toolplane/test/specreport"
 )
 
 // The suite runs against a real kube-apiserver and etcd, built by
@@ -127,7 +128,7 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 
 func TestControllers(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Controllers Suite")
+	specreport.RunSpecs(t, "Controllers Suite")
 }
 
 var _ = BeforeSuite(func() {

@@ -78,6 +78,22 @@ func readyCondition(ts *v1alpha1.ToolSet) metav1.Condition {
 	return condition(ts, v1alpha1.ConditionReady)
 }
 
+// toolSetState is what ts's status says now, in a few lines: its
+// conditions and its Pods, for the message of a wait that failed.
+func toolSetState(ctx context.Context, ts *v1alpha1.ToolSet) string {
+	got := &v1alpha1.ToolSet{}
+	if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(ts), got); err != nil {
+		return "ToolSet " + ts.Namespace + "/" + ts.Name + ": " + err.Error()
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "ToolSet %s/%s: generation %d, observed %d, pods %+v, %d tools in status",
+		got.Namespace, got.Name, got.Generation, got.Status.ObservedGeneration, got.Status.Pods, len(got.Status.Tools))
+	for _, c := range got.Status.Conditions {
+		fmt.Fprintf(&b, "\n  %s=%s %s (%s, generation %d): %s", c.Type, c.Status, c.Reason, c.LastTransitionTime.Format(time.RFC3339), c.ObservedGeneration, c.Message)
+	}
+	return b.String()
+}
+
 func toolNamed(name string, state v1alpha1.ToolState) OmegaMatcher {
 	return And(HaveField("Name", name), HaveField("State", state))
 }

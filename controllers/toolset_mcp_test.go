@@ -195,7 +195,9 @@ var _ = Describe("An MCP ToolSet", func() {
 				toolNamed("ev_get-resource-reference", v1alpha1.ToolPublished),
 				toolNamed("ev_get-env", v1alpha1.ToolFiltered),
 			))
-		}).Should(Succeed())
+		}).Should(Succeed(), func() string {
+			return toolSetState(ctx, ts) + "\nserver-everything's stderr, last lines:\n" + srv.tail()
+		})
 		eventuallyInTable(ctx, ts, ContainElement(And(HaveField("Name", "ev_get-tiny-image"), HaveField("SourceName", "get-tiny-image"))))
 
 		c := agent(ctx, map[string]int32{"everything": srv.port})

@@ -34,6 +34,7 @@ import (
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/controllers"
+	"github.com/toolplane/toolplane/test/specreport"
 	"github.com/toolplane/toolplane/toolkit"
 	"github.com/toolplane/toolplane/toolkit/server"
 	"github.com/toolplane/toolplane/toolkit/spec"
@@ -58,7 +59,7 @@ var (
 
 func TestPlugin(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "kubectl-toolplane Suite")
+	specreport.RunSpecs(t, "kubectl-toolplane Suite")
 }
 
 var _ = BeforeSuite(func() {

@@ -30,6 +30,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/toolplane/toolplane/test/harness"
+	"github.com/toolplane/toolplane/test/specreport"
 )
 
 const (
@@ -72,7 +73,7 @@ func TestAttacks(t *testing.T) {
 	if suiteConfig.LabelFilter == "" {
 		suiteConfig.LabelFilter = "!heavy"
 	}
-	RunSpecs(t, "Attacks Suite", suiteConfig, reporterConfig)
+	specreport.RunSpecs(t, "Attacks Suite", suiteConfig, reporterConfig)
 }
 
 var _ = BeforeSuite(func() {

@@ -29,6 +29,7 @@ import (
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/test/harness"
+	"github.com/toolplane/toolplane/test/specreport"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -70,7 +71,7 @@ var (
 
 func TestFaults(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Fault Suite")
+	specreport.RunSpecs(t, "Fault Suite")
 }
 
 var _ = BeforeSuite(func() {

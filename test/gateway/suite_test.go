@@ -18,6 +18,7 @@ import (
 	. "github.com/onsi/gomega"
 
 	"github.com/toolplane/toolplane/test/harness"
+	"github.com/toolplane/toolplane/test/specreport"
 )
 
 const (
@@ -45,7 +46,7 @@ var (
 
 func TestGateway(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Gateway Suite")
+	specreport.RunSpecs(t, "Gateway Suite")
 }
 
 var _ = BeforeSuite(func() {

@@ -17,6 +17,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	logf "sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+
+	"github.com/toolplane/toolplane/test/specreport"
 )
 
 // eventuallyTimeout bounds every wait on the API server.
@@ -45,7 +47,7 @@ var (
 
 func TestInstall(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Install Suite")
+	specreport.RunSpecs(t, "Install Suite")
 }
 
 var _ = BeforeSuite(func() {

@@ -25,6 +25,7 @@ import (
 
 	"github.com/toolplane/toolplane/api/v1alpha1"
 	"github.com/toolplane/toolplane/test/harness"
+	"github.com/toolplane/toolplane/test/specreport"
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
 
@@ -43,7 +44,7 @@ const (
 
 func TestRestart(t *testing.T) {
 	RegisterFailHandler(Fail)
-	RunSpecs(t, "Restart Suite")
+	specreport.RunSpecs(t, "Restart Suite")
 }
 
 // fleet is the ToolSets of the test and the loopback workloads behind them.
