@@ -245,18 +245,41 @@ func (t *boundTransport) structuredContent() json.RawMessage {
 		msgs = sseData(body)
 	}
 	for _, m := range msgs {
-		var reply struct {
-			ID     json.RawMessage `json:"id"`
-			Result *struct {
-				StructuredContent json.RawMessage `json:"structuredContent"`
-			} `json:"result"`
+		if !bytes.Equal(exactMember(m, "id"), t.callID) {
+			continue
 		}
-		if json.Unmarshal(m, &reply) == nil && bytes.Equal(reply.ID, t.callID) && reply.Result != nil &&
-			len(reply.Result.StructuredContent) > 0 && string(reply.Result.StructuredContent) != "null" {
-			return reply.Result.StructuredContent
+		if sc := exactMember(exactMember(m, "result"), "structuredContent"); len(sc) > 0 && string(sc) != "null" {
+			return sc
 		}
 	}
 	return nil
+}
+
+// exactMember is the value of the last member of the JSON object b named
+// exactly name, as the SDK finds members, or nil. A struct field would
+// match the name in any case (encoding/json keeps the last match, so
+// "StructuredContent" would win), and a map would hold every member at
+// once. This reads one member at a time and keeps the match alone.
+func exactMember(b []byte, name string) json.RawMessage {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	var found, value json.RawMessage
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		// Decode reuses value's array for the next member.
+		if err := dec.Decode(&value); err != nil {
+			return nil
+		}
+		if key == name {
+			found, value = value, nil
+		}
+	}
+	return found
 }
 
 // sseData returns the data of each event of a text/event-stream body.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -236,5 +237,48 @@ func TestCallOverMCPKeepsStructuredContentExact(t *testing.T) {
 				t.Fatalf("Client.Call: structuredContent %s, want %s", got.StructuredContent, structured)
 			}
 		})
+	}
+}
+
+// TestCallOverMCPReadsStructuredContentByItsExactName calls an MCP server
+// whose result carries structuredContent beside members of the same name
+// in other cases, as JSON and as an event stream: the caller hands on the
+// exact member, the one the SDK reads, whichever comes last.
+func TestCallOverMCPReadsStructuredContentByItsExactName(t *testing.T) {
+	const result = `{"content":[{"type":"text","text":"x"}],"STRUCTUREDCONTENT":{"b":2},"structuredContent":{"a":1},"StructuredContent":{"c":3}}`
+	for _, events := range []bool{false, true} {
+		srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if r.Method != http.MethodPost || json.NewDecoder(r.Body).Decode(&msg) != nil {
+				http.Error(w, "no", http.StatusBadRequest)
+				return
+			}
+			if len(msg.ID) == 0 {
+				w.WriteHeader(http.StatusAccepted)
+				return
+			}
+			answer := `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":` + result + `}`
+			if msg.Method == "initialize" {
+				answer = `{"jsonrpc":"2.0","id":` + string(msg.ID) + `,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"cases","version":"1"}}}`
+			}
+			if events {
+				w.Header().Set("Content-Type", "text/event-stream")
+				_, _ = io.WriteString(w, "event: message\ndata: "+answer+"\n\n")
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = io.WriteString(w, answer)
+		}))
+		t.Cleanup(srv.Close)
+		res, err := (&discovery.MCPCaller{}).Call(t.Context(), srv.URL, "order", nil)
+		if err != nil {
+			t.Fatalf("events %v: %v", events, err)
+		}
+		if b, err := json.Marshal(res.StructuredContent); err != nil || string(b) != `{"a":1}` {
+			t.Errorf("events %v: structuredContent %s (%v), want {\"a\":1}", events, b, err)
+		}
 	}
 }
