@@ -346,40 +346,13 @@ func decodeAnyResult(b []byte) (*mcp.CallToolResult, error) {
 		return nil, errors.New("no content")
 	}
 	if res.StructuredContent != nil {
-		// The member as sent, so that its numbers pass on exact.
-		if raw := exactMember(b, "structuredContent"); raw != nil {
+		// The member as sent, so that its numbers pass on exact, found
+		// as the SDK found it.
+		if raw := discovery.RawStructuredContent(b); raw != nil {
 			res.StructuredContent = raw
 		}
 	}
 	return &res, nil
-}
-
-// exactMember is the value of the last member of the JSON object b named
-// exactly name, as the SDK finds members, or nil. A struct field would
-// match the name in any case (encoding/json keeps the last match, so
-// "StructuredContent" would win), and a map would hold every member of a
-// result at once: four megabytes of small members are some forty of map.
-// This reads one member at a time and keeps the match alone.
-func exactMember(b []byte, name string) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
-		return nil
-	}
-	var found, value json.RawMessage
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		// Decode reuses value's array for the next member.
-		if err := dec.Decode(&value); err != nil {
-			return nil
-		}
-		if key == name {
-			found, value = value, nil
-		}
-	}
-	return found
 }
 
 // decodeTextResult reads b as a result of the members content (of text

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"sync"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	segmentjson "github.com/segmentio/encoding/json"
 
 	"github.com/toolplane/toolplane/toolkit/spec"
 )
@@ -172,10 +175,12 @@ type boundTransport struct {
 	exceeded bool
 	redirErr error
 	// callID and reply are the JSON-RPC id of the tools/call request and
-	// the body answering it, kept to read structuredContent as sent: the
-	// SDK decodes it into any, which rounds an integer past 2^53.
-	callID json.RawMessage
-	reply  *bytes.Buffer
+	// the body answering it, and replyType that body's media type, kept to
+	// read structuredContent as sent: the SDK decodes it into any, which
+	// rounds an integer past 2^53.
+	callID    jsonrpc.ID
+	reply     *bytes.Buffer
+	replyType string
 }
 
 func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -202,6 +207,11 @@ func (t *boundTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 		t.redirErr = fmt.Errorf("%w: HTTP %d to %s", ErrRedirect, resp.StatusCode, resp.Header.Get("Location"))
 		t.mu.Unlock()
 	}
+	if reply != nil {
+		t.mu.Lock()
+		t.replyType = baseMediaType(resp.Header.Get("Content-Type"))
+		t.mu.Unlock()
+	}
 	resp.Body = &boundBody{rc: resp.Body, t: t, reply: reply, done: func() { stop(); cancel() }}
 	return resp, nil
 }
@@ -217,93 +227,122 @@ func (t *boundTransport) keepReply(req *http.Request) *bytes.Buffer {
 		return nil
 	}
 	defer func() { _ = body.Close() }()
-	var msg struct {
-		ID     json.RawMessage `json:"id"`
-		Method string          `json:"method"`
+	b, err := io.ReadAll(body)
+	if err != nil {
+		return nil
 	}
-	if json.NewDecoder(body).Decode(&msg) != nil || msg.Method != "tools/call" || msg.ID == nil {
+	msg, err := jsonrpc.DecodeMessage(b)
+	call, ok := msg.(*jsonrpc.Request)
+	if err != nil || !ok || call.Method != "tools/call" || !call.IsCall() {
 		return nil
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.callID, t.reply = msg.ID, new(bytes.Buffer)
+	t.callID, t.reply = call.ID, new(bytes.Buffer)
 	return t.reply
 }
 
 // structuredContent is the structuredContent of the tools/call reply as the
-// server sent it, or nil. The reply is a JSON-RPC message, or a stream of
-// server-sent events one of which is.
+// server sent it, or nil. It reads the reply as the SDK's client does:
+// by its media type one JSON-RPC message, or a stream of server-sent
+// events; of those, the first response whose id is the call's, each
+// message decoded by the SDK's own decoder (so a request that reuses the
+// id, an event of another name or an id of another spelling is passed over
+// as the SDK passes it over).
 func (t *boundTransport) structuredContent() json.RawMessage {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.reply == nil {
 		return nil
 	}
-	body := bytes.TrimSpace(t.reply.Bytes())
-	msgs := [][]byte{body}
-	if len(body) > 0 && body[0] != '{' {
-		msgs = sseData(body)
+	var msgs [][]byte
+	switch t.replyType {
+	case "application/json":
+		msgs = [][]byte{t.reply.Bytes()}
+	case "text/event-stream":
+		msgs = sseMessages(t.reply.Bytes())
 	}
 	for _, m := range msgs {
-		if !bytes.Equal(exactMember(m, "id"), t.callID) {
-			continue
+		msg, err := jsonrpc.DecodeMessage(m)
+		if err != nil {
+			// The SDK fails the call here.
+			return nil
 		}
-		if sc := exactMember(exactMember(m, "result"), "structuredContent"); len(sc) > 0 && string(sc) != "null" {
-			return sc
+		if resp, ok := msg.(*jsonrpc.Response); ok && resp.ID == t.callID {
+			return RawStructuredContent(resp.Result)
 		}
 	}
 	return nil
 }
 
-// exactMember is the value of the last member of the JSON object b named
-// exactly name, as the SDK finds members, or nil. A struct field would
-// match the name in any case (encoding/json keeps the last match, so
-// "StructuredContent" would win), and a map would hold every member at
-// once. This reads one member at a time and keeps the match alone.
-func exactMember(b []byte, name string) json.RawMessage {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+// RawStructuredContent is the structuredContent member of a tools/call
+// result (the JSON-RPC response's result), as sent, or nil when it is
+// absent or null. The SDK decodes structuredContent into any, which rounds
+// an integer past 2^53; this keeps its bytes. It finds the member as the
+// SDK does, with the SDK's decoder: by its exact name, the last if it is
+// given twice. (encoding/json would take "StructuredContent" too.) It
+// allocates for the value alone, however many members the result has.
+func RawStructuredContent(result []byte) json.RawMessage {
+	var r struct {
+		StructuredContent json.RawMessage `json:"structuredContent"`
+	}
+	if _, err := segmentjson.Parse(result, &r, segmentjson.DontMatchCaseInsensitiveStructFields); err != nil ||
+		len(r.StructuredContent) == 0 || string(r.StructuredContent) == "null" {
 		return nil
 	}
-	var found, value json.RawMessage
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		// Decode reuses value's array for the next member.
-		if err := dec.Decode(&value); err != nil {
-			return nil
-		}
-		if key == name {
-			found, value = value, nil
-		}
-	}
-	return found
+	return r.StructuredContent
 }
 
-// sseData returns the data of each event of a text/event-stream body.
-func sseData(body []byte) [][]byte {
-	var events [][]byte
-	var data []byte
-	for line := range bytes.Lines(append(body, '\n', '\n')) {
+// sseMessages returns the data of the events of a text/event-stream body
+// that the SDK's client reads as messages: those named "message" or not
+// named, with data. As the SDK, it trims a data line's spaces, joins an
+// event's data lines with newlines, and stops at a line with no colon
+// (where the SDK fails the stream).
+func sseMessages(body []byte) [][]byte {
+	var (
+		msgs    [][]byte
+		name    string
+		data    []byte
+		hasData bool
+	)
+	end := func() {
+		if len(data) > 0 && (name == "" || name == "message") {
+			msgs = append(msgs, data)
+		}
+		name, data, hasData = "", nil, false
+	}
+	for line := range bytes.Lines(body) {
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 {
-			if data != nil {
-				events = append(events, data)
-			}
-			data = nil
+			end()
 			continue
 		}
-		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			v = bytes.TrimPrefix(v, []byte(" "))
-			if data != nil {
+		field, value, ok := bytes.Cut(line, []byte{':'})
+		if !ok {
+			return msgs
+		}
+		switch string(field) {
+		case "event":
+			name = string(bytes.TrimSpace(value))
+		case "data":
+			if hasData {
 				data = append(data, '\n')
 			}
-			data = append(data, v...)
+			data, hasData = append(data, bytes.TrimSpace(value)...), true
 		}
 	}
-	return events
+	end()
+	return msgs
+}
+
+// baseMediaType is the media type of a Content-Type, without parameters,
+// or "" if it does not parse: as the SDK's client reads it.
+func baseMediaType(value string) string {
+	mediaType, _, err := mime.ParseMediaType(value)
+	if err != nil {
+		return ""
+	}
+	return mediaType
 }
 
 func (t *boundTransport) tooLarge() bool {

@@ -282,3 +282,63 @@ func TestCallOverMCPReadsStructuredContentByItsExactName(t *testing.T) {
 		}
 	}
 }
+
+// TestCallOverMCPTakesStructuredContentFromTheSDKsMessage: the reply to a
+// tools/call holds, before the response the SDK reads, a message it passes
+// over with structuredContent of its own. The caller hands on the SDK's.
+// (A red team's attacks: each but the last passed the message over
+// wrongly before the reader followed the SDK's.)
+func TestCallOverMCPTakesStructuredContentFromTheSDKsMessage(t *testing.T) {
+	const good = `{"content":[{"type":"text","text":"x"}],"structuredContent":{"sdk":1}}`
+	const evil = `{"content":[{"type":"text","text":"x"}],"structuredContent":{"evil":1}}`
+	msg := func(id, extra, result string) string {
+		return `{"jsonrpc":"2.0","id":` + id + extra + `,"result":` + result + `}`
+	}
+	for _, tc := range []struct {
+		name string
+		body func(id string) string
+	}{
+		{"an event of another name", func(id string) string {
+			return "event: other\ndata: " + msg(id, "", evil) + "\n\ndata: " + msg(id, "", good) + "\n\n"
+		}},
+		{"a fractional id the SDK reads as another", func(id string) string {
+			return "data: " + msg(id+".5", "", good) + "\n\ndata: " + msg(id, "", evil) + "\n\n"
+		}},
+		{"a request that reuses the id", func(id string) string {
+			return "data: " + msg(id, `,"method":"ping"`, evil) + "\n\ndata: " + msg(id, "", good) + "\n\n"
+		}},
+		{"a line with no data field", func(id string) string {
+			return msg(id, "", evil) + "\n\ndata: " + msg(id, "", good) + "\n\n"
+		}},
+		{"data lines with spaces, joined", func(id string) string {
+			return "event: message\ndata:   " + `{"jsonrpc":"2.0",` + "  \ndata: " + `"id":` + id + `,"result":` + good + "}\r\n\r\n"
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				if json.NewDecoder(r.Body).Decode(&m) != nil || len(m.ID) == 0 {
+					w.WriteHeader(http.StatusAccepted)
+					return
+				}
+				w.Header().Set("Content-Type", "text/event-stream")
+				if m.Method == "initialize" {
+					_, _ = io.WriteString(w, "data: "+msg(string(m.ID), "", `{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"c","version":"1"}}`)+"\n\n")
+					return
+				}
+				_, _ = io.WriteString(w, tc.body(string(m.ID)))
+			}))
+			t.Cleanup(srv.Close)
+			res, err := (&discovery.MCPCaller{}).Call(t.Context(), srv.URL, "order", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b, err := json.Marshal(res.StructuredContent); err != nil || string(b) != `{"sdk":1}` {
+				t.Errorf("structuredContent %s (%v), want the SDK's {\"sdk\":1}", b, err)
+			}
+		})
+	}
+}
