@@ -10,6 +10,7 @@ import (
 	"mime"
 	"net/http"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -277,17 +278,19 @@ func (t *boundTransport) structuredContent() json.RawMessage {
 
 // RawStructuredContent is the structuredContent member of a tools/call
 // result (the JSON-RPC response's result), as sent, or nil when it is
-// absent or null. The SDK decodes structuredContent into any, which rounds
-// an integer past 2^53; this keeps its bytes. It finds the member as the
-// SDK does, with the SDK's decoder: by its exact name, the last if it is
-// given twice. (encoding/json would take "StructuredContent" too.) It
-// allocates for the value alone, however many members the result has.
+// absent, null or not valid UTF-8. The SDK decodes structuredContent into
+// any, which rounds an integer past 2^53; this keeps its bytes. It finds
+// the member as the SDK does, with the SDK's decoder: by its exact name,
+// the last if it is given twice. (encoding/json would take
+// "StructuredContent" too.) It allocates for the value alone, however many
+// members the result has. Where it returns nil for invalid UTF-8, the
+// SDK's value (with U+FFFD in its place) is the one to hand on.
 func RawStructuredContent(result []byte) json.RawMessage {
 	var r struct {
 		StructuredContent json.RawMessage `json:"structuredContent"`
 	}
 	if _, err := segmentjson.Parse(result, &r, segmentjson.DontMatchCaseInsensitiveStructFields); err != nil ||
-		len(r.StructuredContent) == 0 || string(r.StructuredContent) == "null" {
+		len(r.StructuredContent) == 0 || string(r.StructuredContent) == "null" || !utf8.Valid(r.StructuredContent) {
 		return nil
 	}
 	return r.StructuredContent

@@ -53,3 +53,20 @@ func BenchmarkRawStructuredContent(b *testing.B) {
 		}
 	})
 }
+
+// TestRawStructuredContentLeavesInvalidUTF8ToTheSDK: a structuredContent
+// that is not valid UTF-8 is not handed on as sent (it would not be valid
+// JSON text); the SDK's value, with U+FFFD, is.
+func TestRawStructuredContentLeavesInvalidUTF8ToTheSDK(t *testing.T) {
+	for _, result := range []string{
+		"{\"content\":[],\"structuredContent\":{\"a\":\"\xff\"}}",
+		"{\"content\":[],\"structuredContent\":{\"a\":1},\"structuredContent\":[\"\xed\xa0\x80\"]}",
+	} {
+		if raw := discovery.RawStructuredContent([]byte(result)); raw != nil {
+			t.Errorf("%q: %q handed on as sent", result, raw)
+		}
+	}
+	if raw := discovery.RawStructuredContent([]byte(`{"content":[],"structuredContent":{"a":"\ud800","b":"é"}}`)); string(raw) != `{"a":"\ud800","b":"é"}` {
+		t.Errorf("valid UTF-8 (an escaped lone surrogate is) not handed on as sent: %q", raw)
+	}
+}
