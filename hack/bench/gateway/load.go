@@ -33,13 +33,16 @@ type targeter struct {
 }
 
 // directTargeter posts the add tool's arguments to the workload's invoke
-// endpoint at url.
-func directTargeter(url string) targeter {
+// endpoint at urls, one after the other: the workload's own, or the
+// floor's replicas in front of it.
+func directTargeter(urls ...string) targeter {
 	hdr := http.Header{"Content-Type": {"application/json"}}
 	body := []byte(`{"a":1,"b":2}`)
+	var seq atomic.Uint64
 	return targeter{
 		next: func(t *vegeta.Target) error {
-			t.Method, t.URL, t.Body, t.Header = http.MethodPost, url, body, hdr
+			u := urls[seq.Add(1)%uint64(len(urls))]
+			t.Method, t.URL, t.Body, t.Header = http.MethodPost, u, body, hdr
 			return nil
 		},
 		check: checkResult,
@@ -222,7 +225,7 @@ func (m metrics) throughput(era string) float64 {
 	return float64(n) / m.active.Seconds()
 }
 
-// path is one of the two ways to the tool that a phase compares, and the
+// path is one of the ways to the tool that a phase compares, and the
 // CPU counters of the processes that serve it.
 type path struct {
 	name string

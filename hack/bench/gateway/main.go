@@ -15,7 +15,14 @@
 //     eras: 2026-07-28 (stateless by design) and 2025-11-25 without a
 //     session (the gateway answers 2025 clients statelessly by default).
 //     The requests are the Go SDK client's own, recorded once per era and
-//     replayed with a tool name drawn from the whole table.
+//     replayed with a tool name drawn from the whole table;
+//   - floor (unless --floor=false): the direct path's request, through two
+//     bare httputil.ReverseProxy replicas (this binary, run again with
+//     floor-proxy), placed where the gateway's replicas are: one more
+//     server and one more client per call and nothing else. It is the
+//     run's baseline for the hop: ratio_floor is what this machine lets
+//     any Go proxy reach, and ratio/ratio_floor what the gateway's own
+//     work costs beyond it.
 //
 // Each path first gets a warm-up that is not counted, then:
 //
@@ -45,9 +52,9 @@
 //     workload alone spend some 85 µs of CPU a call, even a proxy that
 //     cost no more than a bare Go reverse hop could not reach 0.7;
 //   - with --pin the generator (this process) and the workload run on one
-//     CPU and the two replicas on another, on both paths (the direct path
-//     gets the same one CPU for its generator and workload, the replicas'
-//     stays idle): as in a cluster where the gateway is a Deployment on
+//     CPU and the two replicas (and the floor's two) on another, on every
+//     path (the direct path gets the same one CPU for its generator and
+//     workload, the replicas' stays idle): as in a cluster where the gateway is a Deployment on
 //     nodes of its own, the ratio is then what the hop costs in throughput
 //     and latency when it does not take its CPU from the callers. The
 //     control plane is not pinned. The figure line ends in pinned=1.
@@ -86,10 +93,18 @@ type config struct {
 	workDir     string
 	cpuProfile  string
 	pin         bool
+	floor       bool
 	gatewayEnv  string
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == floorCommand {
+		if err := serveFloor(os.Args[2:]); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-gateway "+floorCommand+":", err)
+			os.Exit(1)
+		}
+		return
+	}
 	var c config
 	flag.StringVar(&c.gatewayBin, "gateway", "", "The gateway binary; empty builds cmd/gateway of this checkout.")
 	flag.StringVar(&c.workloadBin, "workload", "", "The example-tools binary; empty builds cmd/example-tools of this checkout.")
@@ -104,7 +119,8 @@ func main() {
 	flag.StringVar(&c.workDir, "work-dir", "", "Where the kubeconfig and the processes' logs go (default: a temporary directory, removed after a successful run).")
 	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "A directory to write each replica's CPU profile of the gateway throughput phase to (gateway-N.cpu.pprof), taken over --pprof-bind-address; empty takes none.")
 	flag.StringVar(&c.gatewayEnv, "gateway-env", "", "NAME=value pairs, comma-separated, added to the replicas' environment (for example GOGC=200,GOMEMLIMIT=174483046); empty adds none.")
-	flag.BoolVar(&c.pin, "pin", false, "Run the generator and the workload on one CPU and the two replicas on another, on both paths (as in a cluster where the gateway has nodes of its own), and say so in the figure line with pinned=1; needs two CPUs.")
+	flag.BoolVar(&c.pin, "pin", false, "Run the generator and the workload on one CPU and the two replicas (and the floor's) on another, on every path (as in a cluster where the gateway has nodes of its own), and say so in the figure line with pinned=1; needs two CPUs.")
+	flag.BoolVar(&c.floor, "floor", true, "Also measure the floor, two bare httputil.ReverseProxy replicas placed as the gateway's are, as a third path of every phase; the figure line then ends in rps_floor, ratio_floor and p99_added_floor_ms.")
 	flag.Parse()
 	if c.tools <= 0 || c.namespaces <= 0 || c.clients <= 0 || c.duration <= 0 || c.rounds <= 0 || c.warmup < 0 ||
 		c.latencyLoad <= 0 || c.latencyLoad > 1 || c.latencyRate < 0 {
@@ -134,6 +150,9 @@ type result struct {
 	p50Added, p99Added    time.Duration
 	rssMiB                float64
 	pinned                bool
+	// The floor's, when it was measured (rpsFloor > 0).
+	rpsFloor      float64
+	p99AddedFloor time.Duration
 }
 
 func (r result) figureLine() string {
@@ -143,6 +162,9 @@ func (r result) figureLine() string {
 	}
 	line := fmt.Sprintf("tools=%d clients=%d rps_direct=%.0f rps_gateway=%.0f ratio=%.2f p50_added_ms=%.2f p99_added_ms=%.2f rss_mib=%.1f",
 		r.tools, r.clients, r.rpsDirect, r.rpsGateway, ratio, ms(r.p50Added), ms(r.p99Added), r.rssMiB)
+	if r.rpsFloor > 0 && r.rpsDirect > 0 {
+		line += fmt.Sprintf(" rps_floor=%.0f ratio_floor=%.2f p99_added_floor_ms=%.2f", r.rpsFloor, r.rpsFloor/r.rpsDirect, ms(r.p99AddedFloor))
+	}
 	if r.pinned {
 		line += " pinned=1"
 	}

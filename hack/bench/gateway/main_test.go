@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -65,6 +67,42 @@ func TestFigureLine(t *testing.T) {
 	r.pinned = true
 	if got := r.figureLine(); got != want+" pinned=1" {
 		t.Errorf("pinned: got  %s\nwant %s pinned=1", got, want)
+	}
+	r.rpsFloor, r.p99AddedFloor = 1800, 500*time.Microsecond
+	if got, want := r.figureLine(), want+" rps_floor=1800 ratio_floor=0.90 p99_added_floor_ms=0.50 pinned=1"; got != want {
+		t.Errorf("with the floor: got  %s\nwant %s", got, want)
+	}
+}
+
+func TestFloorPassesTheCallOnAsSent(t *testing.T) {
+	type seen struct {
+		path, host, contentType, body string
+	}
+	got := make(chan seen, 1)
+	wl := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- seen{r.URL.Path, r.Host, r.Header.Get("Content-Type"), string(b)}
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"content":[{"type":"text","text":"3"}]}`)
+	}))
+	defer wl.Close()
+	to, err := url.Parse(wl.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	floor := httptest.NewServer(newFloor(to))
+	defer floor.Close()
+	resp, err := http.Post(floor.URL+"/tools/add", "application/json", strings.NewReader(`{"a":1,"b":2}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK || string(body) != `{"content":[{"type":"text","text":"3"}]}` {
+		t.Fatalf("%d %s %v", resp.StatusCode, body, err)
+	}
+	if s := <-got; s != (seen{"/tools/add", to.Host, "application/json", `{"a":1,"b":2}`}) {
+		t.Errorf("the workload saw %+v", s)
 	}
 }
 

@@ -144,6 +144,35 @@ func run(ctx context.Context, c config) (res result, err error) {
 		}
 	}
 
+	// The floor: two bare reverse proxies, placed as the replicas are.
+	var floors []*harness.Process
+	var floorURLs []string
+	if c.floor {
+		step("starting the floor: two bare httputil.ReverseProxy replicas in front of the workload")
+		var self, addr string
+		if self, err = os.Executable(); err != nil {
+			return res, fmt.Errorf("finding this binary, to run the floor's replicas: %w", err)
+		}
+		for i := range 2 {
+			if addr, err = harness.FreeAddr(); err != nil {
+				return res, err
+			}
+			f := &harness.Process{Name: fmt.Sprintf("floor %d", i), Bin: self, LogPath: filepath.Join(c.workDir, fmt.Sprintf("floor-%d.log", i)),
+				Args: []string{floorCommand, "--addr", addr, "--target", "http://" + wlAddr}}
+			if err := f.Start(ctx, "http://"+addr+spec.DefaultPath); err != nil {
+				return res, err
+			}
+			defer func() { err = errors.Join(err, f.Stop(30*time.Second)) }()
+			if c.pin {
+				if err := pin(f.Pid(), plan.gateway); err != nil {
+					return res, err
+				}
+			}
+			floors = append(floors, f)
+			floorURLs = append(floorURLs, "http://"+addr+spec.InvokePrefix+sourceTool)
+		}
+	}
+
 	names := make([]string, len(tools))
 	for i := range tools {
 		names[i] = tools[i].Name
@@ -160,6 +189,11 @@ func run(ctx context.Context, c config) (res result, err error) {
 		{name: "gateway", tr: gateway, cpu: func() []time.Duration {
 			return []time.Duration{cpuOf(gws[0].Pid()) + cpuOf(gws[1].Pid()), cpuOf(wl.Pid())}
 		}},
+	}
+	if c.floor {
+		paths = append(paths, path{name: "floor", tr: directTargeter(floorURLs...), cpu: func() []time.Duration {
+			return []time.Duration{cpuOf(floors[0].Pid()) + cpuOf(floors[1].Pid()), cpuOf(wl.Pid())}
+		}})
 	}
 	for _, p := range paths {
 		m := newMetrics()
@@ -188,6 +222,12 @@ func run(ctx context.Context, c config) (res result, err error) {
 	res.rpsDirect, res.rpsGateway = dThr.throughput(""), gThr.throughput("")
 	step("throughput: direct %.0f/s, gateway %.0f/s (2026-07-28 %.0f/s, 2025-11-25 %.0f/s)",
 		res.rpsDirect, res.rpsGateway, gThr.throughput(era2026), gThr.throughput(era2025))
+	if c.floor {
+		fThr := thr[2]
+		res.rpsFloor = fThr.throughput("")
+		step("throughput: floor %.0f/s; CPU per call: replicas %.0f µs, workload %.0f µs",
+			res.rpsFloor, perCall(cpu[2][0], fThr.all.Requests), perCall(cpu[2][1], fThr.all.Requests))
+	}
 
 	rate := c.latencyRate
 	if rate == 0 {
@@ -214,6 +254,13 @@ func run(ctx context.Context, c config) (res result, err error) {
 		m := gLat.eras[e]
 		step("latency: gateway %s p50 %s p99 %s (added p50 %.2f ms, p99 %.2f ms)", e, m.Latencies.P50, m.Latencies.P99,
 			ms(m.Latencies.P50-dLat.all.Latencies.P50), ms(m.Latencies.P99-dLat.all.Latencies.P99))
+	}
+	if c.floor {
+		fLat := lat[2]
+		res.p99AddedFloor = fLat.all.Latencies.P99 - dLat.all.Latencies.P99
+		step("latency: floor p50 %s p99 %s (added p50 %.2f ms, p99 %.2f ms); CPU per call: replicas %.0f µs, workload %.0f µs",
+			fLat.all.Latencies.P50, fLat.all.Latencies.P99, ms(fLat.all.Latencies.P50-dLat.all.Latencies.P50), ms(res.p99AddedFloor),
+			perCall(cpu[2][0], fLat.all.Requests), perCall(cpu[2][1], fLat.all.Requests))
 	}
 
 	for i, g := range gws {
