@@ -17,7 +17,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolplane/toolplane/toolkit/discovery"
@@ -89,7 +88,7 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 	if ci := callInfoFrom(ctx); ci != nil {
 		ci.outcome = outcome
 	}
-	g.callsOf(s, i, outcome).Inc()
+	g.countCall(s, i, outcome)
 	g.metrics.duration.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	if res == nil {
 		// A call failed fast by an open circuit is logged as the circuit
@@ -108,21 +107,13 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 	return res
 }
 
-// callsOf is the calls counter of tool i of s with outcome. The snapshot
-// keeps each tool's for the outcome of most calls, ok, which the counter
-// vector would find by hashing the tool's name and the outcome at every
-// call; the vector's children are never deleted, so a kept one stays the
-// one it would find.
-func (g *Gateway) callsOf(s *snapshot, i int, outcome string) prometheus.Counter {
-	if outcome != outcomeOK {
-		return g.metrics.calls.WithLabelValues(s.table.Tools[i].Name, outcome)
+// countCall counts a call of tool i of s with outcome.
+func (g *Gateway) countCall(s *snapshot, i int, outcome string) {
+	var tc *toolCalls
+	if i < len(s.calls) {
+		tc = s.calls[i]
 	}
-	if c := s.okCalls[i].Load(); c != nil {
-		return *c
-	}
-	c := g.metrics.calls.WithLabelValues(s.table.Tools[i].Name, outcomeOK)
-	s.okCalls[i].Store(&c)
-	return c
+	g.metrics.calls.inc(tc, s.table.Tools[i].Name, outcome)
 }
 
 // callSlot is a call slot that acquire took, with its place in its

@@ -320,6 +320,11 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 	if prev := g.snap.Load(); prev != nil {
 		s.prevIndex = prev.index.Load()
 	}
+	names := make([]string, len(t.Tools))
+	for i := range s.table.Tools {
+		names[i] = s.table.Tools[i].Name
+	}
+	s.calls = g.metrics.calls.setTable(names)
 	old := g.snap.Swap(s)
 	g.metrics.setTable(s)
 	// What the gateway keeps per ToolSet is bounded by the table's.

@@ -162,7 +162,7 @@ func (g *Gateway) decideCall(ctx context.Context, req *mcp.CallToolRequest, head
 	name := req.Params.Name
 	i, ok := s.byName[name]
 	if !ok || !v.contains(s, i) {
-		g.metrics.calls.WithLabelValues("", outcomeUnknown).Inc()
+		g.metrics.calls.inc(nil, "", outcomeUnknown)
 		a.rec.Decision, a.rec.Reason, a.rec.Outcome = decisionDenied, reasonUnknownTool, outcomeUnknown
 		return nil, nil, unknownTool(name)
 	}
@@ -170,19 +170,19 @@ func (g *Gateway) decideCall(ctx context.Context, req *mcp.CallToolRequest, head
 	if g.opts.Auth != nil {
 		allowed, err := g.permits(ctx, caller, s, i)
 		if err != nil {
-			g.metrics.calls.WithLabelValues(tool.Name, outcomeAuthError).Inc()
+			g.countCall(s, i, outcomeAuthError)
 			a.rec.Decision, a.rec.Reason, a.rec.Outcome = decisionError, clip(err.Error(), 512), outcomeAuthError
 			return nil, tool, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "authorizing the call: " + err.Error()}
 		}
 		if !allowed {
 			// A tool the caller may not call is as absent as in its lists.
-			g.metrics.calls.WithLabelValues(tool.Name, outcomeDenied).Inc()
+			g.countCall(s, i, outcomeDenied)
 			a.rec.Decision, a.rec.Reason, a.rec.Outcome = decisionDenied, reasonNotPermitted, outcomeDenied
 			return nil, tool, unknownTool(name)
 		}
 	}
 	if l := g.limitCall(limitKeyOf(caller, header), s, i); l != nil {
-		g.metrics.calls.WithLabelValues(tool.Name, outcomeLimited).Inc()
+		g.countCall(s, i, outcomeLimited)
 		g.metrics.limited.WithLabelValues(l.limit).Inc()
 		a.rec.Decision, a.rec.Reason, a.rec.Outcome = decisionRateLimited, l.limit, outcomeLimited
 		a.rec.RetryAfterSeconds = l.retryAfter()

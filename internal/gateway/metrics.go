@@ -6,7 +6,7 @@ import (
 
 // metrics are the gateway's Prometheus metrics.
 type metrics struct {
-	calls       *prometheus.CounterVec
+	calls       *callCounter
 	duration    *prometheus.HistogramVec
 	listSize    *prometheus.HistogramVec
 	tools       prometheus.Gauge
@@ -35,10 +35,7 @@ type metrics struct {
 
 func newMetrics(reg prometheus.Registerer) *metrics {
 	m := &metrics{
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "toolplane_gateway_calls_total",
-			Help: "tools/call requests by published tool name and outcome (ok, tool_error, timeout, unreachable, busy, bad_reply, unknown, denied, auth_error, limited, circuit_open, credentials). Unknown names are counted under tool=\"\".",
-		}, []string{"tool", "outcome"}),
+		calls: newCallCounter(),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "toolplane_gateway_call_duration_seconds",
 			Help:    "Time from a tools/call's arrival to its result, by outcome, for calls routed to a workload.",

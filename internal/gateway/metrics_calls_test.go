@@ -44,7 +44,7 @@ func callsCounted(t *testing.T, reg *prometheus.Registry) map[[2]string]float64 
 // The calls counter counts each call under its own tool and outcome, in
 // both eras, and still does after a new table moves every tool's place in
 // it: the counter of a tool's successful calls is kept with the table it
-// was found in (Gateway.callsOf), not by the tool's index.
+// was found in (Gateway.countCall), not by the tool's index.
 func TestCallsAreCountedByToolAcrossTables(t *testing.T) {
 	fail := toolkit.MustNew("fail", "Fails", func(context.Context, echoIn) (string, error) {
 		return "", errors.New("failed as asked")
@@ -93,5 +93,23 @@ func TestCallsAreCountedByToolAcrossTables(t *testing.T) {
 		if got[k] != n {
 			t.Errorf("calls of %s with outcome %s: %v, want %v (all: %v)", k[0], k[1], got[k], n, got)
 		}
+	}
+
+	// A call of a name the table does not hold counts under tool="";
+	// a tool that leaves the table leaves the metric, and one that stays
+	// keeps its counts.
+	if _, err := sessions[0].CallTool(bounded(t), &mcp.CallToolParams{Name: "no_such_tool", Arguments: map[string]any{}}); err == nil {
+		t.Fatal("a call of an unknown tool did not fail")
+	}
+	if err := g.SetTable(table(first.tableTools())); err != nil {
+		t.Fatal(err)
+	}
+	got = callsCounted(t, reg)
+	want = map[[2]string]float64{
+		{"aaa_echo", "ok"}: 4,
+		{"", "unknown"}:    1,
+	}
+	if len(got) != len(want) || got[[2]string{"aaa_echo", "ok"}] != 4 || got[[2]string{"", "unknown"}] != 1 {
+		t.Errorf("after crm's tools left the table: calls counted %v, want %v", got, want)
 	}
 }

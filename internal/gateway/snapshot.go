@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/toolplane/toolplane/toolkit/discovery"
 	"github.com/toolplane/toolplane/toolkit/search"
@@ -47,9 +46,9 @@ type snapshot struct {
 	entries      [][]byte
 	// unroutable says why each tool left out of the views was left out.
 	unroutable []string
-	// okCalls[i] is the calls counter of tool i's outcome ok, kept by
-	// Gateway.callsOf from its first such call.
-	okCalls []atomic.Pointer[prometheus.Counter]
+	// calls[i] are tool i's counts of calls (metrics_calls.go), set by
+	// Gateway.SetTable; nil in a snapshot it did not make.
+	calls []*toolCalls
 	// index is the search index of table, built by the first search of
 	// the revision (Gateway.searchIndex), so that a replica pays for it
 	// only when it serves searches, and a table's arrival never holds the
@@ -77,7 +76,6 @@ func newSnapshot(t *spec.Table, now time.Time, clusterDomain string) (*snapshot,
 		byName:        make(map[string]int, len(t.Tools)),
 		tools:         make([]*mcp.Tool, len(t.Tools)),
 		routes:        make([]string, len(t.Tools)),
-		okCalls:       make([]atomic.Pointer[prometheus.Counter], len(t.Tools)),
 		byNamespace:   map[string][]int{},
 		byToolSet:     map[spec.ObjectReference][]int{},
 	}
