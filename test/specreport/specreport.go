@@ -13,6 +13,7 @@ package specreport
 import (
 	"github.com/onsi/ginkgo/v2"
 	"github.com/onsi/ginkgo/v2/types"
+	"unicode/utf8"
 )
 
 // messageBytes bounds how much of a failure message the digest repeats.
@@ -44,10 +45,15 @@ func RunSpecs(t T, description string, args ...any) bool {
 	return ok
 }
 
-// digest is the start of a failure message, cut at messageBytes.
+// digest is the start of a failure message, cut at messageBytes, or
+// before a character that would straddle it.
 func digest(message string) string {
 	if len(message) <= messageBytes {
 		return message
 	}
-	return message[:messageBytes] + "… (cut)"
+	cut := messageBytes
+	for cut > 0 && !utf8.RuneStart(message[cut]) {
+		cut--
+	}
+	return message[:cut] + "… (cut)"
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -48,5 +49,19 @@ func TestRunSpecsEndsWithTheFailuresDigest(t *testing.T) {
 	}
 	if len(got) > messageBytes+300 {
 		t.Errorf("digest is %d bytes, want the message cut near %d", len(got), messageBytes)
+	}
+}
+
+func TestDigestCutsBetweenCharacters(t *testing.T) {
+	// "é" is two bytes: one more byte of "x" puts one across the cut.
+	for _, pad := range []int{0, 1} {
+		message := strings.Repeat("x", pad) + strings.Repeat("é", messageBytes)
+		got := digest(message)
+		if !utf8.ValidString(got) {
+			t.Errorf("pad %d: the digest is not valid UTF-8: …%q", pad, got[len(got)-20:])
+		}
+		if body := strings.TrimSuffix(got, "… (cut)"); len(body) > messageBytes || len(body) < messageBytes-3 || !strings.HasPrefix(message, body) {
+			t.Errorf("pad %d: cut at %d bytes, want the start of the message, within a character of %d", pad, len(body), messageBytes)
+		}
 	}
 }
