@@ -72,6 +72,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -94,7 +95,7 @@ type config struct {
 	cpuProfile  string
 	pin         bool
 	floor       bool
-	gatewayEnv  string
+	gatewayEnv  envList
 }
 
 func main() {
@@ -118,7 +119,7 @@ func main() {
 	flag.IntVar(&c.latencyRate, "latency-rate", 0, "The latency phases' offered rate in requests per second; 0 derives it from --latency-load.")
 	flag.StringVar(&c.workDir, "work-dir", "", "Where the kubeconfig and the processes' logs go (default: a temporary directory, removed after a successful run).")
 	flag.StringVar(&c.cpuProfile, "cpu-profile", "", "A directory to write each replica's CPU profile of the gateway throughput phase to (gateway-N.cpu.pprof), taken over --pprof-bind-address; empty takes none.")
-	flag.StringVar(&c.gatewayEnv, "gateway-env", "", "NAME=value pairs, comma-separated, added to the replicas' environment (for example GOGC=200,GOMEMLIMIT=174483046); empty adds none.")
+	flag.Var(&c.gatewayEnv, "gateway-env", "A NAME=value added to the replicas' environment, one a flag, repeatable (for example --gateway-env GOGC=200 --gateway-env GODEBUG=gctrace=1,madvdontneed=1).")
 	flag.BoolVar(&c.pin, "pin", false, "Run the generator and the workload on one CPU and the two replicas (and the floor's) on another, on every path (as in a cluster where the gateway has nodes of its own), and say so in the figure line with pinned=1; needs two CPUs.")
 	flag.BoolVar(&c.floor, "floor", true, "Also measure the floor, two bare httputil.ReverseProxy replicas placed as the gateway's are, as a third path of every phase; the figure line then ends in rps_floor, ratio_floor and p99_added_floor_ms.")
 	flag.Parse()
@@ -137,6 +138,20 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Println(res.figureLine())
+}
+
+// envList is a repeatable flag of NAME=value, one a flag: a value may hold
+// commas (GODEBUG's do).
+type envList []string
+
+func (e *envList) String() string { return strings.Join(*e, " ") }
+
+func (e *envList) Set(v string) error {
+	if name, _, ok := strings.Cut(v, "="); !ok || name == "" {
+		return fmt.Errorf("%q is not NAME=value", v)
+	}
+	*e = append(*e, v)
+	return nil
 }
 
 func step(format string, args ...any) {

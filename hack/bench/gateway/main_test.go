@@ -74,6 +74,23 @@ func TestFigureLine(t *testing.T) {
 	}
 }
 
+func TestGatewayEnvTakesOnePairAFlag(t *testing.T) {
+	var e envList
+	for _, v := range []string{"GOGC=200", "GODEBUG=gctrace=1,madvdontneed=1"} {
+		if err := e.Set(v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(e) != 2 || e[1] != "GODEBUG=gctrace=1,madvdontneed=1" {
+		t.Errorf("got %q", e)
+	}
+	for _, bad := range []string{"GOGC", "=1", ""} {
+		if err := e.Set(bad); err == nil {
+			t.Errorf("%q was taken", bad)
+		}
+	}
+}
+
 func TestFloorPassesTheCallOnAsSent(t *testing.T) {
 	type seen struct {
 		path, host, contentType, body string

@@ -124,9 +124,7 @@ func run(ctx context.Context, c config) (res result, err error) {
 	for i := range gws {
 		gws[i] = &harness.Gateway{Bin: gwBin, Kubeconfig: cp.Kubeconfig, TableNamespace: tableNamespace, Resolve: resolve,
 			LogPath: filepath.Join(c.workDir, fmt.Sprintf("gateway-%d.log", i))}
-		if c.gatewayEnv != "" {
-			gws[i].Env = strings.Split(c.gatewayEnv, ",")
-		}
+		gws[i].Env = c.gatewayEnv
 		if c.cpuProfile != "" {
 			if pprofAddrs[i], err = harness.FreeAddr(); err != nil {
 				return res, err
