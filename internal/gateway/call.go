@@ -107,8 +107,16 @@ func (g *Gateway) call(ctx context.Context, c *Caller, s *snapshot, i int, args 
 	return res
 }
 
-// countCall counts a call of tool i of s with outcome.
+// countCall counts a call of tool i of s with outcome. A call that
+// outlived its table counts with its tool's counts in the table served
+// now, if the tool is there: it may have left and come back meanwhile,
+// with counts of its own again.
 func (g *Gateway) countCall(s *snapshot, i int, outcome string) {
+	if cur := g.snap.Load(); cur != nil && cur != s {
+		if j, ok := cur.byName[s.table.Tools[i].Name]; ok {
+			s, i = cur, j
+		}
+	}
 	var tc *toolCalls
 	if i < len(s.calls) {
 		tc = s.calls[i]

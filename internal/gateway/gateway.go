@@ -57,7 +57,10 @@ type Gateway struct {
 	// (extensions.go).
 	relayExt map[string]bool
 
-	snap   atomic.Pointer[snapshot]
+	snap atomic.Pointer[snapshot]
+	// setMu serializes SetTable: the calls counts it makes for a table
+	// (callCounter.setTable) must be those of the table it swaps in last.
+	setMu  sync.Mutex
 	server *mcp.Server
 	impl   *mcp.Implementation // the server's, as results of 2026-07-28 name it
 	// answerMeta is the _meta that annotateServerInfo gives a result, as
@@ -317,6 +320,8 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 		g.metrics.rejected.WithLabelValues("invalid").Inc()
 		return err
 	}
+	g.setMu.Lock()
+	defer g.setMu.Unlock()
 	if prev := g.snap.Load(); prev != nil {
 		s.prevIndex = prev.index.Load()
 	}

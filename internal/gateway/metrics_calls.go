@@ -12,6 +12,7 @@ import (
 var callOutcomes = [...]string{
 	outcomeOK, outcomeToolError, outcomeUnreachable, outcomeTimeout, outcomeBusy, outcomeBadReply,
 	outcomeUnknown, outcomeDenied, outcomeAuthError, outcomeLimited, outcomeCircuitOpen, outcomeCredentials,
+	outcomeInputRequired,
 }
 
 // toolCalls are one tool's counts of calls, by outcome (callOutcomes).
@@ -39,8 +40,9 @@ func outcomeIndex(outcome string) int {
 // replica that had called each of 10,000 tools held 110,000 of them, more
 // than half of its live objects; and a caller that names every tool of a
 // 25,000-tool table under each outcome it can bring about (denied,
-// limited, busy…) would have made 275,000. A toolCalls is 96 bytes per
-// tool, and only the tools of the table served are kept (setTable).
+// limited, busy…) would have made 275,000. A toolCalls is one object of
+// 104 bytes per tool, which the collector marks but need not scan, and
+// only the tools of the table served are kept (setTable).
 type callCounter struct {
 	desc *prometheus.Desc
 
@@ -49,14 +51,14 @@ type callCounter struct {
 	// the unknown tool "": replaced whole by setTable, read by Collect.
 	byName atomic.Pointer[map[string]*toolCalls]
 	// other counts outcomes not in callOutcomes, by tool and outcome;
-	// the gateway has none today.
+	// the gateway has none today (input_required is in callOutcomes).
 	other map[[2]string]*atomic.Uint64
 }
 
 func newCallCounter() *callCounter {
 	c := &callCounter{
 		desc: prometheus.NewDesc("toolplane_gateway_calls_total",
-			"tools/call requests by published tool name and outcome (ok, tool_error, timeout, unreachable, busy, bad_reply, unknown, denied, auth_error, limited, circuit_open, credentials). Unknown names are counted under tool=\"\". A tool that leaves the table leaves the metric.",
+			"tools/call requests by published tool name and outcome (ok, tool_error, timeout, unreachable, busy, bad_reply, unknown, denied, auth_error, limited, circuit_open, credentials, input_required). Unknown names are counted under tool=\"\". A tool that leaves the table leaves the metric.",
 			[]string{"tool", "outcome"}, nil),
 		other: map[[2]string]*atomic.Uint64{},
 	}
