@@ -325,7 +325,7 @@ func (g *Gateway) SetTable(t *spec.Table) error {
 	if prev := g.snap.Load(); prev != nil {
 		s.prevIndex = prev.index.Load()
 	}
-	names := make([]string, len(t.Tools))
+	names := make([]string, len(s.table.Tools))
 	for i := range s.table.Tools {
 		names[i] = s.table.Tools[i].Name
 	}
