@@ -102,7 +102,7 @@ bench-search: ## Rank the tasks of hack/search/corpus (978 real tools of 38 MCP 
 	go run ./hack/search $(BENCH_SEARCH_FLAGS)
 
 .PHONY: bench-gateway
-bench-gateway: envtest ## Measure the gateway (two replicas, 10,000 tools, both MCP eras) against the workload called directly, on loopback: throughput ratio, added p50/p99, peak RSS; prints the figure line last (BENCH_GATEWAY_FLAGS=-h for knobs).
+bench-gateway: envtest ## Measure the gateway (two replicas, 10,000 tools, both MCP eras) against the workload called directly and a bare reverse proxy in its place (the floor), on loopback: throughput ratios, added p50/p99, peak RSS; prints the figure line last (BENCH_GATEWAY_FLAGS=-h for knobs).
 	KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) go run ./hack/bench/gateway $(BENCH_GATEWAY_FLAGS)
 
 ##@ Development
