@@ -16,7 +16,7 @@ var callOutcomes = [...]string{
 }
 
 // toolCalls are one tool's counts of calls, by outcome (callOutcomes).
-// It holds no pointer, so the collector never scans it.
+// It holds no pointer, so the garbage collector never scans it.
 type toolCalls [len(callOutcomes)]atomic.Uint64
 
 // outcomeIndex is outcome's place in callOutcomes, or -1.
@@ -41,8 +41,8 @@ func outcomeIndex(outcome string) int {
 // than half of its live objects; and a caller that names every tool of a
 // 25,000-tool table under each outcome it can bring about (denied,
 // limited, busy…) would have made 275,000. A toolCalls is one object of
-// 104 bytes per tool, which the collector marks but need not scan, and
-// only the tools of the table served are kept (setTable).
+// 104 bytes per tool, which the garbage collector marks but need not
+// scan, and only the tools of the table served are kept (setTable).
 type callCounter struct {
 	desc *prometheus.Desc
 
